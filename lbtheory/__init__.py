@@ -1,0 +1,8 @@
+"""lbtheory: load balancing under delayed feedback — equilibria, fluid models, stability, BalanceRoute.
+
+See README.md for a tour and ``../shared/THEORY.md`` (copied as docs/THEORY.md) for the mathematics.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,92 @@
+"""``lbtheory equilibrium``: Wardrop, system optimum and RIF equilibria, and the price of anarchy.
+
+``TOPOLOGY`` is a cell-network file (YAML/JSON, see README) or a TNTP network (``*.tntp``, with
+``--trips``), which is solved as a general routing game.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+NAME = "equilibrium"
+HELP = ("Compute the Wardrop (latency), system-optimum (gradient) and RIF equilibria of a "
+        "topology and the price of anarchy.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topology", help="cell network (.yaml/.yml/.json) or TNTP net (.tntp)")
+    parser.add_argument("--trips", help="TNTP trips file (with a .tntp network)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--solver", default=None,
+                        help="CVXPY solver (default CLARABEL; e.g. SCS, ECOS)")
+    parser.add_argument("--tol", type=float, default=1e-6,
+                        help="target relative Definition-1 residual (default 1e-6)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import TopologyError
+
+    if args.topology.lower().endswith(".tntp"):
+        if not args.trips:
+            raise TopologyError(f"{args.topology}: a TNTP network needs --trips TRIPS.tntp")
+        from ..games.cli_support import run_tntp
+
+        return run_tntp(args.topology, args.trips, as_json=args.json)
+    if args.trips:
+        raise TopologyError("--trips is only used with a TNTP network (.tntp)")
+    from ..equilibrium import price_of_anarchy
+    from ..io import dumps_json, load_topology
+
+    net = load_topology(args.topology)
+    poa = price_of_anarchy(net, solver=args.solver, tol=args.tol)
+    if args.json:
+        print(dumps_json(_as_json(net, poa)))
+    else:
+        print(format_table(net, poa))
+    return 0
+
+
+def _as_json(net, poa) -> dict:
+    return {
+        "cells": [{"name": c.name, "replicas": c.replicas, "arrival_rate": c.arrival_rate,
+                   "max_rate": float(c.service.max_rate), "model": c.service.name}
+                  for c in net.cells],
+        "equilibria": {"wardrop": poa.wardrop.to_dict(),
+                       "system_optimum": poa.system_optimum.to_dict(),
+                       "rif": poa.rif.to_dict()},
+        "price_of_anarchy": poa.price_of_anarchy,
+        "rif_ratio": poa.rif_ratio,
+    }
+
+
+def format_table(net, poa) -> str:
+    """Readable report: per cell inflow/workload/latency/utilisation, per source splits."""
+    eqs = [("Wardrop (latency)", poa.wardrop), ("System optimum (gradient)", poa.system_optimum),
+           ("RIF", poa.rif)]
+    w = max(8, *(len(nm) for nm in net.names))
+    lines = [f"{net.n} cells, {len(net.arcs)} arcs, total demand {net.total_demand:g} req/s, "
+             f"capacity {float(net.max_rates.sum()):g} req/s", ""]
+    lat = None
+    for title, eq in eqs:
+        lat = np.asarray(net.models.latency(eq.workload), dtype=float)
+        util = eq.inflow / net.max_rates
+        lines.append(f"== {title}: mean end-to-end latency {eq.mean_latency * 1e3:.3f} ms, "
+                     f"residual {eq.residual:.1e}, status {eq.status.value}")
+        lines.append(f"  {'cell':<{w}} {'inflow/s':>10} {'workload':>10} {'latency ms':>11} "
+                     f"{'util':>6}")
+        for j, nm in enumerate(net.names):
+            lines.append(f"  {nm:<{w}} {eq.inflow[j]:>10.4f} {eq.workload[j]:>10.4f} "
+                         f"{lat[j] * 1e3:>11.3f} {util[j]:>6.1%}")
+        lines.append("  routing split (source -> destination share):")
+        for i, nm in enumerate(net.names):
+            if net.arrival_rates[i] <= 0:
+                continue
+            parts = [f"{net.names[j]} {eq.routing[i, j]:.1%}" for j in range(net.n)
+                     if net.adjacency[i, j] and eq.routing[i, j] > 5e-5]
+            lines.append(f"    {nm:<{w}} -> " + ", ".join(parts))
+        lines.append("")
+    lines.append(f"price of anarchy (Wardrop / optimum): {poa.price_of_anarchy:.6f}")
+    lines.append(f"RIF ratio (RIF / optimum):            {poa.rif_ratio:.6f}")
+    return "\n".join(lines)

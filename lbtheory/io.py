@@ -1,0 +1,246 @@
+"""File input/output: topology files, atomic writes and run manifests.
+
+Readers raise :class:`~lbtheory.errors.DataFormatError` or :class:`~lbtheory.errors.TopologyError`
+naming the file, field (and line where the format has lines). Writers are atomic: they write a
+temporary file in the target directory and ``os.replace`` it, so a crash never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .errors import DataFormatError, TopologyError
+
+__all__ = [
+    "write_text_atomic",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "save_figure_atomic",
+    "package_versions",
+    "run_manifest",
+    "load_topology",
+    "topology_from_dict",
+    "topology_to_dict",
+]
+
+
+# ----------------------------------------------------------------------------- atomic writes
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file + ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if hasattr(obj, "value") and isinstance(obj.value, str):  # enums
+        return obj.value
+    if hasattr(obj, "tolist"):  # jax arrays
+        return obj.tolist()
+    raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy/JAX values to plain JSON types; non-finite floats become ``None``."""
+    text = json.dumps(obj, default=_json_default, allow_nan=True)
+    return _nan_to_none(json.loads(text))
+
+
+def _nan_to_none(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, list):
+        return [_nan_to_none(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    return obj
+
+
+def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
+    """JSON text of ``obj`` (numpy/JAX arrays allowed); NaN/inf are written as ``null``."""
+    return json.dumps(to_jsonable(obj), indent=indent, allow_nan=False)
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
+    """Write ``obj`` as JSON to ``path`` atomically."""
+    return write_text_atomic(path, dumps_json(obj, indent=indent) + "\n")
+
+
+def save_figure_atomic(fig: Any, path: str | os.PathLike, **savefig_kwargs: Any) -> Path:
+    """Save a matplotlib figure atomically; the format follows the file suffix."""
+    import io as _io
+
+    path = Path(path)
+    buf = _io.BytesIO()
+    fmt = path.suffix.lstrip(".") or "png"
+    fig.savefig(buf, format=fmt, **savefig_kwargs)
+    return write_bytes_atomic(path, buf.getvalue())
+
+
+# ----------------------------------------------------------------------------- manifests
+_TRACKED_PACKAGES = ("lbtheory", "numpy", "scipy", "jax", "jaxlib", "cvxpy", "clarabel",
+                     "matplotlib", "sympy", "pyyaml", "optax")
+
+
+def package_versions(packages: tuple[str, ...] = _TRACKED_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages results depend on (``"missing"`` if absent)."""
+    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def run_manifest(config: Mapping[str, Any], *, seed: int | None = None) -> dict[str, Any]:
+    """A manifest to store next to results: config, seed, package versions, UTC time."""
+    import datetime as _dt
+
+    return {
+        "config": dict(config),
+        "seed": seed,
+        "versions": package_versions(),
+        "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+# ----------------------------------------------------------------------------- topology files
+def _topology_error(path: str, msg: str) -> TopologyError:
+    return TopologyError(f"{path}: {msg}" if path else msg)
+
+
+def topology_from_dict(data: Any, *, path: str = ""):
+    """Build a :class:`~lbtheory.network.CellNetwork` from the YAML/JSON schema of the README.
+
+    Schema::
+
+        cells: [{name, replicas, arrival_rate, service: {model, ...}}, ...]
+        arcs:  [{from, to, delay}, ...]          # delay: one-way seconds
+
+    Raises:
+        TopologyError / ModelError: naming the file, the field and the cell or arc.
+    """
+    from .errors import ModelError
+    from .models import model_from_dict
+    from .network import Arc, Cell, CellNetwork
+
+    if not isinstance(data, Mapping):
+        raise _topology_error(path, f"top level: expected a mapping with 'cells' and 'arcs', "
+                                    f"got {type(data).__name__}")
+    unknown = sorted(set(data) - {"cells", "arcs", "name", "description"})
+    if unknown:
+        raise _topology_error(path, f"top level: unknown key(s) {unknown}; expected 'cells', "
+                                    f"'arcs' (and optional 'name', 'description')")
+    for key in ("cells", "arcs"):
+        if key not in data:
+            raise _topology_error(path, f"missing top-level key {key!r}")
+        if not isinstance(data[key], list):
+            raise _topology_error(path, f"{key}: expected a list, got {type(data[key]).__name__}")
+    cells = []
+    for j, c in enumerate(data["cells"]):
+        where = f"cells[{j}]"
+        if not isinstance(c, Mapping):
+            raise _topology_error(path, f"{where}: expected a mapping, got {c!r}")
+        extra = sorted(set(c) - {"name", "replicas", "arrival_rate", "service"})
+        if extra:
+            raise _topology_error(path, f"{where}: unknown field(s) {extra}")
+        for key in ("name", "replicas", "arrival_rate", "service"):
+            if key not in c:
+                raise _topology_error(path, f"{where}: missing field {key!r}")
+        name = c["name"]
+        if isinstance(name, str) and name:
+            where = f"cells[{j}] ({name})"
+        for key in ("replicas", "arrival_rate"):
+            v = c[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise _topology_error(path, f"{where}.{key}: expected a number, got {v!r}")
+        try:
+            service = model_from_dict(c["service"], where=f"{where}.service")
+        except ModelError as exc:
+            raise ModelError(f"{path}: {exc}" if path else str(exc)) from None
+        cells.append(Cell(name=name, replicas=c["replicas"], arrival_rate=c["arrival_rate"],
+                          service=service))
+    arcs = []
+    for a_i, a in enumerate(data["arcs"]):
+        where = f"arcs[{a_i}]"
+        if not isinstance(a, Mapping):
+            raise _topology_error(path, f"{where}: expected a mapping, got {a!r}")
+        extra = sorted(set(a) - {"from", "to", "delay"})
+        if extra:
+            raise _topology_error(path, f"{where}: unknown field(s) {extra}")
+        for key in ("from", "to"):
+            if key not in a:
+                raise _topology_error(path, f"{where}: missing field {key!r}")
+        d = a.get("delay", 0.0)
+        if isinstance(d, bool) or not isinstance(d, (int, float)):
+            raise _topology_error(path, f"{where} ({a['from']} -> {a['to']}).delay: expected a "
+                                        f"number of seconds, got {d!r}")
+        arcs.append(Arc(source=a["from"], target=a["to"], delay=d))
+    try:
+        return CellNetwork(cells, arcs)
+    except (TopologyError, ModelError) as exc:
+        raise type(exc)(f"{path}: {exc}" if path else str(exc)) from None
+
+
+def load_topology(path: str | os.PathLike):
+    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork."""
+    import yaml
+
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        line = getattr(exc, "lineno", None)
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            line = mark.line + 1
+        raise DataFormatError(f"not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
+                              f"{exc}", path=str(p), line=line) from None
+    return topology_from_dict(data, path=str(p))
+
+
+def topology_to_dict(net) -> dict[str, Any]:
+    """Inverse of :func:`topology_from_dict`."""
+    from .models import model_to_dict
+
+    return {
+        "cells": [{"name": c.name, "replicas": c.replicas, "arrival_rate": c.arrival_rate,
+                   "service": model_to_dict(c.service)} for c in net.cells],
+        "arcs": [{"from": a.source, "to": a.target, "delay": a.delay} for a in net.arcs],
+    }
