@@ -1,4 +1,6 @@
-"""lbtheory: load balancing under delayed feedback — equilibria, fluid models, stability, BalanceRoute.
+"""lbtheory: load balancing under delayed feedback.
+
+Equilibria, price of anarchy, delayed fluid models, stepsize verification, BalanceRoute.
 
 See README.md for a tour and ``../shared/THEORY.md`` (copied as docs/THEORY.md) for the mathematics.
 """

@@ -1,14 +1,16 @@
 """Newton polishing of an equilibrium on its support (used by :mod:`lbtheory.equilibrium`).
 
 Interior-point solvers stop at a relative gap of ~1e-8, which leaves Definition-1 residuals of
-1e-5 on steep potentials (inflows near capacity). Given the solver's flows, we solve the KKT
-system of program (12) restricted to the used arcs,
+1e-5 on steep potentials (inflows near capacity), and the tangent-cut approximation of
+non-DCP potentials is exact only in the limit. Given approximate flows, we solve the KKT system
+of program (12) restricted to the used arcs,
 
     c_ij(N_j(z_j)) − c*_i = 0   for used arcs (i, j),      Σ_j f_ij − λ_i = 0   per source,
 
-by (least-squares, damped) Newton steps, with dp'/dz = f'_j(N_j)/μ'_j(N_j), dropping arcs whose
-flow reaches zero and adding unused arcs that become cheaper than c*_i. The result is returned
-only if it lowers the residual; non-unique routings (singular systems) get the minimum-norm step.
+by Newton steps (least squares, so non-unique routings get the minimum-norm step) with
+dc_ij/dz_j = f'_j(N_j)/μ'_j(N_j), inside a primal active-set loop: a step that would empty an
+arc stops at the boundary and drops the arc; an unused arc cheaper than c*_i joins the support.
+The caller keeps the result only if it lowers the residual.
 """
 
 from __future__ import annotations
@@ -27,87 +29,112 @@ def _cell_terms(net: CellNetwork, cost: CostKind, z: np.ndarray):
     return N, fc
 
 
-def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_iter: int = 30,
-                 rtol: float = 1e-13, max_dense: int = 4000) -> np.ndarray | None:
-    """Polish arc flows F (n×n, req/s) to the KKT point on their support; None if not possible."""
+def _initial_support(net: CellNetwork, F: np.ndarray, g: np.ndarray,
+                     lam: np.ndarray) -> np.ndarray | None:
+    """Support of a basic solution of the transportation LP  min Σ g_ij f_ij  subject to the
+    solver's inflows z and the demands λ (HiGHS).
+
+    With the cell costs fixed by z, every equilibrium routing solves this LP; a basic solution
+    has a forest as support (generically the equilibrium's), which interior-point flows — all
+    slightly positive, with cycles among near-ties — do not give.
+    """
+    from scipy.optimize import linprog
+
+    src, dst = np.nonzero(net.adjacency & (lam[:, None] > 0))
+    m, n = len(src), net.n
+    z = F.sum(axis=0)
+    z *= lam.sum() / z.sum()
+    A_eq = np.zeros((2 * n, m))
+    A_eq[src, np.arange(m)] = 1.0
+    A_eq[n + dst, np.arange(m)] = 1.0
+    res = linprog(g[src, dst], A_eq=A_eq, b_eq=np.concatenate([lam, z]),
+                  bounds=[(0, None)] * m, method="highs-ds")
+    if res.status != 0:
+        return None
+    support = np.zeros_like(net.adjacency)
+    used = res.x > 1e-12 * max(1.0, float(lam.max()))
+    support[src[used], dst[used]] = True
+    Fs = np.zeros_like(F)
+    Fs[src[used], dst[used]] = res.x[used]
+    return support, Fs
+
+
+def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: int = 80,
+                 rtol: float = 1e-12, max_dense: int = 4000) -> np.ndarray | None:
+    """Polish arc flows F (n×n, req/s) to the KKT point of program (12); None if not possible."""
     lam = net.arrival_rates
     srcs = np.flatnonzero(lam > 0)
     if len(srcs) == 0:
         return F
+    r = len(srcs)
     rowmap = np.full(net.n, -1)
-    rowmap[srcs] = np.arange(len(srcs))
+    rowmap[srcs] = np.arange(r)
     g = np.asarray(static_cost(cost, net.delays), dtype=float)
     caps = net.max_rates
-    support = net.adjacency & (F > 1e-10 * lam[:, None]) & (lam[:, None] > 0)
-    F = np.where(support, F, 0.0)
-    for _outer in range(12):
+    init = _initial_support(net, F, g, lam)
+    if init is None:
+        return None
+    support, F = init
+    if np.any(F.sum(axis=0) >= caps):
+        return None
+    steps = 0
+    c = None
+    while steps < max_steps:
         I, J = np.nonzero(support)
-        s, r = len(I), len(srcs)
-        if s + r > max_dense:
+        s = len(I)
+        if s + r > max_dense or s == 0:
             return None
-        u = F[I, J].copy()
         ri = rowmap[I]
-        z = np.bincount(J, u, net.n)
-        N, fc = _cell_terms(net, cost, z)
+        u = F[I, J]
+        N, fc = _cell_terms(net, cost, np.bincount(J, u, net.n))
         arc_c = fc[J] + g[I, J]
-        c = np.full(r, np.inf)
-        np.minimum.at(c, ri, arc_c)
-
-        def resid(u, c, arc_c):
-            return np.concatenate([arc_c - c[ri], np.bincount(ri, u, r) - lam[srcs]])
-
-        R = resid(u, c, arc_c)
-        for _ in range(max_iter):
-            scale_c = np.maximum(np.abs(c[ri]), 1e-300)
-            if np.max(np.abs(R[:s]) / scale_c, initial=0) < rtol and \
-                    np.max(np.abs(R[s:]) / lam[srcs], initial=0) < rtol:
-                break
-            h = np.asarray(cell_cost_prime(cost, net.models, N, net.replicas), dtype=float) / \
-                np.asarray(net.models.rate_prime(N), dtype=float)
-            Jac = np.zeros((s + r, s + r))
-            Jac[:s, :s] = h[J][:, None] * (J[:, None] == J[None, :])
-            Jac[np.arange(s), s + ri] = -1.0
-            Jac[s + ri, np.arange(s)] = 1.0
-            step = np.linalg.lstsq(Jac, -R, rcond=None)[0]
-            du, dc = step[:s], step[s:]
-            leaving = (u + du < 0) & (u < 1e-3 * lam[srcs][ri])
-            if leaving.any():  # arcs the Newton step empties: drop them, re-solve on the rest
-                break
-            t, norm0 = 1.0, np.linalg.norm(R)
-            for _bt in range(40):
-                u_new = np.maximum(u + t * du, 0.0)
-                z_new = np.bincount(J, u_new, net.n)
-                if np.all(z_new < caps):
-                    N_new, fc_new = _cell_terms(net, cost, z_new)
-                    arc_new = fc_new[J] + g[I, J]
-                    R_new = resid(u_new, c + t * dc, arc_new)
-                    if np.all(np.isfinite(R_new)) and np.linalg.norm(R_new) <= norm0 * (1 - 1e-4 * t):
-                        break
-                t *= 0.5
-            else:
-                break
-            u, c, N, arc_c, R = u_new, c + t * dc, N_new, arc_new, R_new
-        else:
-            leaving = np.zeros(s, dtype=bool)
-        F = np.zeros_like(F)
-        F[I, J] = np.where(leaving, 0.0, u)
-        if leaving.any():  # put the dropped flow back on the source's remaining arcs
-            lost = np.bincount(ri, np.where(leaving, u, 0.0), r)
-            keep = ~leaving
-            share = np.bincount(ri[keep], u[keep], r)
-            F[I[keep], J[keep]] += u[keep] * (lost / np.maximum(share, 1e-300))[ri[keep]]
-            support = support & (F > 0)
+        if c is None or len(c) != r:
+            c = np.full(r, np.inf)
+            np.minimum.at(c, ri, arc_c)
+        R = np.concatenate([arc_c - c[ri], np.bincount(ri, u, r) - lam[srcs]])
+        converged = (np.max(np.abs(R[:s]) / np.maximum(np.abs(c[ri]), 1e-300)) < rtol and
+                     np.max(np.abs(R[s:]) / lam[srcs]) < rtol)
+        if converged:
+            # KKT on the support holds; unused arcs cheaper than c*_i must join it
+            C = np.where(net.adjacency & ~support & (lam[:, None] > 0), fc[None, :] + g, np.inf)
+            cstar = np.full(net.n, np.inf)
+            cstar[srcs] = c
+            cheaper = C < cstar[:, None] * (1 - 1e-12)
+            if not cheaper.any():
+                return F
+            support = support | cheaper
             continue
+        steps += 1
+        h = np.asarray(cell_cost_prime(cost, net.models, N, net.replicas), dtype=float) / \
+            np.asarray(net.models.rate_prime(N), dtype=float)
+        Jac = np.zeros((s + r, s + r))
+        Jac[:s, :s] = h[J][:, None] * (J[:, None] == J[None, :])
+        Jac[np.arange(s), s + ri] = -1.0
+        Jac[s + ri, np.arange(s)] = 1.0
+        if not (np.all(np.isfinite(Jac)) and np.all(np.isfinite(R))):
+            return None
+        try:
+            step = np.linalg.lstsq(Jac, -R, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return None
+        du, dc = step[:s], step[s:]
+        # ratio test: stop at the first arc that empties, and drop it
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(du < 0, u / -du, np.inf)
+        t = min(1.0, float(ratios.min()))
+        blocking = ratios <= t * (1 + 1e-12)
+        for _ in range(60):  # keep inflows below capacity
+            if np.all(np.bincount(J, np.maximum(u + t * du, 0.0), net.n) < caps):
+                break
+            t *= 0.5
+            blocking[:] = False
+        else:
+            return None
+        u_new = np.maximum(u + t * du, 0.0)
+        if blocking.any() and t < 1.0:
+            u_new[blocking] = 0.0
+        F = np.zeros_like(F)
+        F[I, J] = u_new
+        c = c + t * dc
         support = support & (F > 0)
-        # arcs not in the support that are cheaper than c*_i must join it
-        z = F.sum(axis=0)
-        _, fc = _cell_terms(net, cost, z)
-        C = fc[None, :] + g
-        cstar = np.full(net.n, np.inf)
-        cstar[srcs] = c
-        cheaper = net.adjacency & ~support & (lam[:, None] > 0) & \
-            (C < cstar[:, None] * (1 - 1e-12) - 1e-300)
-        if not cheaper.any():
-            return F
-        support = support | cheaper
-    return F
+    return None

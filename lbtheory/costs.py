@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class CostKind(str, enum.Enum):
+class CostKind(enum.StrEnum):
     """The cost signal a router uses (THEORY §4)."""
 
     RIF = "rif"
@@ -70,22 +70,14 @@ def cell_cost(kind: CostKind | str, model: Model, N: Any, replicas: Any = 1.0) -
 
 
 def cell_cost_prime(kind: CostKind | str, model: Model, N: Any, replicas: Any = 1.0) -> Any:
-    """f'_j(N), derivative of :func:`cell_cost` in N (numpy in, numpy out; JAX autodiff)."""
-    import jax
-    import jax.numpy as jnp
-
+    """f'_j(N), derivative of :func:`cell_cost` in N: 1/k (RIF), ℓ' (latency), −μ''/μ'²
+    (gradient). Closed forms where the model has them; numpy or JAX."""
     kind = CostKind.parse(kind)
     if kind is CostKind.RIF:
         return xp(N).ones_like(N * 1.0) / replicas
     if kind is CostKind.LATENCY:
         return model.latency_prime(N)
-    def f(v):
-        return jnp.sum(cell_cost(kind, model, v, replicas))
-
-    if xp(N) is jnp:
-        return jax.grad(f)(N)
-    with jax.enable_x64(True):  # float64 for numpy callers, without changing global config
-        return np.asarray(jax.grad(f)(jnp.asarray(N, dtype=jnp.float64)))
+    return model.gradient_cost_prime(N)
 
 
 def static_cost(kind: CostKind | str, delays: Any) -> Any:

@@ -77,7 +77,7 @@ class DataFormatError(LBTheoryError, ValueError):
         self.field = field
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """Outcome of a solve; the value is what JSON output and messages show."""
 
     OPTIMAL = "optimal"

@@ -81,9 +81,31 @@ class ServiceModel:
             arr = jnp.asarray(N, dtype=jnp.float64)
             return np.asarray(f(arr.reshape(-1)).reshape(arr.shape))
 
+    def latency_second(self, N: Any) -> Any:
+        """d²ℓ/dN² (generic: JAX autodiff of :meth:`latency_prime`)."""
+        import jax
+        import jax.numpy as jnp
+
+        f = jax.vmap(jax.grad(lambda n: jnp.asarray(self.latency_prime(n),
+                                                    dtype=jnp.result_type(n))))
+        if is_jax(N):
+            return f(N.reshape(-1)).reshape(N.shape)
+        with jax.enable_x64(True):
+            arr = jnp.asarray(N, dtype=jnp.float64)
+            return np.asarray(f(arr.reshape(-1)).reshape(arr.shape))
+
     def rate(self, N: Any) -> Any:
         """Processing rate μ(N) = N/ℓ(N) in req/s."""
         return N / self.latency(N)
+
+    def rate_second(self, N: Any) -> Any:
+        """μ''(N) = −Nℓ''/ℓ² − 2(ℓ − Nℓ')ℓ'/ℓ³."""
+        lat, d1 = self.latency(N), self.latency_prime(N)
+        return -N * self.latency_second(N) / lat**2 - 2.0 * (lat - N * d1) * d1 / lat**3
+
+    def gradient_cost_prime(self, N: Any) -> Any:
+        """d/dN of the gradient cost 1/μ'(N): −μ''/μ'² (s per request)."""
+        return -self.rate_second(N) / self.rate_prime(N) ** 2
 
     def rate_prime(self, N: Any) -> Any:
         """μ'(N) = (ℓ − Nℓ')/ℓ² in req/s per request."""
@@ -190,6 +212,15 @@ class MM1Latency(ServiceModel):
     def gradient_cost(self, N: Any) -> Any:
         return (N + self.K) ** 2 / (self.capacity * self.K)
 
+    def latency_second(self, N: Any) -> Any:
+        return xp(N).zeros_like(N * 1.0)
+
+    def rate_second(self, N: Any) -> Any:
+        return -2.0 * self.capacity * self.K / (N + self.K) ** 3
+
+    def gradient_cost_prime(self, N: Any) -> Any:
+        return 2.0 * (N + self.K) / (self.capacity * self.K)
+
     def inverse_rate(self, z: Any) -> Any:
         m = xp(z)
         z = m.asarray(z, dtype=float) if not is_jax(z) else z
@@ -245,6 +276,10 @@ class SoftplusLatency(ServiceModel):
     def latency_prime(self, N: Any) -> Any:
         return self.slope * sigmoid(self._u(N))
 
+    def latency_second(self, N: Any) -> Any:
+        sig = sigmoid(self._u(N))
+        return self.slope * sig * (1.0 - sig) / self.softness
+
 
 @service_model
 class ExpSaturation(ServiceModel):
@@ -292,6 +327,12 @@ class ExpSaturation(ServiceModel):
 
     def gradient_cost(self, N: Any) -> Any:
         return (self.K / self.capacity) * xp(N).exp(N / self.K)
+
+    def rate_second(self, N: Any) -> Any:
+        return -(self.capacity / self.K**2) * xp(N).exp(-N / self.K)
+
+    def gradient_cost_prime(self, N: Any) -> Any:
+        return xp(N).exp(N / self.K) / self.capacity
 
     def inverse_rate(self, z: Any) -> Any:
         m = xp(z)
@@ -491,6 +532,18 @@ class ModelBank:
     def inverse_rate(self, z: Any) -> Any:
         """μ_j⁻¹(z_j) per cell (requests); +inf at or above capacity (numpy)."""
         return self._apply("inverse_rate", z)
+
+    def latency_second(self, N: Any) -> Any:
+        """ℓ''_j(N_j) per cell."""
+        return self._apply("latency_second", N)
+
+    def rate_second(self, N: Any) -> Any:
+        """μ''_j(N_j) per cell."""
+        return self._apply("rate_second", N)
+
+    def gradient_cost_prime(self, N: Any) -> Any:
+        """d/dN (1/μ'_j) per cell (s per request)."""
+        return self._apply("gradient_cost_prime", N)
 
 
 def jax_leaves(model: ServiceModel) -> list[Any]:

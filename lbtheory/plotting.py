@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STYLE", "style", "figure", "POLICY_COLORS"]
+__all__ = ["STYLE", "style", "figure", "POLICY_COLORS", "plot_equilibria"]
 
 STYLE: dict[str, Any] = {
     "figure.dpi": 110,
@@ -53,3 +53,42 @@ def figure(*, nrows: int = 1, ncols: int = 1, width: float = 6.0, height: float 
     with matplotlib.rc_context(STYLE):
         fig, ax = plt.subplots(nrows, ncols, figsize=(width, height), **kwargs)
     return fig, ax
+
+
+_EQ_LABELS = {"wardrop": "Wardrop (latency)", "system_optimum": "system optimum (gradient)",
+              "rif": "RIF"}
+
+
+def plot_equilibria(net: Any, poa: Any, sweep: dict[str, Any]):
+    """Two panels: per-cell utilisation at the three equilibria, and PoA / RIF ratio vs demand.
+
+    Args:
+        net: the CellNetwork; poa: a :class:`~lbtheory.equilibrium.PoAResult`;
+        sweep: the output of :func:`lbtheory.equilibrium.demand_sweep`.
+    """
+    import numpy as np
+
+    fig, (ax0, ax1) = figure(ncols=2, width=10.0, height=3.8)
+    with style():
+        width = 0.8 / 3
+        x = np.arange(net.n)
+        for k, key in enumerate(("wardrop", "system_optimum", "rif")):
+            eq = getattr(poa, key)
+            ax0.bar(x + (k - 1) * width, eq.inflow / net.max_rates, width,
+                    color=POLICY_COLORS[key],
+                    label=f"{_EQ_LABELS[key]}: {eq.mean_latency * 1e3:.0f} ms")
+        ax0.set_xticks(x, net.names)
+        ax0.set_ylabel("utilisation z/μ̄")
+        ax0.set_title("equilibrium load per cell")
+        ax0.legend(fontsize=8)
+        ax1.plot(sweep["utilisation"], sweep["price_of_anarchy"], color=POLICY_COLORS["wardrop"],
+                 label="PoA = C(Wardrop)/C(opt)")
+        ax1.plot(sweep["utilisation"], sweep["rif_ratio"], color=POLICY_COLORS["rif"],
+                 label="C(RIF)/C(opt)")
+        ax1.axhline(1.0, color="k", lw=0.8)
+        ax1.set_xlabel("total demand / total capacity")
+        ax1.set_ylabel("ratio of mean latencies")
+        ax1.set_title("price of anarchy as demand grows")
+        ax1.legend(fontsize=8)
+        fig.tight_layout()
+    return fig

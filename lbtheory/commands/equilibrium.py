@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CVXPY solver (default CLARABEL; e.g. SCS, ECOS)")
     parser.add_argument("--tol", type=float, default=1e-6,
                         help="target relative Definition-1 residual (default 1e-6)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="write a figure: per-cell load and PoA as demand grows")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +47,19 @@ def run(args: argparse.Namespace) -> int:
         print(dumps_json(_as_json(net, poa)))
     else:
         print(format_table(net, poa))
+    if args.plot:
+        import numpy as np
+
+        from ..equilibrium import demand_sweep
+        from ..io import save_figure_atomic
+        from ..plotting import plot_equilibria
+
+        util = net.total_demand / float(net.max_rates.sum())
+        sweep = demand_sweep(net, np.linspace(0.05, 0.98, 40) / util, solver=args.solver,
+                             tol=args.tol)
+        save_figure_atomic(plot_equilibria(net, poa, sweep), args.plot)
+        if not args.json:
+            print(f"figure written to {args.plot}")
     return 0
 
 

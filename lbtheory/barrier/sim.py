@@ -1,0 +1,296 @@
+"""Trace-driven decode simulation under a step barrier (THEORY §9).
+
+Model (per tick ``k``):
+
+1. **Pool.** Requests enter the prompt pool after prefill (prefill itself is not simulated).
+   By default the trace is replayed *at saturation*, as the paper evaluates it: the pool
+   always holds the next ``window`` requests in arrival order (refilled every tick), so every
+   free slot can be filled. With ``time_scale = X`` the timestamps are replayed compressed by
+   ``X`` instead: a request enters the pool when the simulated clock reaches ``arrival / X``
+   (the clock jumps over idle gaps).
+2. **Schedule.** If the pool is non-empty and a slot is free, the router assigns pool requests
+   to replicas with free slots (``slots`` per replica). Assignment is sticky.
+3. **Barrier step.** Every replica runs one decode step; the step takes ``t = a·M(k) + b``
+   seconds (:class:`~lbtheory.barrier.imbalance.StepTimeModel`), with ``M(k)`` the largest
+   load. Each request in flight generates one token; [R] load ``L_g(k) = Σ (s_i + a_i(k))``.
+4. **Completion.** A request with ``n_i = max(output_tokens, 1)`` decode steps leaves after
+   its ``n_i``-th step, freeing its slot.
+
+Metrics (see :class:`DecodeResult`): the measurement window is every step up to the tick at
+which the last request was scheduled (the final drain, when the pool is empty and the cluster
+empties, is excluded; ``*_all`` keys include it). Throughput is tokens per second of decode
+steps (idle gaps of a time-scaled replay are not counted). Deterministic under the router's
+seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from ..metrics import mean
+from ..traces import Trace
+from .imbalance import StepTimeModel, run_idle_fraction, tpot_per_request, tpot_percentiles
+from .protocol import ClusterView, Router
+
+__all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps"]
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Cluster and replay settings.
+
+    Attributes:
+        replicas: ``G`` data-parallel decode replicas (≥ 1).
+        slots: decode slots per replica (concurrent requests, ≥ 1).
+        window: saturation replay: pool size in requests (≥ 1).
+        time_scale: ``None`` for saturation replay, else the timestamp compression factor ``X > 0``.
+        step_model: step time ``a·M + b`` (s).
+        record_loads: keep the ``(K, G)`` load matrix (for plots).
+    """
+
+    replicas: int = 8
+    slots: int = 32
+    window: int = 128
+    time_scale: float | None = None
+    step_model: StepTimeModel = field(default_factory=StepTimeModel)
+    record_loads: bool = False
+
+    def __post_init__(self) -> None:
+        if int(self.replicas) != self.replicas or self.replicas < 1:
+            raise ModelError(f"number of replicas G must be an integer >= 1, got {self.replicas}")
+        if int(self.slots) != self.slots or self.slots < 1:
+            raise ModelError(f"slot capacity {self.slots} per replica is too small for any "
+                             "request (need an integer >= 1)")
+        if int(self.window) != self.window or self.window < 1:
+            raise ModelError(f"pool window must be an integer >= 1 requests, got {self.window}")
+        if self.time_scale is not None and not (np.isfinite(self.time_scale)
+                                                and self.time_scale > 0):
+            raise ModelError(f"time scale must be > 0, got {self.time_scale}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (for manifests)."""
+        return {"replicas": self.replicas, "slots": self.slots, "window": self.window,
+                "time_scale": self.time_scale, "step_a_s_per_token": self.step_model.a_s_per_token,
+                "step_b_s": self.step_model.b_s}
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """Per-step and per-request records of one simulation.
+
+    Attributes:
+        policy: router name.
+        config: the :class:`DecodeConfig`.
+        max_load: ``M(k)`` per step (tokens).
+        sum_load: ``Σ_g L_g(k)`` per step (tokens).
+        tokens: tokens generated in each step (= requests in flight).
+        step_time_s: ``t(k)`` (s).
+        start_step: first decode step of each request.
+        replica: replica each request ran on.
+        n_steps: decode steps of each request.
+        measure_steps: number of leading steps in the measurement window.
+        loads: ``(K, G)`` loads if recorded, else ``None``.
+        sim_wall_s: wall-clock seconds the simulation took.
+    """
+
+    policy: str
+    config: DecodeConfig
+    max_load: np.ndarray
+    sum_load: np.ndarray
+    tokens: np.ndarray
+    step_time_s: np.ndarray
+    start_step: np.ndarray
+    replica: np.ndarray
+    n_steps: np.ndarray
+    measure_steps: int
+    loads: np.ndarray | None = None
+    sim_wall_s: float = 0.0
+
+    @property
+    def imbalance(self) -> np.ndarray:
+        """``I(k) = G·M(k) − Σ_g L_g(k)`` per step (tokens)."""
+        return self.config.replicas * self.max_load - self.sum_load
+
+    def tpot_s(self) -> np.ndarray:
+        """Time per output token of each request (s)."""
+        cum = np.concatenate([[0.0], np.cumsum(self.step_time_s)])
+        return tpot_per_request(cum, self.start_step, self.n_steps)
+
+    def summary(self) -> dict[str, float]:
+        """Headline numbers: mean imbalance (tokens), idle fraction, throughput (tokens/s), TPOT
+        p50/p95 (ms), over the measurement window (``*_all``: every step)."""
+        w = slice(0, max(self.measure_steps, 1))
+        G = self.config.replicas
+        out = {
+            "mean_imbalance": mean(self.imbalance[w]),
+            "idle_fraction": run_idle_fraction(self.max_load[w], self.sum_load[w], G),
+            "throughput": float(self.tokens[w].sum() / self.step_time_s[w].sum()),
+            "mean_max_load": mean(self.max_load[w]),
+            "mean_imbalance_all": mean(self.imbalance),
+            "idle_fraction_all": run_idle_fraction(self.max_load, self.sum_load, G),
+            "throughput_all": float(self.tokens.sum() / self.step_time_s.sum()),
+            "steps": float(self.max_load.size),
+            "measure_steps": float(self.measure_steps),
+            "sim_time_s": float(self.step_time_s.sum()),
+            "requests": float(self.n_steps.size),
+        }
+        out.update(tpot_percentiles(self.tpot_s(), (50.0, 95.0)))
+        return out
+
+
+def decode_steps(trace: Trace) -> np.ndarray:
+    """Decode steps of each request: ``max(output_tokens, 1)``."""
+    return np.maximum(trace.output_tokens, 1).astype(np.int64)
+
+
+class _Cluster:
+    """Mutable slot bookkeeping of the simulator (private)."""
+
+    def __init__(self, G: int, S: int) -> None:
+        self.loads = np.zeros(G, dtype=np.int64)
+        self.inflight = np.zeros(G, dtype=np.int64)
+        self.free = np.full(G, S, dtype=np.int64)
+        self.slot_ids = np.full((G, S), -1, dtype=np.int64)
+        self.slot_prompt = np.zeros((G, S), dtype=np.int64)
+        self.slot_start = np.zeros((G, S), dtype=np.int64)
+        self.free_slots = [list(range(S - 1, -1, -1)) for _ in range(G)]
+        self.finish_at: dict[int, list[tuple[int, int, int]]] = {}
+
+    def admit(self, g: int, i: int, s: int, n: int, tick: int) -> None:
+        slot = self.free_slots[g].pop()
+        self.slot_ids[g, slot] = i
+        self.slot_prompt[g, slot] = s
+        self.slot_start[g, slot] = tick
+        self.loads[g] += s
+        self.inflight[g] += 1
+        self.free[g] -= 1
+        self.finish_at.setdefault(tick + n - 1, []).append((g, slot, i))
+
+    def finish(self, tick: int, prompt: np.ndarray, steps: np.ndarray,
+               done_ids: list[int], done_steps: list[int]) -> int:
+        ended = self.finish_at.pop(tick, ())
+        for g, slot, i in ended:
+            self.loads[g] -= int(prompt[i]) + int(steps[i])
+            self.inflight[g] -= 1
+            self.free[g] += 1
+            self.slot_ids[g, slot] = -1
+            self.free_slots[g].append(slot)
+            done_ids.append(i)
+            done_steps.append(int(steps[i]))
+        return len(ended)
+
+
+def _apply(view: ClusterView, pos: np.ndarray, reps: np.ndarray, name: str) -> None:
+    """Check a router's answer against the view (distinct positions, free slots)."""
+    pos = np.asarray(pos, dtype=np.int64)
+    reps = np.asarray(reps, dtype=np.int64)
+    if pos.shape != reps.shape:
+        raise ModelError(f"router {name} returned {pos.size} positions and {reps.size} replicas")
+    if pos.size == 0:
+        return
+    if np.unique(pos).size != pos.size or pos.min() < 0 or pos.max() >= view.pool_ids.size:
+        raise ModelError(f"router {name} returned invalid or repeated pool positions")
+    G = view.free.size
+    if reps.min() < 0 or reps.max() >= G:
+        raise ModelError(f"router {name} returned a replica outside 0..{G - 1}")
+    if np.any(np.bincount(reps, minlength=G) > view.free):
+        raise ModelError(f"router {name} over-filled a replica's free slots")
+
+
+def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None = None,
+                    **options: Any) -> DecodeResult:
+    """Replay ``trace`` through ``router`` on ``G`` barrier-synchronised decode replicas.
+
+    Args:
+        trace: the requests (:func:`lbtheory.traces.read_trace`).
+        router: a :class:`~lbtheory.barrier.protocol.Router` (see :mod:`lbtheory.routers`).
+        config: cluster settings; alternatively pass :class:`DecodeConfig` fields as keywords.
+
+    Returns:
+        :class:`DecodeResult`; every request is scheduled exactly once and finishes.
+
+    Raises:
+        ModelError: bad settings (G < 1, slots < 1, ...) or a router that breaks the contract.
+    """
+    import time
+
+    cfg = config if config is not None else DecodeConfig(**options)
+    G, S = int(cfg.replicas), int(cfg.slots)
+    n = len(trace)
+    prompt = trace.prompt_tokens
+    steps = decode_steps(trace)
+    arrive = trace.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
+    a_tok, b_s = cfg.step_model.a_s_per_token, cfg.step_model.b_s
+    cl = _Cluster(G, S)
+    state = router.init()
+    enter = np.zeros(n, dtype=np.int64)
+    start = np.full(n, -1, dtype=np.int64)
+    replica = np.full(n, -1, dtype=np.int64)
+    pool: list[int] = []
+    rec_max: list[int] = []
+    rec_sum: list[int] = []
+    rec_tok: list[int] = []
+    rec_loads: list[np.ndarray] = []
+    done_ids: list[int] = []
+    done_steps: list[int] = []
+    nxt, done, tick, clock, measure = 0, 0, 0, 0.0, 0
+    wall0 = time.perf_counter()
+    while done < n:
+        if arrive is None:
+            while len(pool) < cfg.window and nxt < n:
+                pool.append(nxt)
+                enter[nxt] = tick
+                nxt += 1
+        else:
+            while nxt < n and arrive[nxt] <= clock:
+                pool.append(nxt)
+                enter[nxt] = tick
+                nxt += 1
+        if pool and cl.free.any():
+            ids = np.asarray(pool, dtype=np.int64)
+            view = ClusterView(tick, cl.loads.copy(), cl.free.copy(), cl.inflight.copy(), ids,
+                               prompt[ids], tick - enter[ids], cl.slot_ids, cl.slot_prompt,
+                               cl.slot_start, done_ids, done_steps)
+            pos, reps, state = router.schedule(state, view)
+            _apply(view, pos, reps, router.name)
+            for p, g in zip(np.asarray(pos).tolist(), np.asarray(reps).tolist()):
+                i = pool[p]
+                start[i] = tick
+                replica[i] = g
+                cl.admit(g, i, int(prompt[i]), int(steps[i]), tick)
+            if len(pos):
+                taken = set(np.asarray(pos).tolist())
+                pool = [i for j, i in enumerate(pool) if j not in taken]
+            done_ids, done_steps = [], []
+            if nxt == n and not pool and measure == 0:
+                measure = tick + 1
+        total_inflight = int(cl.inflight.sum())
+        if total_inflight == 0:
+            if arrive is not None and not pool and nxt < n:
+                clock = max(clock, float(arrive[nxt]))
+                continue
+            raise ModelError(f"router {router.name} left every slot idle with "
+                             f"{len(pool)} requests waiting at step {tick}")
+        m = int(cl.loads.max())
+        rec_max.append(m)
+        rec_sum.append(int(cl.loads.sum()))
+        rec_tok.append(total_inflight)
+        if cfg.record_loads:
+            rec_loads.append(cl.loads.copy())
+        clock += a_tok * m + b_s
+        cl.loads += cl.inflight
+        done += cl.finish(tick, prompt, steps, done_ids, done_steps)
+        tick += 1
+    max_load = np.asarray(rec_max, dtype=float)
+    return DecodeResult(
+        policy=router.name, config=cfg, max_load=max_load,
+        sum_load=np.asarray(rec_sum, dtype=float), tokens=np.asarray(rec_tok, dtype=float),
+        step_time_s=a_tok * max_load + b_s, start_step=start, replica=replica,
+        n_steps=steps,
+        measure_steps=measure or tick,
+        loads=np.asarray(rec_loads) if cfg.record_loads else None,
+        sim_wall_s=time.perf_counter() - wall0)

@@ -1,0 +1,101 @@
+"""Summary statistics: the one definition of percentiles and summaries used across lbtheory.
+
+Every module that reports a percentile, a mean or a summary imports it from here, so that numbers
+in results, the CLI and notebooks agree (STYLE.md: one definition of each thing).
+
+Conventions:
+    * ``q`` is a percentage in [0, 100].
+    * Percentiles use linear interpolation between order statistics (numpy's default ``"linear"``
+      method, i.e. type 7 of Hyndman & Fan).
+    * Non-finite values are rejected (:class:`~lbtheory.errors.ModelError`); an empty input gives
+      ``nan`` for every statistic except ``count``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .errors import ModelError
+
+__all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES"]
+
+#: Percentiles reported by :func:`summarize` (percent).
+DEFAULT_QUANTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
+
+
+def _as_array(values: Iterable[float] | np.ndarray, name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=float).ravel()
+    if arr.size and not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ModelError(f"{name} must be finite; element {bad} is {arr[bad]}")
+    return arr
+
+
+def _check_q(q: float) -> float:
+    qf = float(q)
+    if not 0.0 <= qf <= 100.0:
+        raise ModelError(f"percentile q must be in [0, 100], got {q}")
+    return qf
+
+
+def percentile(values: Iterable[float] | np.ndarray, q: float) -> float:
+    """The ``q``-th percentile of ``values`` (linear interpolation; ``nan`` if empty).
+
+    Args:
+        values: samples (any units; the result has the same units).
+        q: percentage in [0, 100].
+
+    Example:
+        >>> percentile([1, 2, 3, 4], 50)
+        2.5
+    """
+    qf = _check_q(q)
+    arr = _as_array(values)
+    if arr.size == 0:
+        return float("nan")
+    return float(np.percentile(arr, qf))
+
+
+def percentiles(values: Iterable[float] | np.ndarray,
+                qs: Sequence[float] = DEFAULT_QUANTILES) -> dict[str, float]:
+    """Several percentiles at once, keyed ``"p50"``, ``"p95"``, ... (``"p99.9"`` for 99.9)."""
+    arr = _as_array(values)
+    out: dict[str, float] = {}
+    for q in qs:
+        qf = _check_q(q)
+        key = f"p{qf:g}"
+        out[key] = float(np.percentile(arr, qf)) if arr.size else float("nan")
+    return out
+
+
+def mean(values: Iterable[float] | np.ndarray) -> float:
+    """Arithmetic mean (``nan`` if empty)."""
+    arr = _as_array(values)
+    return float(arr.mean()) if arr.size else float("nan")
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, ``nan`` when the denominator is 0 (no ZeroDivisionError)."""
+    den = float(denominator)
+    return float(numerator) / den if den != 0.0 else float("nan")
+
+
+def summarize(values: Iterable[float] | np.ndarray,
+              qs: Sequence[float] = DEFAULT_QUANTILES) -> dict[str, float]:
+    """count, mean, std (population), min, max and the percentiles ``qs`` of ``values``.
+
+    Example:
+        >>> summarize([1.0, 3.0])["mean"]
+        2.0
+    """
+    arr = _as_array(values)
+    out: dict[str, float] = {"count": float(arr.size)}
+    if arr.size == 0:
+        out.update(mean=float("nan"), std=float("nan"), min=float("nan"), max=float("nan"))
+    else:
+        out.update(mean=float(arr.mean()), std=float(arr.std()), min=float(arr.min()),
+                   max=float(arr.max()))
+    out.update(percentiles(arr, qs))
+    return out

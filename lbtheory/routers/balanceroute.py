@@ -1,0 +1,273 @@
+"""BalanceRoute schedulers BR-0 and BR-H: two-stage allocation of the prompt pool (THEORY §9.3–9.4).
+
+Per tick, with ``cap[g]`` free slots and ``S_tot = Σ cap``:
+
+* **Stage 1** (while ``S_tot > S_greedy``): the replica with most free slots (ties: largest margin)
+  takes the single pool request maximising ``F_g({i})`` — in the safe zone, the longest prompt. The
+  score is concave in the prompt length, so the best request is found by binary search over the
+  pool sorted by length: the longest prompt ``≤ Δ*`` or the shortest ``> Δ*`` (``Δ*`` = score peak).
+* **Stage 2**: replicas with a free slot are popped from a priority queue keyed by
+  ``(cap[g], m_g)`` (largest first); each takes the best subset ``Q*`` of the first ``R_max``
+  candidates (``|Q| ≤ min(cap[g], R_max)``, ≤ 15 subsets for ``R_max = 4``). [R] Candidates are the
+  longest prompts first (THEORY §13 item 9). If ``F_g(Q*) ≤ 0`` the starvation guard assigns the
+  best single candidate anyway (the summary's wording: the guard prevents stranded requests).
+* **Age guard** [R] (the trigger is not in the source): at the start of a tick, every pool request
+  that has waited ``max_wait`` ticks or more (oldest first) goes to the replica with a free slot
+  where its score ``F_g({i})`` is largest, so no request waits forever (even one never among the
+  longest).
+
+BR-H replaces the single-step margins with projected margins over ``H`` steps (built [R] from the
+predictor's ``ĉ_i``, see :mod:`lbtheory.barrier.fscore`); with ``H = 0, α = 1, β = G`` it makes
+exactly the decisions of BR-0 (tested).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..barrier.fscore import (
+    best_subset,
+    discount_vector,
+    expected_contribution,
+    fscore_br0,
+    fscore_horizon,
+    projected_loads,
+    projected_margins,
+    score_peak,
+    subset_table,
+)
+from ..barrier.protocol import ClusterView, Router
+from ..errors import ModelError
+
+__all__ = ["BRParams", "br0", "brh", "allocate"]
+
+
+@dataclass(frozen=True)
+class BRParams:
+    """Settings of the two-stage allocation.
+
+    Attributes:
+        s_greedy: Stage-1 threshold on total free slots (``None`` → ``G``).
+        r_max: Stage-2 candidates per replica (the paper's 4).
+        max_wait: [R] age-guard threshold in ticks (``None`` disables the age guard).
+        guard_scope: [R] where the starvation guard looks for the best single request when no
+            subset scores positive: ``"candidates"`` (the ``R_max`` candidates; default) or
+            ``"pool"`` (the whole pool, as Stage 1 does). The source does not say which.
+    """
+
+    s_greedy: int | None = None
+    r_max: int = 4
+    max_wait: int | None = 2000
+    guard_scope: str = "candidates"
+
+    def __post_init__(self) -> None:
+        if self.r_max < 1:
+            raise ModelError(f"R_max must be >= 1, got {self.r_max}")
+        if self.s_greedy is not None and self.s_greedy < 0:
+            raise ModelError(f"S_greedy must be >= 0 slots, got {self.s_greedy}")
+        if self.max_wait is not None and self.max_wait < 0:
+            raise ModelError(f"max_wait must be >= 0 ticks, got {self.max_wait}")
+        if self.guard_scope not in ("candidates", "pool"):
+            raise ModelError(f"guard_scope must be 'candidates' or 'pool', got "
+                             f"{self.guard_scope!r}")
+
+
+class _BR0Scorer:
+    """Single-step margins on plain Python numbers (the fast path)."""
+
+    __slots__ = ("G", "load", "M")
+
+    def __init__(self, loads: list[int]) -> None:
+        self.G = len(loads)
+        self.load = loads
+        self.M = max(loads)
+
+    def f_many(self, g: int, deltas: list[float]) -> list[float]:
+        m = self.M - self.load[g]
+        return [fscore_br0(d, m, self.G) for d in deltas]
+
+    def peak(self, g: int) -> float:
+        return float(self.M - self.load[g]) if self.G >= 2 else float("inf")
+
+    def add(self, g: int, delta: int) -> None:
+        self.load[g] += delta
+        if self.load[g] > self.M:
+            self.M = self.load[g]
+
+
+class _HorizonScorer:
+    """Projected margins ``(G, H+1)`` and the horizon score."""
+
+    def __init__(self, loads_h: np.ndarray, d: np.ndarray, alpha: float, beta: float) -> None:
+        self.Lh = loads_h
+        self.d, self.alpha, self.beta = d, alpha, beta
+        self.load = loads_h[:, 0].tolist()
+        self._m: np.ndarray | None = None
+
+    def _margins(self) -> np.ndarray:
+        if self._m is None:
+            self._m = projected_margins(self.Lh)
+        return self._m
+
+    def f_many(self, g: int, deltas: list[float]) -> list[float]:
+        return fscore_horizon(np.asarray(deltas, dtype=float), self._margins()[g], self.d,
+                              self.alpha, self.beta).tolist()
+
+    def peak(self, g: int) -> float:
+        return score_peak(self._margins()[g], self.d, self.alpha, self.beta)
+
+    def add(self, g: int, delta: int) -> None:
+        self.Lh[g] += delta
+        self.load[g] = float(self.Lh[g, 0])
+        self._m = None
+
+
+def _best_single(ps: list[int], scorer: Any, g: int) -> int:
+    """Index into ascending ``ps`` of the best single request for replica ``g`` (score peak)."""
+    j = bisect_right(ps, scorer.peak(g)) - 1  # last index with s ≤ peak
+    if j + 1 >= len(ps):
+        return j
+    k = bisect_right(ps, ps[j + 1]) - 1  # last of the run of the smallest s > peak
+    if j < 0:
+        return k
+    fj, fk = scorer.f_many(g, [ps[j], ps[k]])
+    return k if fk >= fj else j
+
+
+class _Pool:
+    """The pool sorted by prompt length (ascending; ties: earliest arrival last)."""
+
+    def __init__(self, view: ClusterView) -> None:
+        order = np.lexsort((-view.pool_ids, view.pool_prompt))
+        self.ps: list[int] = view.pool_prompt[order].tolist()
+        self.pos: list[int] = order.tolist()
+
+    def take(self, j: int) -> tuple[int, int]:
+        return self.pos.pop(j), self.ps.pop(j)
+
+
+def allocate(view: ClusterView, scorer: Any, params: BRParams,
+             tables: list[list[tuple[int, ...]]]) -> tuple[np.ndarray, np.ndarray]:
+    """The two-stage allocation for one tick; returns (pool positions, replicas)."""
+    G = view.free.size
+    cap = view.free.tolist()
+    s_tot = sum(cap)
+    s_greedy = G if params.s_greedy is None else params.s_greedy
+    pool = _Pool(view)
+    out_pos: list[int] = []
+    out_g: list[int] = []
+
+    def assign(g: int, j: int) -> int:
+        p, s = pool.take(j)
+        out_pos.append(p)
+        out_g.append(g)
+        cap[g] -= 1
+        return s
+
+    if params.max_wait is not None and view.pool_wait.size and \
+            int(view.pool_wait.max()) >= params.max_wait:
+        for p in np.flatnonzero(view.pool_wait >= params.max_wait).tolist():
+            if s_tot == 0:
+                break
+            s = int(view.pool_prompt[p])
+            best_g = max((g for g in range(G) if cap[g] > 0),
+                         key=lambda g: (scorer.f_many(g, [s])[0], cap[g], -scorer.load[g], -g))
+            scorer.add(best_g, assign(best_g, pool.pos.index(p)))
+            s_tot -= 1
+
+    heap = [(-cap[g], scorer.load[g], g) for g in range(G) if cap[g] > 0]
+    heapq.heapify(heap)
+    while s_tot > s_greedy and pool.ps and heap:  # Stage 1
+        g = heapq.heappop(heap)[2]
+        j = _best_single(pool.ps, scorer, g)
+        scorer.add(g, assign(g, j))
+        s_tot -= 1
+        if cap[g] > 0:
+            heapq.heappush(heap, (-cap[g], scorer.load[g], g))
+    while heap and pool.ps:  # Stage 2
+        g = heapq.heappop(heap)[2]
+        n = min(params.r_max, len(pool.ps))
+        idx = list(range(len(pool.ps) - 1, len(pool.ps) - 1 - n, -1))  # longest first
+        sizes = [pool.ps[j] for j in idx]
+        q, score = best_subset(sizes, min(cap[g], params.r_max),
+                               lambda ds, g=g: scorer.f_many(g, ds), tables[n])
+        chosen = [idx[c] for c in q]
+        if score <= 0:  # starvation guard: best single request
+            if params.guard_scope == "pool":
+                chosen = [_best_single(pool.ps, scorer, g)]
+            else:
+                singles = scorer.f_many(g, sizes)
+                chosen = [idx[max(range(n), key=lambda c: (singles[c], -c))]]
+        delta = 0
+        for j in sorted(chosen, reverse=True):
+            delta += assign(g, j)
+        scorer.add(g, delta)
+        s_tot -= len(chosen)
+        if cap[g] > 0:
+            heapq.heappush(heap, (-cap[g], scorer.load[g], g))
+    return np.asarray(out_pos, dtype=np.int64), np.asarray(out_g, dtype=np.int64)
+
+
+def br0(params: BRParams | None = None) -> Router:
+    """BR-0: single-step F-score, no prediction (THEORY §9.2–9.3)."""
+    prm = params if params is not None else BRParams()
+    tables = [subset_table(n, prm.r_max) for n in range(prm.r_max + 1)]
+
+    def schedule(state: None, view: ClusterView) -> tuple[Any, Any, Any]:
+        pos, reps = allocate(view, _BR0Scorer(view.loads.tolist()), prm, tables)
+        return pos, reps, state
+
+    return Router("br0", lambda: None, schedule)
+
+
+class BRHState(NamedTuple):
+    """BR-H state: the predictor (learns online from finished requests)."""
+
+    predictor: Any
+
+
+def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha: float = 1.0,
+        beta: float | None = None, gate: float = 0.5, params: BRParams | None = None,
+        name: str = "brh") -> Router:
+    """BR-H: horizon F-score with projected margins from a remaining-length predictor.
+
+    Args:
+        predictor_factory: zero-argument callable building a predictor
+            (:mod:`lbtheory.barrier.predictors`).
+        horizon: ``H`` (steps; the paper's 80).
+        gamma: discount ``γ ∈ (0, 1]``.
+        alpha: reward weight ``α``.
+        beta: overflow penalty ``β`` (``None`` → ``G``).
+        gate: confidence gate on ``p̂_fin``.
+        params: two-stage settings.
+        name: router name in results.
+    """
+    prm = params if params is not None else BRParams()
+    d = discount_vector(horizon, gamma)
+    tables = [subset_table(n, prm.r_max) for n in range(prm.r_max + 1)]
+
+    def init() -> BRHState:
+        return BRHState(predictor_factory())
+
+    def schedule(state: BRHState, view: ClusterView) -> tuple[Any, Any, Any]:
+        pred = state.predictor
+        if view.finished_ids:
+            pred.observe(view.finished_ids, view.finished_steps)
+        G = view.free.size
+        rows, cols = np.nonzero(view.slot_ids >= 0)
+        ids = view.slot_ids[rows, cols]
+        decoded = view.tick - view.slot_start[rows, cols]
+        p_fin, mu = pred.predict(ids, decoded, horizon)
+        c_hat = expected_contribution(p_fin, mu, horizon, gate)
+        base = view.slot_prompt[rows, cols] + decoded
+        lh = projected_loads(rows, base, c_hat, G, horizon)
+        scorer = _HorizonScorer(lh, d, alpha, float(G if beta is None else beta))
+        pos, reps = allocate(view, scorer, prm, tables)
+        return pos, reps, state
+
+    return Router(name, init, schedule)

@@ -1,0 +1,294 @@
+"""Reader for the TNTP "Transportation Networks" format (``*_net.tntp``, ``*_trips.tntp``,
+optional ``*_flow.tntp``), producing a :class:`~lbtheory.games.RoutingGame`.
+
+DESIGN.md puts the TNTP reader in ``io.py``; it lives here to keep ``io.py`` small.
+
+Handled quirks: ``~`` comment lines and trailing ``~`` comments, metadata tags ``<KEY> value``
+up to ``<END OF METADATA>``, ``;`` terminators (separate or glued to the last number), the first
+thru node (zones numbered below it may be an origin or destination but never a through-node),
+blocked links (capacity 0: the BPR cost would be infinite for any flow, so such a link is
+removed — our convention [R], the format does not define it), zero free-flow times (zero-cost
+links), powers of 0 (constant cost t0·(1 + B)) and non-integer powers, and tiny B (kept exactly).
+Link costs are BPR, t = t0·(1 + B·(x/c)^p), in the file's own units; length, toll and speed are
+read but not part of the cost. Malformed input raises :class:`~lbtheory.errors.DataFormatError`
+naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
+
+from .errors import DataFormatError
+
+__all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
+           "read_tntp_flow", "load_tntp_game", "LINK_FIELDS"]
+
+#: Column names of a link line, in file order.
+LINK_FIELDS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b", "power",
+               "speed", "toll", "link_type")
+_TAG = re.compile(r"^\s*<([^>]+)>\s*(.*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TNTPNetwork:
+    """A parsed ``*_net.tntp`` file.
+
+    Attributes:
+        path: the file; zones, nodes, first_thru_node: metadata; links: (L × 10) float array in
+        :data:`LINK_FIELDS` order, file order; lines: the line number of each link.
+    """
+
+    path: str
+    zones: int
+    nodes: int
+    first_thru_node: int
+    links: np.ndarray
+    lines: np.ndarray
+
+    @property
+    def blocked(self) -> np.ndarray:
+        """Links with capacity 0 (carry no flow)."""
+        return self.links[:, 2] == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class TNTPTrips:
+    """A parsed ``*_trips.tntp`` file: OD entries (origin, destination, demand, line)."""
+
+    path: str
+    zones: int
+    origins: np.ndarray
+    destinations: np.ndarray
+    demand: np.ndarray
+    lines: np.ndarray
+
+
+def _content_lines(path: str):
+    """(line number, text without comments) for non-empty lines."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            raw = fh.read().splitlines()
+    except FileNotFoundError:
+        raise DataFormatError("file not found", path=path) from None
+    for no, line in enumerate(raw, start=1):
+        text = line.split("~", 1)[0].strip()
+        if text:
+            yield no, text
+
+
+def _metadata(path: str, lines, required: tuple[str, ...]) -> tuple[dict[str, str], list]:
+    meta: dict[str, tuple[str, int]] = {}
+    body = []
+    ended = False
+    for no, text in lines:
+        m = _TAG.match(text)
+        if not ended and m:
+            key = m.group(1).strip().upper()
+            if key == "END OF METADATA":
+                ended = True
+            else:
+                meta[key] = (m.group(2).strip(), no)
+            continue
+        if not ended:
+            raise DataFormatError(f"expected a metadata tag or <END OF METADATA>, got {text!r}",
+                                  path=path, line=no, field="metadata")
+        body.append((no, text))
+    if not ended:
+        raise DataFormatError("missing <END OF METADATA>", path=path, field="END OF METADATA")
+    out = {}
+    for key in required:
+        if key not in meta:
+            raise DataFormatError(f"missing metadata <{key}>", path=path, field=key)
+        value, no = meta[key]
+        try:
+            out[key] = int(float(value))
+        except ValueError:
+            raise DataFormatError(f"<{key}> must be a number, got {value!r}", path=path,
+                                  line=no, field=key) from None
+    return out, body
+
+
+def _number(path: str, no: int, field: str, token: str) -> float:
+    try:
+        v = float(token)
+    except ValueError:
+        raise DataFormatError(f"{field} must be a number, got {token!r}", path=path, line=no,
+                              field=field) from None
+    if not math.isfinite(v):
+        raise DataFormatError(f"{field} must be finite, got {token!r}", path=path, line=no,
+                              field=field)
+    return v
+
+
+def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
+    """Parse a ``*_net.tntp`` file (see the module docstring for the quirks handled).
+
+    Raises:
+        DataFormatError: missing metadata, a link line without 10 columns, an unknown node,
+            a negative capacity / free-flow time / B / power, or a link count that disagrees
+            with ``<NUMBER OF LINKS>``.
+    """
+    path = str(path)
+    req = ("NUMBER OF ZONES", "NUMBER OF NODES", "FIRST THRU NODE", "NUMBER OF LINKS")
+    meta, body = _metadata(path, _content_lines(path), req)
+    n_nodes = meta["NUMBER OF NODES"]
+    rows, lines = [], []
+    for no, text in body:
+        tokens = text.replace(";", " ; ").split()
+        if tokens and tokens[-1] == ";":
+            tokens = tokens[:-1]
+        if len(tokens) != len(LINK_FIELDS):
+            raise DataFormatError(f"a link line needs {len(LINK_FIELDS)} columns "
+                                  f"({' '.join(LINK_FIELDS)}), got {len(tokens)}",
+                                  path=path, line=no, field="columns")
+        vals = [_number(path, no, f, t) for f, t in zip(LINK_FIELDS, tokens)]
+        for f in ("init_node", "term_node"):
+            v = vals[LINK_FIELDS.index(f)]
+            if not (v.is_integer() and 1 <= v <= n_nodes):
+                raise DataFormatError(f"unknown node {tokens[LINK_FIELDS.index(f)]} (nodes are "
+                                      f"1..{n_nodes})", path=path, line=no, field=f)
+        for f in ("capacity", "free_flow_time", "b", "power"):
+            if vals[LINK_FIELDS.index(f)] < 0:
+                raise DataFormatError(f"{f} must be non-negative, got "
+                                      f"{tokens[LINK_FIELDS.index(f)]}", path=path, line=no,
+                                      field=f)
+        rows.append(vals)
+        lines.append(no)
+    if len(rows) != meta["NUMBER OF LINKS"]:
+        raise DataFormatError(f"<NUMBER OF LINKS> says {meta['NUMBER OF LINKS']} but the file "
+                              f"has {len(rows)} link lines", path=path, field="NUMBER OF LINKS")
+    return TNTPNetwork(path, meta["NUMBER OF ZONES"], n_nodes, meta["FIRST THRU NODE"],
+                       np.asarray(rows, dtype=float).reshape(-1, len(LINK_FIELDS)),
+                       np.asarray(lines, dtype=int))
+
+
+def read_tntp_trips(path: str | os.PathLike) -> TNTPTrips:
+    """Parse a ``*_trips.tntp`` file (``Origin k`` blocks of ``dest : demand;`` entries).
+
+    Raises:
+        DataFormatError: missing ``<NUMBER OF ZONES>``, an entry before any ``Origin`` line, a
+            malformed entry, a zone outside 1..zones, or a negative demand.
+    """
+    path = str(path)
+    meta, body = _metadata(path, _content_lines(path), ("NUMBER OF ZONES",))
+    zones = meta["NUMBER OF ZONES"]
+    o_l, d_l, q_l, n_l = [], [], [], []
+    origin = None
+    for no, text in body:
+        if text.lower().startswith("origin"):
+            tok = text.split()
+            if len(tok) != 2:
+                raise DataFormatError(f"expected 'Origin <zone>', got {text!r}", path=path,
+                                      line=no, field="origin")
+            origin = _zone(path, no, "origin", tok[1], zones)
+            continue
+        if origin is None:
+            raise DataFormatError(f"demand entry before any 'Origin' line: {text!r}",
+                                  path=path, line=no, field="origin")
+        for entry in filter(None, (e.strip() for e in text.split(";"))):
+            parts = [p.strip() for p in entry.split(":")]
+            if len(parts) != 2:
+                raise DataFormatError(f"expected 'destination : demand', got {entry!r}",
+                                      path=path, line=no, field="entry")
+            dest = _zone(path, no, "destination", parts[0], zones)
+            q = _number(path, no, "demand", parts[1])
+            if q < 0:
+                raise DataFormatError(f"demand must be non-negative, got {parts[1]}",
+                                      path=path, line=no, field="demand")
+            o_l.append(origin)
+            d_l.append(dest)
+            q_l.append(q)
+            n_l.append(no)
+    return TNTPTrips(path, zones, np.asarray(o_l, dtype=int), np.asarray(d_l, dtype=int),
+                     np.asarray(q_l, dtype=float), np.asarray(n_l, dtype=int))
+
+
+def _zone(path: str, no: int, field: str, token: str, zones: int) -> int:
+    v = _number(path, no, field, token)
+    if not (v.is_integer() and 1 <= v <= zones):
+        raise DataFormatError(f"unknown zone {token} (zones are 1..{zones})", path=path, line=no,
+                              field=field)
+    return int(v)
+
+
+def read_tntp_flow(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parse a ``*_flow.tntp`` file: ``(tail, head, volume)`` arrays (cost column ignored).
+
+    Raises:
+        DataFormatError: a data line with fewer than 3 numbers.
+    """
+    path = str(path)
+    tails, heads, vols = [], [], []
+    for no, text in _content_lines(path):
+        tokens = text.replace(";", " ").split()
+        if not tokens or not re.match(r"^[0-9]", tokens[0]):
+            continue  # header line ("From To Volume Cost")
+        if len(tokens) < 3:
+            raise DataFormatError(f"a flow line needs from, to, volume; got {text!r}",
+                                  path=path, line=no, field="columns")
+        tails.append(int(_number(path, no, "from", tokens[0])))
+        heads.append(int(_number(path, no, "to", tokens[1])))
+        vols.append(_number(path, no, "volume", tokens[2]))
+    return np.asarray(tails), np.asarray(heads), np.asarray(vols, dtype=float)
+
+
+def _check_reachable(net: TNTPNetwork, trips: TNTPTrips) -> None:
+    n = net.nodes
+    tails = net.links[:, 0].astype(int) - 1
+    heads = net.links[:, 1].astype(int) - 1
+    open_ = ~net.blocked
+    for o in np.unique(trips.origins[trips.demand > 0]):
+        mask = open_ & ((tails >= net.first_thru_node - 1) | (tails == o - 1))
+        g = sp.csr_matrix((np.ones(int(mask.sum())), (tails[mask], heads[mask])), shape=(n, n))
+        reach = np.zeros(n, dtype=bool)
+        reach[breadth_first_order(g, int(o - 1), directed=True, return_predecessors=False)] = True
+        bad = np.flatnonzero((trips.origins == o) & (trips.demand > 0)
+                             & ~reach[trips.destinations - 1] & (trips.destinations != o))
+        if bad.size:
+            e = bad[0]
+            raise DataFormatError(
+                f"demand {trips.demand[e]:g} from zone {o} to zone {trips.destinations[e]}, "
+                f"which cannot be reached from it in {Path(net.path).name} (blocked links and "
+                f"the first thru node {net.first_thru_node} considered)",
+                path=trips.path, line=int(trips.lines[e]), field="destination")
+
+
+def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
+    """Read a TNTP network and trip table into a :class:`~lbtheory.games.RoutingGame`.
+
+    Nodes are the integers 1..N; arcs are the links in file order (blocked links kept, marked
+    ``blocked``); zones below the first thru node are non-through nodes. Intra-zonal demand
+    (origin = destination) is dropped.
+
+    Raises:
+        DataFormatError: as the readers, and for demand to a node that cannot be reached
+            (naming the trips file, the line and the ``destination`` field), or more zones in
+            the trips file than nodes in the network.
+    """
+    from .games.arccosts import bpr, constant
+    from .games.game import Commodity, GameArc, RoutingGame
+
+    net = read_tntp_network(net_path)
+    trips = read_tntp_trips(trips_path)
+    if trips.zones > net.nodes:
+        raise DataFormatError(f"<NUMBER OF ZONES> {trips.zones} exceeds the network's "
+                              f"{net.nodes} nodes", path=trips.path, field="NUMBER OF ZONES")
+    _check_reachable(net, trips)
+    arcs = []
+    for row, blocked in zip(net.links, net.blocked):
+        t, h, cap, _, fft, b, power = row[:7]
+        cost = constant(fft) if blocked else bpr(fft, b, cap, power)
+        arcs.append(GameArc(int(t), int(h), cost, bool(blocked)))
+    keep = trips.origins != trips.destinations
+    comms = [Commodity(int(o), int(d), float(q)) for o, d, q in
+             zip(trips.origins[keep], trips.destinations[keep], trips.demand[keep])]
+    return RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
+                       non_through=list(range(1, net.first_thru_node)))

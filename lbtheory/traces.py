@@ -1,0 +1,248 @@
+"""Request-trace readers: Azure LLM inference CSVs and any CSV/JSONL with the same three columns.
+
+A trace is a sequence of requests with an arrival time (s), a prompt length (tokens) and an output
+length (tokens), plus an optional prompt identity (a hash or id) that the ExactMatch predictor of
+BalanceRoute can key on (THEORY §9.4).
+
+Accepted column names (case-insensitive; the first match wins):
+
+* arrival: ``TIMESTAMP``, ``timestamp``, ``arrival_time``, ``arrival_s``, ``arrival``, ``time`` —
+  either a number of seconds or an ISO-like date-time (``2023-11-16 18:17:03.9799600``);
+* prompt: ``ContextTokens``, ``prompt_tokens``, ``input_tokens``, ``prompt_len``;
+* output: ``GeneratedTokens``, ``output_tokens``, ``completion_tokens``, ``output_len``;
+* optional key: ``prompt_hash``, ``prompt_id``, ``hash``.
+
+Errors are :class:`~lbtheory.errors.DataFormatError` naming the file, the 1-based line (the CSV
+header is line 1) and the field. **Unsorted timestamps**: by default the reader sorts the requests
+by arrival time (stable, so ties keep file order) and emits a :class:`TraceOrderWarning` naming the
+first out-of-order line; with ``on_unsorted="error"`` it refuses with a ``DataFormatError`` instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import DataFormatError
+
+__all__ = ["Trace", "TraceOrderWarning", "read_trace", "trace_from_arrays", "COLUMN_ALIASES"]
+
+#: Accepted column names per field, lower-case.
+COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
+    "arrival": ("timestamp", "arrival_time", "arrival_s", "arrival", "time"),
+    "prompt": ("contexttokens", "prompt_tokens", "input_tokens", "prompt_len"),
+    "output": ("generatedtokens", "output_tokens", "completion_tokens", "output_len"),
+    "key": ("prompt_hash", "prompt_id", "hash"),
+}
+
+
+class TraceOrderWarning(UserWarning):
+    """A trace's timestamps were not sorted; the reader sorted them (stable)."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Requests of a trace, sorted by arrival.
+
+    Attributes:
+        arrival_s: arrival times, seconds since the first request (float64, non-decreasing).
+        prompt_tokens: prompt lengths ``s_i`` (tokens, int64 ≥ 0).
+        output_tokens: output lengths (tokens, int64 ≥ 0).
+        prompt_key: optional prompt identities (str per request) or ``None``.
+        path: the file the trace was read from ("" if built from arrays).
+    """
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    prompt_key: tuple[str, ...] | None = None
+    path: str = ""
+
+    def __len__(self) -> int:
+        return int(self.arrival_s.shape[0])
+
+    def head(self, n: int) -> Trace:
+        """The first ``n`` requests."""
+        keys = None if self.prompt_key is None else self.prompt_key[:n]
+        return Trace(self.arrival_s[:n], self.prompt_tokens[:n], self.output_tokens[:n], keys,
+                     self.path)
+
+    def select(self, mask: np.ndarray) -> Trace:
+        """The requests where boolean ``mask`` is true (order kept)."""
+        mask = np.asarray(mask, dtype=bool)
+        keys = None
+        if self.prompt_key is not None:
+            keys = tuple(k for k, m in zip(self.prompt_key, mask) if m)
+        arr = self.arrival_s[mask]
+        arr = arr - arr[0] if arr.size else arr
+        return Trace(arr, self.prompt_tokens[mask], self.output_tokens[mask], keys, self.path)
+
+
+def trace_from_arrays(arrival_s: Any, prompt_tokens: Any, output_tokens: Any, *,
+                      prompt_key: Any = None, path: str = "",
+                      on_unsorted: Literal["sort", "error"] = "sort",
+                      lines: np.ndarray | None = None) -> Trace:
+    """Validate arrays and build a :class:`Trace` (times shifted to start at 0).
+
+    Args:
+        arrival_s: arrival times (s).
+        prompt_tokens: prompt lengths (tokens, integers ≥ 0).
+        output_tokens: output lengths (tokens, integers ≥ 0).
+        prompt_key: optional per-request prompt identities.
+        path: file name used in error messages.
+        on_unsorted: ``"sort"`` (stable sort + :class:`TraceOrderWarning`) or ``"error"``.
+        lines: file line of each request, for messages (default: index + 2, as for a CSV).
+
+    Raises:
+        DataFormatError: different lengths, an empty trace, a negative or non-integer token count,
+            a non-finite time, or unsorted times with ``on_unsorted="error"``.
+    """
+    t = np.asarray(arrival_s, dtype=float)
+    s_raw = np.asarray(prompt_tokens, dtype=float)
+    o_raw = np.asarray(output_tokens, dtype=float)
+    n = t.shape[0]
+    if s_raw.shape[0] != n or o_raw.shape[0] != n:
+        raise DataFormatError(f"columns have different lengths ({n}, {s_raw.shape[0]}, "
+                              f"{o_raw.shape[0]})", path=path)
+    if n == 0:
+        raise DataFormatError("trace has no requests", path=path)
+    line_of = np.arange(n) + 2 if lines is None else np.asarray(lines)
+    for name, arr in (("arrival", t), ("prompt_tokens", s_raw), ("output_tokens", o_raw)):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise DataFormatError(f"{name} is not a finite number", path=path,
+                                  line=int(line_of[bad[0]]), field=name)
+    for name, arr in (("prompt_tokens", s_raw), ("output_tokens", o_raw)):
+        bad = np.flatnonzero(arr < 0)
+        if bad.size:
+            raise DataFormatError(f"negative token count {arr[bad[0]]:g} in {name}", path=path,
+                                  line=int(line_of[bad[0]]), field=name)
+        bad = np.flatnonzero(arr != np.round(arr))
+        if bad.size:
+            raise DataFormatError(f"token count {arr[bad[0]]:g} in {name} is not an integer",
+                                  path=path, line=int(line_of[bad[0]]), field=name)
+    keys = None if prompt_key is None else tuple(str(k) for k in prompt_key)
+    down = np.flatnonzero(np.diff(t) < 0)
+    if down.size:
+        where = int(line_of[down[0] + 1])
+        if on_unsorted == "error":
+            raise DataFormatError("timestamps are not sorted (earlier than the previous line)",
+                                  path=path, line=where, field="arrival")
+        warnings.warn(f"{path or 'trace'}:{where}: timestamps are not sorted; sorting the "
+                      f"{n} requests by arrival (stable)", TraceOrderWarning, stacklevel=2)
+        order = np.argsort(t, kind="stable")
+        t, s_raw, o_raw = t[order], s_raw[order], o_raw[order]
+        if keys is not None:
+            keys = tuple(keys[i] for i in order)
+    return Trace(t - t[0], s_raw.astype(np.int64), o_raw.astype(np.int64), keys, path)
+
+
+def _find_column(names: list[str], field: str) -> str | None:
+    lower = {name.strip().lower(): name for name in names}
+    for alias in COLUMN_ALIASES[field]:
+        if alias in lower:
+            return lower[alias]
+    return None
+
+
+def _parse_time(value: Any, path: str, line: int) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        stamp = np.datetime64(text.replace(" ", "T", 1), "ns")
+    except ValueError:
+        raise DataFormatError(f"cannot parse time {text!r}", path=path, line=line,
+                              field="arrival") from None
+    return stamp.astype(np.int64) / 1e9
+
+
+def _parse_count(value: Any, path: str, line: int, field: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise DataFormatError(f"{field} value {value!r} is not a number", path=path, line=line,
+                              field=field) from None
+
+
+def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """Header names and (line, record) pairs of a CSV or JSONL file."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip().startswith("{"):
+        records: list[tuple[int, dict[str, Any]]] = []
+        names: dict[str, None] = {}
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(f"invalid JSON ({exc.msg})", path=str(path),
+                                      line=lineno) from None
+            if not isinstance(rec, dict):
+                raise DataFormatError("each JSONL line must be an object", path=str(path),
+                                      line=lineno)
+            names.update(dict.fromkeys(rec))
+            records.append((lineno, rec))
+        return list(names), records
+    reader = csv.DictReader(text.splitlines())
+    header = list(reader.fieldnames or [])
+    return header, [(i + 2, row) for i, row in enumerate(reader)]
+
+
+def read_trace(path: str | os.PathLike, *,
+               on_unsorted: Literal["sort", "error"] = "sort") -> Trace:
+    """Read a request trace from a CSV or JSONL file.
+
+    Args:
+        path: an Azure LLM inference CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``) or any
+            CSV/JSONL with arrival / prompt / output columns (see the module docstring).
+        on_unsorted: ``"sort"`` (default: stable sort with a :class:`TraceOrderWarning`) or
+            ``"error"`` (refuse unsorted timestamps).
+
+    Raises:
+        DataFormatError: a missing column, an unparsable value, a negative token count, an empty
+            file, or unsorted timestamps with ``on_unsorted="error"``.
+        FileNotFoundError: ``path`` does not exist.
+    """
+    p = Path(path)
+    names, rows = _rows(p)
+    cols = {}
+    for field in ("arrival", "prompt", "output"):
+        col = _find_column(names, field)
+        if col is None:
+            raise DataFormatError(
+                f"missing column for {field}: expected one of {', '.join(COLUMN_ALIASES[field])} "
+                f"(found {', '.join(names) or 'none'})", path=str(p), line=1, field=field)
+        cols[field] = col
+    key_col = _find_column(names, "key")
+    n = len(rows)
+    t = np.empty(n)
+    s = np.empty(n)
+    o = np.empty(n)
+    lines = np.empty(n, dtype=np.int64)
+    keys: list[str] | None = [] if key_col is not None else None
+    for j, (line, rec) in enumerate(rows):
+        for field in ("arrival", "prompt", "output"):
+            if rec.get(cols[field]) in (None, ""):
+                raise DataFormatError(f"empty {cols[field]}", path=str(p), line=line,
+                                      field=cols[field])
+        t[j] = _parse_time(rec[cols["arrival"]], str(p), line)
+        s[j] = _parse_count(rec[cols["prompt"]], str(p), line, cols["prompt"])
+        o[j] = _parse_count(rec[cols["output"]], str(p), line, cols["output"])
+        lines[j] = line
+        if keys is not None:
+            keys.append(str(rec.get(key_col, "")))
+    return trace_from_arrays(t, s, o, prompt_key=keys, path=str(p), on_unsorted=on_unsorted,
+                             lines=lines)

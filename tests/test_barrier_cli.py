@@ -1,0 +1,52 @@
+"""``lbtheory barrier``: JSON keys, table output, bad input → ``error: ...`` and exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lbtheory.cli import main
+
+CONV = str(Path(__file__).resolve().parents[1] / "examples" / "traces"
+           / "AzureLLMInferenceTrace_conv.csv")
+
+
+def test_json_keys(capsys):
+    rc = main(["barrier", CONV, "--replicas", "4", "--limit", "150", "--policies",
+               "random,rr,p2c,jsq,br0,brh-oracle,brh-survival", "--json", "--horizon", "8"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["requests"] == 150 and out["config"]["replicas"] == 4
+    assert set(out["policies"]) == {"random", "rr", "p2c", "jsq", "br0", "brh-oracle",
+                                    "brh-survival"}
+    for summary in out["policies"].values():
+        for key in ("mean_imbalance", "idle_fraction", "throughput", "tpot_p95", "tpot_p50"):
+            assert isinstance(summary[key], float)
+        assert 0.0 <= summary["idle_fraction"] < 1.0
+
+
+def test_table(capsys):
+    assert main(["barrier", CONV, "--limit", "100", "--policies", "jsq,br0"]) == 0
+    out = capsys.readouterr().out
+    assert "imbalance (tok)" in out and "\nbr0 " in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--policies", "jsq,nope"], "error: unknown policy 'nope'"),
+    (["--replicas", "0"], "error: number of replicas G must be an integer >= 1, got 0"),
+    (["--slots", "0"], "error: slot capacity 0 per replica is too small for any request"),
+    (["--time-scale", "0"], "error: time scale must be > 0"),
+])
+def test_bad_arguments(capsys, argv, message):
+    assert main(["barrier", CONV, "--limit", "50"] + argv) == 2
+    assert capsys.readouterr().err.startswith(message)
+
+
+def test_bad_trace(tmp_path, capsys):
+    p = tmp_path / "bad.csv"
+    p.write_text("TIMESTAMP,ContextTokens\n0,1\n")
+    assert main(["barrier", str(p)]) == 2
+    assert "missing column for output" in capsys.readouterr().err
+    assert main(["barrier", str(tmp_path / "absent.csv")]) == 2

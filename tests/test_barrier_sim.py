@@ -1,0 +1,156 @@
+"""Decode simulator: a hand-computed run, conservation, BR-H ≡ BR-0, starvation guard, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lbtheory.barrier import StepTimeModel, simulate_decode
+from lbtheory.barrier.predictors import OraclePredictor
+from lbtheory.barrier.protocol import Router
+from lbtheory.errors import ModelError
+from lbtheory.routers import BARRIER_POLICIES, BRParams, br0, brh, jsq, make_router
+from lbtheory.routers.balanceroute import BRHState
+from lbtheory.traces import read_trace, trace_from_arrays
+
+CONV = (Path(__file__).resolve().parents[1] / "examples" / "traces"
+        / "AzureLLMInferenceTrace_conv.csv")
+
+
+def _trace(s, n, t=None):
+    t = np.zeros(len(s)) if t is None else t
+    return trace_from_arrays(t, s, n)
+
+
+def test_hand_computed_run():
+    tr = _trace([10, 4, 6], [2, 1, 1])
+    res = simulate_decode(tr, jsq(), replicas=2, slots=1, window=3,
+                          step_model=StepTimeModel(1e-3, 0.5), record_loads=True)
+    # tick 0: r0→g0, r1→g1, loads (10, 4); r1 ends. tick 1: r2→g1, loads (11, 6).
+    assert res.loads.tolist() == [[10, 4], [11, 6]]
+    assert res.imbalance.tolist() == [6.0, 5.0]
+    assert res.start_step.tolist() == [0, 0, 1] and res.replica.tolist() == [0, 1, 1]
+    assert res.step_time_s.tolist() == pytest.approx([0.51, 0.511])
+    s = res.summary()
+    assert s["mean_imbalance"] == 5.5
+    assert s["idle_fraction"] == pytest.approx(11 / 42)
+    assert s["throughput"] == pytest.approx(4 / 1.021)
+    assert res.tpot_s().tolist() == pytest.approx([1.021 / 2, 0.51, 0.511])
+
+
+def _small_trace(seed=0, n=120):
+    rng = np.random.default_rng(seed)
+    return _trace(rng.integers(1, 500, n), rng.integers(1, 40, n))
+
+
+@pytest.mark.parametrize("policy", BARRIER_POLICIES)
+def test_conservation(policy):
+    tr = _small_trace()
+    G, S = 3, 4
+    res = simulate_decode(tr, make_router(policy, trace=tr, seed=1, horizon=8), replicas=G,
+                          slots=S, window=10, record_loads=True)
+    n = len(tr)
+    assert np.all(res.start_step >= 0) and np.all((res.replica >= 0) & (res.replica < G))
+    assert res.tokens.sum() == tr.output_tokens.sum()
+    # rebuild every load from (replica, start, length) and compare with the recorded matrix
+    K = res.loads.shape[0]
+    L = np.zeros((K, G))
+    active = np.zeros((K, G))
+    for i in range(n):
+        ks = np.arange(res.start_step[i], res.start_step[i] + res.n_steps[i])
+        L[ks, res.replica[i]] += tr.prompt_tokens[i] + (ks - res.start_step[i])
+        active[ks, res.replica[i]] += 1
+    assert np.array_equal(L, res.loads)
+    assert active.max() <= S
+    assert res.start_step.max() + res.n_steps[res.start_step.argmax()] <= K
+
+
+def test_brh_reduces_to_br0_in_simulation():
+    tr = read_trace(CONV).head(600)
+    G = 4
+    a = simulate_decode(tr, br0(), replicas=G, slots=8, window=32)
+    b = simulate_decode(tr, brh(lambda: OraclePredictor(tr.output_tokens), horizon=0,
+                                alpha=1.0, beta=float(G)), replicas=G, slots=8, window=32)
+    assert np.array_equal(a.start_step, b.start_step)
+    assert np.array_equal(a.replica, b.replica)
+    assert np.array_equal(a.max_load, b.max_load)
+
+
+def test_starvation_guard_bounds_the_wait():
+    s = np.array([1] + [1000] * 300)
+    tr = _trace(s, np.full(301, 2))
+    free = simulate_decode(tr, br0(BRParams(max_wait=None)), replicas=2, slots=1, window=50)
+    guarded = simulate_decode(tr, br0(BRParams(max_wait=20)), replicas=2, slots=1, window=50)
+    assert free.start_step[0] > 200           # never among the R_max longest until the end
+    assert guarded.start_step[0] <= 21        # promoted once it has waited 20 ticks
+
+
+def test_deterministic_under_seed():
+    tr = _small_trace(2)
+    runs = [simulate_decode(tr, make_router("p2c", trace=tr, seed=s), replicas=4, slots=3,
+                            window=8) for s in (5, 5, 6)]
+    assert np.array_equal(runs[0].replica, runs[1].replica)
+    assert not np.array_equal(runs[0].replica, runs[2].replica)
+
+
+def test_time_scale_replay_jumps_idle_gaps():
+    tr = _trace([5, 5], [3, 2], t=np.array([0.0, 100.0]))
+    res = simulate_decode(tr, jsq(), replicas=2, slots=1, time_scale=10.0)
+    assert res.start_step.tolist() == [0, 3]
+    assert res.max_load.size == 5
+
+
+def test_bad_config_messages():
+    tr = _small_trace()
+    with pytest.raises(ModelError, match="number of replicas G must be an integer >= 1, got 0"):
+        simulate_decode(tr, jsq(), replicas=0)
+    with pytest.raises(ModelError, match="slot capacity 0 per replica is too small for any "
+                                         "request"):
+        simulate_decode(tr, jsq(), slots=0)
+    with pytest.raises(ModelError, match="pool window must be an integer >= 1"):
+        simulate_decode(tr, jsq(), window=0)
+    with pytest.raises(ModelError, match="time scale must be > 0"):
+        simulate_decode(tr, jsq(), time_scale=-1.0)
+    with pytest.raises(ModelError, match="unknown policy 'jsk'"):
+        make_router("jsk", trace=tr)
+    with pytest.raises(ModelError, match="R_max must be >= 1"):
+        BRParams(r_max=0)
+    with pytest.raises(ModelError, match="S_greedy must be >= 0"):
+        BRParams(s_greedy=-1)
+    with pytest.raises(ModelError, match="max_wait must be >= 0"):
+        BRParams(max_wait=-1)
+
+
+def _fixed(pos, reps):
+    return Router("bad", lambda: None,
+                  lambda st, v: (np.asarray(pos), np.asarray(reps), st))
+
+
+def test_router_contract_is_checked():
+    tr = _small_trace()
+    with pytest.raises(ModelError, match="router bad over-filled a replica's free slots"):
+        simulate_decode(tr, _fixed([0, 1], [0, 0]), replicas=2, slots=1)
+    with pytest.raises(ModelError, match="invalid or repeated pool positions"):
+        simulate_decode(tr, _fixed([0, 0], [0, 1]), replicas=2, slots=1)
+    with pytest.raises(ModelError, match="replica outside 0..1"):
+        simulate_decode(tr, _fixed([0], [5]), replicas=2, slots=1)
+    with pytest.raises(ModelError, match="returned 2 positions and 1 replicas"):
+        simulate_decode(tr, _fixed([0, 1], [0]), replicas=2, slots=1)
+    with pytest.raises(ModelError, match="left every slot idle with 10 requests waiting"):
+        simulate_decode(tr, _fixed([], []), replicas=2, slots=1, window=10)
+
+
+def test_brh_state_holds_predictor():
+    r = make_router("brh-survival", trace=_small_trace())
+    assert isinstance(r.init(), BRHState)
+
+
+def test_guard_scope_option():
+    with pytest.raises(ModelError, match="guard_scope must be 'candidates' or 'pool'"):
+        BRParams(guard_scope="all")
+    # the pool-wide guard also conserves requests
+    tr = _small_trace(4)
+    res = simulate_decode(tr, br0(BRParams(guard_scope="pool")), replicas=3, slots=2, window=12)
+    assert np.all(res.start_step >= 0) and res.tokens.sum() == tr.output_tokens.sum()

@@ -1,0 +1,253 @@
+"""Equilibria against closed forms (sympy), independent solvers and structural properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog, minimize
+
+from lbtheory.costs import CostKind, flow_cost, flow_potential
+from lbtheory.equilibrium import (
+    DCP_FORMS,
+    EquilibriumProblem,
+    dcp_potential_value,
+    optimality_residuals,
+    price_of_anarchy,
+    solve_equilibrium,
+    solve_rif,
+    solve_system_optimum,
+    solve_wardrop,
+)
+from lbtheory.errors import InfeasibleDemandError, LBTheoryError, SolverError
+from lbtheory.instances import (
+    mm1_pigou,
+    mm1_pigou_poa,
+    random_network,
+    spill_example,
+    symmetric_two_cell,
+)
+from lbtheory.models import ExpSaturation, MM1Latency
+from lbtheory.network import Arc, Cell, CellNetwork
+
+
+def two_cell_single_source(lam, cells, delays):
+    """One frontend (no self-arc) sending λ to two MM1 cells (μ̄, K) at one-way delays."""
+    (m1, k1), (m2, k2) = cells
+    cs = [Cell("a", 1, 0.0, MM1Latency(m1, k1)), Cell("b", 1, 0.0, MM1Latency(m2, k2)),
+          Cell("f", 1, lam, MM1Latency(1.0, 1.0))]
+    return CellNetwork(cs, [Arc("f", "a", delays[0]), Arc("f", "b", delays[1])])
+
+
+def test_symmetric_cells_split_evenly():
+    for cost in ("latency", "gradient", "rif"):
+        eq = solve_equilibrium(symmetric_two_cell(), cost)
+        np.testing.assert_allclose(eq.routing[2, :2], [0.5, 0.5], rtol=1e-9)
+        np.testing.assert_allclose(eq.workload[:2], [7.5, 7.5], rtol=1e-9)  # Kρ/(1−ρ), ρ = 0.6
+        assert eq.residual < 1e-9
+
+
+@pytest.mark.parametrize("params", [
+    (12.0, ((10.0, 5.0), (20.0, 2.0)), (0.01, 0.08)),
+    (5.0, ((10.0, 1.0), (10.0, 1.0)), (0.0, 0.3)),
+    (25.0, ((30.0, 4.0), (8.0, 0.5)), (0.05, 0.02)),
+])
+def test_two_cell_mm1_closed_forms_sympy(params):
+    lam, cells, delays = params
+    net = two_cell_single_source(lam, cells, delays)
+    z = sp.symbols("z", real=True)
+    (m1, k1), (m2, k2) = [(sp.Rational(str(a)), sp.Rational(str(b))) for a, b in cells]
+    g1, g2 = [2 * sp.Rational(str(d)) for d in delays]
+    L = sp.Rational(str(lam))
+    # Wardrop: ℓ = K/(μ̄ − z) + 2τ equalised (or a corner); SO: marginal Kμ̄/(μ̄ − z)² + 2τ
+    for cost, c in (("latency", lambda m, k, x: k / (m - x)),
+                    ("gradient", lambda m, k, x: k * m / (m - x) ** 2)):
+        sols = [s for s in sp.solve(sp.Eq(c(m1, k1, z) + g1, c(m2, k2, L - z) + g2), z)
+                if s.is_real and 0 <= s <= L and s < m1 and L - s < m2]
+        if sols:
+            z1 = float(sols[0])
+        else:  # corner: everything on b if a is dearer even when empty, or vice versa
+            assert c(m1, k1, 0) + g1 >= c(m2, k2, L) + g2 or \
+                c(m2, k2, 0) + g2 >= c(m1, k1, L) + g1
+            z1 = 0.0 if c(m1, k1, 0) + g1 >= c(m2, k2, L) + g2 else float(L)
+        eq = solve_equilibrium(net, cost)
+        assert eq.inflow[0] == pytest.approx(z1, rel=1e-8, abs=1e-9)
+        assert eq.inflow[1] == pytest.approx(float(L) - z1, rel=1e-8, abs=1e-9)
+        assert eq.residual < 1e-8
+
+
+def test_mm1_pigou_price_of_anarchy():
+    for u, r in ((1.0, 0.5), (1.0, 0.9), (2.0, 1.0)):
+        poa = price_of_anarchy(mm1_pigou(u=u, r=r))
+        assert poa.price_of_anarchy == pytest.approx(mm1_pigou_poa(u, r), rel=1e-6)
+    assert mm1_pigou_poa(1.0, 0.5) == pytest.approx(1.207107, abs=1e-6)  # THEORY §12
+
+
+def test_spill_example_reference_numbers():
+    eq = solve_system_optimum(spill_example())
+    assert eq.routing[0, 0] == pytest.approx(0.642893, abs=1e-6)  # THEORY §7.5
+    np.testing.assert_allclose(eq.workload, [45.0250, 44.9750], atol=1e-4)
+    assert eq.routing[1, 1] == pytest.approx(1.0, abs=1e-9)
+    assert eq.residual < 1e-9
+
+
+def test_dcp_forms_match_numeric_potential():
+    rng = np.random.default_rng(3)
+    for (cls, kind), form in DCP_FORMS.items():
+        model = cls(capacity=10.0, K=5.0)
+        k = np.array([3.0])
+        z = np.sort(rng.uniform(0.0, 9.9, 6))
+        num = np.array([flow_potential(kind, model, zi, 3.0) for zi in z])
+        dcp = np.array([dcp_potential_value(form, [model], k, zi)[0] for zi in z])
+        # equal up to the form's additive constant
+        np.testing.assert_allclose(np.diff(dcp), np.diff(num), rtol=1e-10)
+
+
+def test_theory_potential_oracles():
+    m = MM1Latency(capacity=10.0, K=5.0)
+    assert flow_potential("latency", m, 7.0) == pytest.approx(6.019864, abs=1e-6)
+    assert flow_potential("rif", m, 7.0) == pytest.approx(25.198640, abs=1e-6)
+    e = ExpSaturation(capacity=10.0, K=5.0)
+    assert flow_potential("rif", e, 7.0) == pytest.approx(16.940408, abs=1e-6)
+    assert flow_potential("latency", e, 7.0) == pytest.approx(4.446888, abs=1e-6)
+
+
+def _scipy_equilibrium(net, cost):
+    """Independent oracle: SLSQP on Ψ over arc flows, started from the LP routing of least
+    maximum utilisation."""
+    src, dst = net.arc_pairs
+    lam = net.arrival_rates
+    g = 2.0 * net.delays[src, dst] if cost is not CostKind.RIF else 0.0 * src
+
+    def psi(f):
+        z = np.bincount(dst, f, net.n)
+        if np.any(z >= net.max_rates):
+            return 1e12
+        return sum(float(flow_potential(cost, net.services[j], z[j])) for j in range(net.n)) \
+            + float(g @ f)
+
+    def grad(f):  # ∂Ψ/∂f_ij = f_j(μ_j⁻¹(z_j)) + g_ij
+        z = np.minimum(np.bincount(dst, f, net.n), net.max_rates * (1 - 1e-12))
+        fc = np.array([float(flow_cost(cost, net.services[j], z[j])) for j in range(net.n)])
+        return fc[dst] + g
+
+    cons = [{"type": "eq", "fun": (lambda f, i=i: f[src == i].sum() - lam[i]),
+             "jac": (lambda f, i=i: (src == i).astype(float))} for i in range(net.n)]
+    m = len(src)
+    A_ub = np.zeros((net.n, m + 1))
+    A_ub[dst, np.arange(m)] = 1.0
+    A_ub[:, -1] = -net.max_rates
+    A_eq = np.zeros((net.n, m + 1))
+    A_eq[src, np.arange(m)] = 1.0
+    lp = linprog(np.r_[np.zeros(m), 1.0], A_ub=A_ub, b_ub=np.zeros(net.n), A_eq=A_eq,
+                 b_eq=lam, bounds=[(0, None)] * (m + 1), method="highs")
+    res = minimize(psi, lp.x[:m], jac=grad, constraints=cons, bounds=[(0, None)] * m,
+                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 1000})
+    assert res.success, res.message
+    return res, psi
+
+
+def test_softplus_network_matches_scipy_on_the_potential():
+    net = random_network(np.random.default_rng(11), 4, softplus_share=1.0, arc_prob=1.0)
+    src, dst = net.arc_pairs
+    for cost in (CostKind.LATENCY, CostKind.GRADIENT):
+        eq = solve_equilibrium(net, cost)
+        assert eq.residual < 1e-6
+        res, psi = _scipy_equilibrium(net, cost)
+        np.testing.assert_allclose(eq.inflow, np.bincount(dst, res.x, net.n), rtol=1e-4,
+                                   atol=1e-4)
+        assert psi((eq.routing * net.arrival_rates[:, None])[src, dst]) <= res.fun + 1e-7
+
+
+def test_two_solvers_agree():
+    net = random_network(np.random.default_rng(5), 4, arc_prob=1.0)
+    for cost in ("latency", "gradient", "rif"):
+        a = EquilibriumProblem(net, cost, solver="CLARABEL").solve()
+        b = EquilibriumProblem(net, cost, solver="ECOS").solve(polish=False)  # raw ECOS
+        np.testing.assert_allclose(a.workload, b.workload, rtol=2e-5)
+        assert a.total_latency_rate == pytest.approx(b.total_latency_rate, rel=1e-6)
+        # SCS (first-order) is less accurate; after polishing all three agree to 1e-8
+        c = EquilibriumProblem(net, cost, solver="SCS").solve()
+        np.testing.assert_allclose(c.workload, solve_equilibrium(net, cost).workload, rtol=1e-8)
+
+
+def test_dpp_resolve_matches_fresh_solve():
+    net = random_network(np.random.default_rng(8), 5, softplus_share=0.5)
+    prob = EquilibriumProblem(net, "gradient")
+    assert prob.problem.is_dpp()
+    for scale in (0.5, 0.8, 1.1):
+        lam = net.arrival_rates * scale
+        a = prob.solve(arrival_rates=lam)
+        b = solve_system_optimum(net.with_arrival_rates(lam))
+        np.testing.assert_allclose(a.workload, b.workload, rtol=1e-8, atol=1e-10)
+
+
+def test_rif_equilibrium_equalises_rif_cost_and_picks_least_network_time():
+    net = random_network(np.random.default_rng(2), 5, arc_prob=1.0)
+    eq = solve_rif(net)
+    used = eq.inflow > 1e-9
+    np.testing.assert_allclose((eq.workload / net.replicas)[used],
+                               (eq.workload / net.replicas)[used][0], rtol=1e-8)
+    # any other RIF routing (same inflows) has at least as much network time
+    uni = solve_rif(net)
+    assert eq.total_latency_rate <= uni.total_latency_rate + 1e-9
+
+
+def test_residuals_detect_a_non_equilibrium():
+    net = spill_example()
+    bad = optimality_residuals(net, net.uniform_routing(), "gradient")
+    # by hand: z = (9, 9), N = 45, f = (N + K)²/(μ̄K) = 50; source costs (50, 50.1), x = ½
+    assert bad["cs_residual"] == pytest.approx(0.05 / 50.05, rel=1e-12)
+    assert bad["cost_spread"] == pytest.approx(0.1 / 50, rel=1e-12)
+    assert bad["flow_residual"] < 1e-14
+
+
+@st.composite
+def networks(draw):
+    seed = draw(st.integers(0, 10**6))
+    n = draw(st.integers(1, 5))
+    util = draw(st.floats(0.05, 0.97))
+    soft = draw(st.sampled_from([0.0, 0.0, 0.5, 1.0]))
+    arc_prob = draw(st.floats(0.0, 1.0))
+    return random_network(np.random.default_rng(seed), n, utilisation=util, arc_prob=arc_prob,
+                          softplus_share=soft, max_delay=draw(st.floats(0.0, 0.3)))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(net=networks())
+def test_random_topologies_residuals_and_ordering(net):
+    try:
+        poa = price_of_anarchy(net)
+    except (InfeasibleDemandError, SolverError) as exc:  # typed errors are acceptable outcomes
+        assert isinstance(exc, LBTheoryError)
+        return
+    for eq in (poa.wardrop, poa.system_optimum, poa.rif):
+        assert eq.residual <= 1e-6, (eq.kind, eq.residual)
+        np.testing.assert_allclose(eq.routing.sum(axis=1)[net.arrival_rates > 0], 1.0, atol=1e-9)
+        assert np.all(eq.routing[~net.adjacency] == 0)
+    so = poa.system_optimum.total_latency_rate
+    assert so <= poa.wardrop.total_latency_rate * (1 + 1e-7)
+    assert so <= poa.rif.total_latency_rate * (1 + 1e-7)
+
+
+def test_infeasible_demand_names_cells_and_shortfall():
+    svc = MM1Latency(capacity=10.0, K=1.0)
+    cells = [Cell("a", 1, 12.0, svc), Cell("b", 1, 1.0, svc), Cell("c", 1, 0.0, svc)]
+    net = CellNetwork(cells, [Arc("a", "a"), Arc("b", "b"), Arc("b", "c", 0.01), Arc("c", "c")])
+    with pytest.raises(InfeasibleDemandError, match=r"sources \['a'\].*\['a'\].*short by 2 req/s"):
+        solve_wardrop(net)
+    try:
+        net.check_feasibility()
+    except InfeasibleDemandError as exc:
+        assert exc.shortfall == pytest.approx(2.0)
+        assert exc.sources == ("a",) and exc.cells == ("a",)
+    exact = net.with_arrival_rates([10.0, 1.0, 0.0])
+    with pytest.raises(InfeasibleDemandError, match="strict slack"):
+        exact.check_feasibility()
+
+
+def test_solver_failure_names_solver_and_status():
+    with pytest.raises(SolverError, match="GLPK_NOT_A_SOLVER"):
+        solve_system_optimum(spill_example(), solver="GLPK_NOT_A_SOLVER")

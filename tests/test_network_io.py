@@ -1,0 +1,111 @@
+"""Topology files and CellNetwork validation: every bad input gets a typed, named error."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from lbtheory.errors import DataFormatError, ModelError, TopologyError
+from lbtheory.io import load_topology, topology_from_dict, topology_to_dict, write_json_atomic
+from lbtheory.models import MM1Latency
+from lbtheory.network import Arc, Cell, CellNetwork
+
+BASE = {
+    "cells": [
+        {"name": "a", "replicas": 4, "arrival_rate": 30.0,
+         "service": {"model": "mm1", "capacity": 40.0, "K": 4.0}},
+        {"name": "b", "replicas": 8, "arrival_rate": 10.0,
+         "service": {"model": "softplus", "base_latency": 0.5, "slope": 0.01, "knee": 30.0,
+                     "softness": 5.0}},
+    ],
+    "arcs": [{"from": "a", "to": "a", "delay": 0.0}, {"from": "a", "to": "b", "delay": 0.03},
+             {"from": "b", "to": "b", "delay": 0.0}],
+}
+
+
+def variant(edit):
+    data = json.loads(json.dumps(BASE))
+    edit(data)
+    return data
+
+
+def test_issue_schema_loads_and_round_trips(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    net = load_topology(path)
+    assert net.names == ("a", "b")
+    np.testing.assert_allclose(net.arrival_rates, [30.0, 10.0])
+    np.testing.assert_allclose(net.max_rates, [40.0, 100.0])
+    assert net.adjacency.tolist() == [[True, True], [False, True]]
+    assert net.delays[0, 1] == 0.03
+    again = topology_from_dict(topology_to_dict(net))
+    assert topology_to_dict(again) == topology_to_dict(net)
+    write_json_atomic(tmp_path / "t.json", topology_to_dict(net))
+    assert load_topology(tmp_path / "t.json").names == ("a", "b")
+
+
+@pytest.mark.parametrize("edit,err,match", [
+    (lambda d: d["arcs"].append({"from": "a", "to": "zz", "delay": 0.1}), TopologyError,
+     r"arcs\[3\] \(a -> zz\): unknown cell 'zz' in 'target'"),
+    (lambda d: d["cells"][1].update(name="a"), TopologyError, "duplicate cell name 'a'"),
+    (lambda d: d["cells"][0].update(arrival_rate=-1.0), TopologyError,
+     r"cell 'a': arrival_rate \(req/s\): expected a non-negative finite number, got -1.0"),
+    (lambda d: d["cells"][0].update(arrival_rate=float("nan")), TopologyError,
+     "arrival_rate.*non-negative finite number, got nan"),
+    (lambda d: d["arcs"][1].update(delay=-0.5), TopologyError,
+     r"arc a -> b: delay \(s\): expected a non-negative finite number, got -0.5"),
+    (lambda d: d["arcs"][1].update(delay=float("inf")), TopologyError, "arc a -> b: delay"),
+    (lambda d: d["cells"][0]["service"].update(capacity=-40.0), ModelError,
+     r"cells\[0\] \(a\).service: MM1Latency.capacity must be positive, got -40.0"),
+    (lambda d: d["cells"][1].update(replicas=0), TopologyError,
+     "cell 'b': replicas must be an integer ≥ 1, got 0"),
+    (lambda d: d["cells"][1].update(replicas=2.5), TopologyError, "replicas must be an integer"),
+    (lambda d: d["arcs"].pop(2), TopologyError,
+     "cell 'b' has arrivals .* but no outgoing arc"),
+    (lambda d: d["cells"][1]["service"].update(base_latency=0.2), ModelError,
+     r"cells\[1\] \(b\).service: SoftplusLatency needs base_latency > slope\*knee"),
+    (lambda d: d["cells"][0].pop("replicas"), TopologyError,
+     r"cells\[0\]: missing field 'replicas'"),
+    (lambda d: d["cells"][0].update(arrival_rate="lots"), TopologyError,
+     r"cells\[0\] \(a\).arrival_rate: expected a number"),
+    (lambda d: d["arcs"].append({"from": "a", "to": "b", "delay": 0.1}), TopologyError,
+     "duplicate arc a -> b"),
+    (lambda d: d.pop("arcs"), TopologyError, "missing top-level key 'arcs'"),
+    (lambda d: d.update(links=[]), TopologyError, r"unknown key\(s\) \['links'\]"),
+    (lambda d: d["arcs"][0].update(weight=1), TopologyError, r"arcs\[0\]: unknown field"),
+])
+def test_bad_topologies_raise_named_errors(tmp_path, edit, err, match):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(variant(edit)))
+    with pytest.raises(err, match=match) as info:
+        load_topology(path)
+    assert str(path) in str(info.value)
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("cells:\n  - {name: a, replicas: 4\narcs: []\n")
+    with pytest.raises(DataFormatError, match=r"broken.yaml:\d+: not valid YAML"):
+        load_topology(path)
+
+
+def test_network_api_errors_and_views():
+    svc = MM1Latency(10.0, 1.0)
+    with pytest.raises(TopologyError, match="at least one cell"):
+        CellNetwork([], [])
+    with pytest.raises(TopologyError, match="expected a non-empty string"):
+        CellNetwork([Cell("", 1, 0.0, svc)], [])
+    with pytest.raises(TopologyError, match="service must be a ServiceModel"):
+        CellNetwork([Cell("a", 1, 0.0, "mm1")], [])  # type: ignore[arg-type]
+    net = CellNetwork([Cell("a", 1, 2.0, svc), Cell("b", 2, 0.0, svc)],
+                      [Arc("a", "a"), Arc("a", "b", 0.02)])
+    assert net.index("b") == 1
+    with pytest.raises(TopologyError, match="unknown cell 'c'"):
+        net.index("c")
+    with pytest.raises(TopologyError, match="expected 2 values"):
+        net.with_arrival_rates([1.0])
+    np.testing.assert_allclose(net.uniform_routing(), [[0.5, 0.5], [0.0, 0.0]])
+    assert net.max_delay == 0.02 and net.total_demand == 2.0
