@@ -59,7 +59,7 @@ def _initial_support(net: CellNetwork, F: np.ndarray, g: np.ndarray,
     return support, Fs
 
 
-def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: int = 80,
+def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: int = 40,
                  rtol: float = 1e-12, max_dense: int = 4000) -> np.ndarray | None:
     """Polish arc flows F (n×n, req/s) to the KKT point of program (12); None if not possible."""
     lam = net.arrival_rates
@@ -113,10 +113,16 @@ def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: 
         Jac[s + ri, np.arange(s)] = 1.0
         if not (np.all(np.isfinite(Jac)) and np.all(np.isfinite(R))):
             return None
-        try:
-            step = np.linalg.lstsq(Jac, -R, rcond=None)[0]
+        try:  # LU when the support is a forest (the generic case), else least squares
+            step = np.linalg.solve(Jac, -R)
+            if not np.all(np.isfinite(step)) or \
+                    np.linalg.norm(Jac @ step + R) > 1e-8 * (1 + np.linalg.norm(R)):
+                raise np.linalg.LinAlgError
         except np.linalg.LinAlgError:
-            return None
+            try:
+                step = np.linalg.lstsq(Jac, -R, rcond=None)[0]
+            except np.linalg.LinAlgError:
+                return None
         du, dc = step[:s], step[s:]
         # ratio test: stop at the first arc that empties, and drop it
         with np.errstate(divide="ignore", invalid="ignore"):

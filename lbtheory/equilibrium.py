@@ -22,7 +22,6 @@ re-solves with new arrival rates or delays without recompiling.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -31,9 +30,16 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._polish import polish_flows
-from .costs import CostKind, cell_cost, flow_cost, flow_potential, static_cost
-from .costs import total_latency_rate as _total_latency_rate
+from ._eqresult import (
+    _KIND_OF_COST,
+    EquilibriumResult,
+    _arc_cost_matrix,
+    _assemble,
+    _assemble_flows,
+    _rif_least_network_time,
+    optimality_residuals,
+)
+from .costs import CostKind, flow_cost, flow_potential, static_cost
 from .errors import SolverError, Status
 from .models import ExpSaturation, MM1Latency, ServiceModel
 from .network import CellNetwork
@@ -53,77 +59,6 @@ __all__ = [
 ]
 
 DEFAULT_SOLVER = "CLARABEL"
-#: routing weight above which an arc counts as "used" in the cost-spread residual
-USED_ARC_TOL = 1e-6
-
-
-# ----------------------------------------------------------------------------- results
-@dataclasses.dataclass(frozen=True)
-class EquilibriumResult:
-    """An equilibrium (THEORY Definition 1) with its optimality residuals.
-
-    Attributes:
-        kind: ``"wardrop"``, ``"system_optimum"`` or ``"rif"``.
-        cost: the cost signal whose equilibrium this is.
-        routing: x (n×n), row i = source i's split over destination cells (zeros off-arc).
-        inflow: z_j (req/s).
-        workload: N_j = μ_j⁻¹(z_j) (requests).
-        arc_cost: c_ij(N_j) on admissible arcs, NaN elsewhere (s, or requests/replica for RIF).
-        min_cost: c*_i = min_j c_ij per source (NaN for a cell without outgoing arcs).
-        total_latency_rate: Σ_j N_j + Σ 2τ_ij λ_i x_ij (request-seconds per second).
-        mean_latency: total_latency_rate / Λ (s), end-to-end (network + serving).
-        residual: max of the relative residuals below (target ≤ 1e-6).
-        cs_residual: max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij (complementary slackness).
-        cost_spread: max_i (max cost on a used arc − c*_i)/c*_i, arcs with x_ij > 1e-6.
-        flow_residual: max_j |z_j − μ_j(N_j)|/μ̄_j (flow balance (5)).
-        demand_residual: max_i |Σ_j λ_i x_ij − λ_i|/λ_i.
-        status: solver status (``Status.OPTIMAL`` on success).
-        solver: solver name; iterations: outer (cutting-plane) iterations.
-    """
-
-    kind: str
-    cost: CostKind
-    routing: np.ndarray
-    inflow: np.ndarray
-    workload: np.ndarray
-    arc_cost: np.ndarray
-    min_cost: np.ndarray
-    total_latency_rate: float
-    mean_latency: float
-    residual: float
-    cs_residual: float
-    cost_spread: float
-    flow_residual: float
-    demand_residual: float
-    status: Status
-    solver: str
-    iterations: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of the CLI contract (plus extra diagnostic keys)."""
-        return {
-            "routing": self.routing.tolist(),
-            "inflow": self.inflow.tolist(),
-            "workload": self.workload.tolist(),
-            "mean_latency": float(self.mean_latency),
-            "total_latency_rate": float(self.total_latency_rate),
-            "residual": float(self.residual),
-            "status": self.status.value,
-            "cost": self.cost.value,
-            "arc_cost": [[None if not np.isfinite(v) else float(v) for v in row]
-                         for row in self.arc_cost],
-            "min_cost": [None if not np.isfinite(v) else float(v) for v in self.min_cost],
-            "cs_residual": float(self.cs_residual),
-            "cost_spread": float(self.cost_spread),
-            "flow_residual": float(self.flow_residual),
-            "solver": self.solver,
-            "iterations": int(self.iterations),
-        }
-
-
-_KIND_OF_COST = {CostKind.LATENCY: "wardrop", CostKind.GRADIENT: "system_optimum",
-                 CostKind.RIF: "rif"}
-
 
 # ----------------------------------------------------------------------------- DCP registry
 # A DCP form maps (cost kind) → builder(z_expr, params) → (objective expr, {param: value fn}).
@@ -188,6 +123,8 @@ class EquilibriumProblem:
         net: the cell network (its structure, service models and replicas are fixed).
         cost: ``"gradient"`` (system optimum), ``"latency"`` (Wardrop) or ``"rif"``.
         solver: a CVXPY solver name (default Clarabel).
+        column_generation: solve on a restricted arc set grown by pricing (exact: the KKT
+            conditions are checked on every arc). Default: on above ``COLGEN_MIN_ARCS`` arcs.
 
     Example:
         >>> from lbtheory.instances import symmetric_two_cell
@@ -197,11 +134,19 @@ class EquilibriumProblem:
     """
 
     def __init__(self, net: CellNetwork, cost: CostKind | str, *,
-                 solver: str | None = None) -> None:
-        self.net = net
+                 solver: str | None = None, column_generation: bool | None = None) -> None:
+        self.full_net = net
         self.cost = CostKind.parse(cost)
         self.solver = (solver or DEFAULT_SOLVER).upper()
         self._fallback = solver is None  # only the default solver falls back to SCS
+        if column_generation is None:
+            column_generation = len(net.arcs) > COLGEN_MIN_ARCS
+        self._mask = _initial_arc_mask(net, self.cost) if column_generation else None
+        self._build(net if self._mask is None else _restrict(net, self._mask))
+
+    def _build(self, net: CellNetwork) -> None:
+        """Build the CVXPY program on ``net`` (the full network or a restricted arc set)."""
+        self.net = net
         n = net.n
         src, dst = net.arc_pairs
         self._src, self._dst = src, dst
@@ -315,18 +260,80 @@ class EquilibriumProblem:
             **solver_options: passed to ``cvxpy.Problem.solve``.
         """
         if delays is not None and not np.array_equal(np.asarray(delays, dtype=float),
-                                                     self.net.delays):
-            rebuilt = EquilibriumProblem(self.net.with_delays(delays), self.cost,
-                                         solver=None if self._fallback else self.solver)
+                                                     self.full_net.delays):
+            rebuilt = EquilibriumProblem(self.full_net.with_delays(delays), self.cost,
+                                         solver=None if self._fallback else self.solver,
+                                         column_generation=self._mask is not None)
             return rebuilt.solve(arrival_rates=arrival_rates, tol=tol,
                                  max_iterations=max_iterations, throw=throw,
                                  check_feasibility=check_feasibility, polish=polish,
                                  **solver_options)
-        net = self.net
-        if arrival_rates is not None:
-            net = net.with_arrival_rates(arrival_rates)
-        if check_feasibility:
-            net.check_feasibility()
+        lam = self.full_net.arrival_rates if arrival_rates is None else \
+            np.asarray(arrival_rates, dtype=float)
+        full = self.full_net if arrival_rates is None else self.full_net.with_arrival_rates(lam)
+        if self._mask is None:
+            if check_feasibility:
+                full.check_feasibility()
+            return self._solve_sub(full, tol, max_iterations, throw, polish, solver_options)
+        return self._solve_colgen(full, tol, max_iterations, throw, polish, check_feasibility,
+                                  solver_options)
+
+    def _solve_colgen(self, full: CellNetwork, tol: float, max_iterations: int, throw: bool,
+                      polish: bool, check_feasibility: bool,
+                      solver_options: dict[str, Any]) -> EquilibriumResult:
+        """Delayed column generation: solve on a restricted arc set, add every arc cheaper than
+        its source's c*_i at that solution, repeat; the KKT check is on the full network."""
+        lam = full.arrival_rates
+        for _round in range(100):
+            sub = self.net.with_arrival_rates(lam)
+            if not sub.check_feasibility(raise_error=False).feasible:
+                if check_feasibility:
+                    full.check_feasibility()  # raises with the full network's shortfall
+                self._mask |= _max_slack_support(full)
+                self._build(_restrict(full, self._mask))
+                continue
+            # polish on the full network only (the active-set Newton prices every arc)
+            res = self._solve_sub(sub, tol, max_iterations, throw,
+                                  polish and len(self._cut_cells) > 0, solver_options)
+            C = _arc_cost_matrix(full, self.cost, res.workload)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rel = np.where(full.adjacency & ~self._mask & (lam[:, None] > 0),
+                               (res.min_cost[:, None] - C)
+                               / np.maximum(np.abs(res.min_cost[:, None]), 1e-300), -np.inf)
+            if polish and rel.max() < 1e-2:  # close: let the active-set Newton finish
+                fsrc, fdst = full.arc_pairs
+                F = res.routing * lam[:, None]
+                out = _assemble(full, self.cost, F[fsrc, fdst], fsrc, fdst, res.status,
+                                res.solver, res.iterations, polish=True)
+                if out.residual <= tol:
+                    if self.cost is CostKind.RIF:
+                        out = _rif_least_network_time(full, out)
+                    used = out.routing > 0
+                    if (used & ~self._mask).any():  # keep the support for later re-solves
+                        self._mask |= used
+                        self._build(_restrict(full, self._mask))
+                    return out
+            cheaper = rel > 1e-10
+            if not cheaper.any():
+                F = res.routing * lam[:, None]
+                out = _assemble_flows(full, self.cost, F, res.status, res.solver,
+                                      res.iterations)
+                if self.cost is CostKind.RIF:
+                    out = _rif_least_network_time(full, out)
+                return out
+            # add the few most violated arcs per source (all violators would re-add most of a
+            # full mesh at an early, far-from-equilibrium iterate)
+            top = np.argsort(-rel, axis=1, kind="stable")[:, :COLGEN_ADD_PER_SOURCE]
+            pick = np.zeros_like(cheaper)
+            pick[np.arange(full.n)[:, None], top] = True
+            cheaper &= pick
+            self._mask |= cheaper
+            self._build(_restrict(full, self._mask))
+        raise SolverError("column generation did not converge in 100 rounds",
+                          solver=self.solver, status="max_iterations")
+
+    def _solve_sub(self, net: CellNetwork, tol: float, max_iterations: int, throw: bool,
+                   polish: bool, solver_options: dict[str, Any]) -> EquilibriumResult:
         self.lam.value = net.arrival_rates
         it = 0
         while True:
@@ -386,139 +393,55 @@ class EquilibriumProblem:
         return np.zeros(self._m) if v is None else np.maximum(np.asarray(v, dtype=float), 0.0)
 
 
-# ----------------------------------------------------------------------------- assembly
-def _assemble(net: CellNetwork, cost: CostKind, flows: np.ndarray, src: np.ndarray,
-              dst: np.ndarray, status: Status, solver: str, iterations: int,
-              polish: bool = True) -> EquilibriumResult:
-    n = net.n
-    F = np.zeros((n, n))
-    np.add.at(F, (src, dst), flows)
-    raw = _assemble_flows(net, cost, F, status, solver, iterations)
-    if not polish or status not in (Status.OPTIMAL, Status.INACCURATE) or raw.residual < 1e-12:
-        return raw
-    Fp = polish_flows(net, cost, F)
-    if Fp is None:
-        return raw
-    pol = _assemble_flows(net, cost, Fp, status, solver, iterations)
-    if pol.residual < raw.residual:
-        return dataclasses.replace(pol, status=Status.OPTIMAL if pol.residual <= 1e-6
-                                   else pol.status)
-    return raw
+# ----------------------------------------------------------------------------- column generation
+#: networks with more arcs than this are solved by delayed column generation by default.
+#: Measured (BENCHMARKS.md): on full meshes up to n = 300 the full program is faster (each
+#: pricing round recompiles the CVXPY program), so the default threshold is high.
+COLGEN_MIN_ARCS = 200_000
+#: arcs per source in the initial restricted set (cheapest at zero load)
+COLGEN_INITIAL_ARCS = 6
+#: arcs added per source and round (the most violated ones)
+COLGEN_ADD_PER_SOURCE = 3
 
 
-def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: Status,
-                    solver: str, iterations: int) -> EquilibriumResult:
-    n = net.n
-    lam = net.arrival_rates
-    # renormalise each source's flows to its demand (removes solver-level infeasibility ~1e-9)
-    out = F.sum(axis=1)
-    demand_residual = float(np.max(np.abs(out - lam) / np.maximum(lam, 1e-300),
-                                   where=lam > 0, initial=0.0))
-    scale = np.divide(lam, out, out=np.zeros(n), where=out > 0)
-    F = F * scale[:, None]
-    z = F.sum(axis=0)
-    caps = net.max_rates
-    z = np.minimum(z, caps * (1 - 1e-15))
-    N = np.asarray(net.models.inverse_rate(z), dtype=float)
-    routing = _routing_from_flows(net, F, N, cost)
-    return _finish(net, cost, routing, z, N, status, solver, iterations, demand_residual)
+def _restrict(net: CellNetwork, mask: np.ndarray) -> CellNetwork:
+    arcs = [a for a in net.arcs if mask[net.index(a.source), net.index(a.target)]]
+    return CellNetwork(net.cells, arcs)
 
 
-def _routing_from_flows(net: CellNetwork, F: np.ndarray, N: np.ndarray,
-                        cost: CostKind) -> np.ndarray:
-    lam = net.arrival_rates
-    routing = np.divide(F, lam[:, None], out=np.zeros_like(F), where=lam[:, None] > 0)
-    C = _arc_cost_matrix(net, cost, N)
-    for i in np.flatnonzero(lam <= 0):  # pure destinations: cheapest arcs, ties split evenly
-        if net.adjacency[i].any():
-            row = C[i]
-            best = np.nanmin(row)
-            tie = net.adjacency[i] & (row <= best * (1 + 1e-12) + 1e-300)
-            routing[i] = tie / tie.sum()
-    return routing
+def _initial_arc_mask(net: CellNetwork, cost: CostKind) -> np.ndarray:
+    """Self-arcs plus, per source, the arcs cheapest at zero load (f_j(0) + g_ij)."""
+    C = _arc_cost_matrix(net, cost, np.zeros(net.n))
+    C = np.where(net.adjacency, C, np.inf)
+    k = min(COLGEN_INITIAL_ARCS, net.n)
+    mask = np.zeros_like(net.adjacency)
+    rows = np.arange(net.n)[:, None]
+    mask[rows, np.argsort(C, axis=1, kind="stable")[:, :k]] = True
+    mask &= net.adjacency
+    mask |= net.adjacency & np.eye(net.n, dtype=bool)
+    return mask
 
 
-def _arc_cost_matrix(net: CellNetwork, cost: CostKind, N: np.ndarray) -> np.ndarray:
-    f = np.asarray(cell_cost(cost, net.models, N, net.replicas), dtype=float)
-    C = f[None, :] + np.asarray(static_cost(cost, net.delays), dtype=float)
-    return np.where(net.adjacency, C, np.nan)
-
-
-def _finish(net: CellNetwork, cost: CostKind, routing: np.ndarray, z: np.ndarray, N: np.ndarray,
-            status: Status, solver: str, iterations: int,
-            demand_residual: float) -> EquilibriumResult:
-    C = _arc_cost_matrix(net, cost, N)
-    res = optimality_residuals(net, routing, cost, workload=N, inflow=z)
-    tlr = float(_total_latency_rate(N, routing, net.arrival_rates, net.delays))
-    Lam = net.total_demand
-    with np.errstate(all="ignore"):
-        cmin = np.where(net.adjacency.any(axis=1), np.nanmin(np.where(net.adjacency, C, np.inf),
-                                                            axis=1), np.nan)
-    residual = max(res["cs_residual"], res["flow_residual"], demand_residual)
-    return EquilibriumResult(
-        kind=_KIND_OF_COST[cost], cost=cost, routing=routing, inflow=z, workload=N, arc_cost=C,
-        min_cost=cmin, total_latency_rate=tlr, mean_latency=tlr / Lam if Lam > 0 else math.nan,
-        residual=float(residual), cs_residual=res["cs_residual"], cost_spread=res["cost_spread"],
-        flow_residual=res["flow_residual"], demand_residual=demand_residual, status=status,
-        solver=solver, iterations=iterations)
-
-
-def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult) -> EquilibriumResult:
-    """Among RIF equilibria (inflows z* are unique, routing is not: the RIF cost has no network
-    term), pick the routing with the least network time Σ 2τ_ij f_ij (an LP, HiGHS).
-
-    RIF's total latency rate therefore is the *best case* over its equilibria, and ``rif_ratio``
-    a lower bound. This tie-break is our choice [R]; THEORY §5 leaves it open.
-    """
+def _max_slack_support(net: CellNetwork) -> np.ndarray:
+    """Arcs used by a max-slack routing (Assumption-2 LP): adding them makes a restricted arc set
+    feasible whenever the full network is."""
     from scipy.optimize import linprog
 
     src, dst = net.arc_pairs
-    m, n = len(src), net.n
-    A_eq = np.zeros((2 * n, m))
+    m = len(src)
+    A_ub = np.zeros((net.n, m + 1))
+    A_ub[dst, np.arange(m)] = 1.0
+    A_ub[:, -1] = 1.0
+    A_eq = np.zeros((net.n, m + 1))
     A_eq[src, np.arange(m)] = 1.0
-    A_eq[n + dst, np.arange(m)] = 1.0
-    b_eq = np.concatenate([net.arrival_rates, eq.inflow])
-    res = linprog(2.0 * net.delays[src, dst], A_eq=A_eq, b_eq=b_eq, bounds=[(0, None)] * m,
+    res = linprog(np.r_[np.zeros(m), -1.0], A_ub=A_ub, b_ub=net.max_rates, A_eq=A_eq,
+                  b_eq=net.arrival_rates, bounds=[(0, None)] * m + [(None, None)],
                   method="highs")
-    if res.status != 0:  # keep the solver's routing (still a RIF equilibrium)
-        return eq
-    F = np.zeros((n, n))
-    np.add.at(F, (src, dst), np.maximum(res.x, 0.0))
-    out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations)
-    # same inflows, so the same costs; the residual may move within the solver's accuracy
-    return out if out.residual <= max(10.0 * eq.residual, 1e-9) else eq
-
-
-def optimality_residuals(net: CellNetwork, routing: np.ndarray, cost: CostKind | str, *,
-                         workload: np.ndarray | None = None,
-                         inflow: np.ndarray | None = None) -> dict[str, float]:
-    """Definition-1 residuals of a routing (THEORY §5).
-
-    Returns ``cs_residual`` = max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij, ``cost_spread`` =
-    max_i (max used-arc cost − c*_i)/c*_i (used: x_ij > 1e-6), and ``flow_residual`` =
-    max_j |z_j − μ_j(N_j)|/μ̄_j, where by default z = λᵀx and N = μ⁻¹(z).
-    """
-    cost = CostKind.parse(cost)
-    lam = net.arrival_rates
-    routing = np.asarray(routing, dtype=float)
-    z = lam @ routing if inflow is None else np.asarray(inflow, dtype=float)
-    N = np.asarray(net.models.inverse_rate(z), dtype=float) if workload is None else workload
-    C = _arc_cost_matrix(net, cost, N)
-    flow_res = float(np.max(np.abs(z - net.models.rate(N)) / net.max_rates))
-    cs, spread = 0.0, 0.0
-    for i in np.flatnonzero(lam > 0):
-        row = C[i]
-        adj = net.adjacency[i]
-        cstar = float(np.min(row[adj]))
-        avg = float(np.sum(routing[i][adj] * row[adj]))
-        if not math.isfinite(avg):
-            return {"cs_residual": math.inf, "cost_spread": math.inf, "flow_residual": flow_res}
-        cs = max(cs, (avg - cstar) / max(abs(avg), 1e-300))
-        used = adj & (routing[i] > USED_ARC_TOL)
-        if used.any():
-            spread = max(spread, (float(np.max(row[used])) - cstar) / max(abs(cstar), 1e-300))
-    return {"cs_residual": float(max(cs, 0.0)), "cost_spread": float(spread),
-            "flow_residual": flow_res}
+    mask = np.zeros_like(net.adjacency)
+    if res.status == 0:
+        used = res.x[:m] > 0
+        mask[src[used], dst[used]] = True
+    return mask
 
 
 # ----------------------------------------------------------------------------- verbs

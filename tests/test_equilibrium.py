@@ -251,3 +251,15 @@ def test_infeasible_demand_names_cells_and_shortfall():
 def test_solver_failure_names_solver_and_status():
     with pytest.raises(SolverError, match="GLPK_NOT_A_SOLVER"):
         solve_system_optimum(spill_example(), solver="GLPK_NOT_A_SOLVER")
+
+
+def test_column_generation_matches_full_program():
+    net = random_network(np.random.default_rng(21), 12, arc_prob=1.0, softplus_share=0.3)
+    for cost in ("gradient", "latency", "rif"):
+        full = EquilibriumProblem(net, cost, column_generation=False).solve()
+        cg_prob = EquilibriumProblem(net, cost, column_generation=True)
+        assert cg_prob._mask.sum() < net.adjacency.sum()  # it really starts restricted
+        cg = cg_prob.solve()
+        np.testing.assert_allclose(cg.workload, full.workload, rtol=1e-8, atol=1e-10)
+        assert cg.residual <= 1e-6 and cg.routing[~net.adjacency].sum() == 0
+        assert cg.total_latency_rate == pytest.approx(full.total_latency_rate, rel=1e-8)

@@ -185,3 +185,8 @@ def test_model_dict_round_trip_and_errors():
         model_from_dict({"model": "mm1", "capacity": 3.0, "K": 1.0, "k": 2})
     with pytest.raises(ModelError, match="service.capacity: expected a number"):
         model_from_dict({"model": "mm1", "capacity": "fast", "K": 1.0})
+
+
+def test_exp_saturation_passes_assumption_1_despite_float_saturation():
+    for K in (0.01, 1.0, 5.0, 100.0):
+        check_assumption_1(ExpSaturation(capacity=10.0, K=K), label="exp")

@@ -1,0 +1,223 @@
+"""Equilibrium results: assembling flows into routing, workloads, costs and the Definition-1
+residuals (THEORY §5). Private to :mod:`lbtheory.equilibrium`, which re-exports the public names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from ._polish import polish_flows
+from .costs import CostKind, cell_cost, static_cost
+from .costs import total_latency_rate as _total_latency_rate
+from .errors import Status
+from .network import CellNetwork
+
+#: routing weight above which an arc counts as "used" in the cost-spread residual
+USED_ARC_TOL = 1e-6
+
+
+# ----------------------------------------------------------------------------- results
+@dataclasses.dataclass(frozen=True)
+class EquilibriumResult:
+    """An equilibrium (THEORY Definition 1) with its optimality residuals.
+
+    Attributes:
+        kind: ``"wardrop"``, ``"system_optimum"`` or ``"rif"``.
+        cost: the cost signal whose equilibrium this is.
+        routing: x (n×n), row i = source i's split over destination cells (zeros off-arc).
+        inflow: z_j (req/s).
+        workload: N_j = μ_j⁻¹(z_j) (requests).
+        arc_cost: c_ij(N_j) on admissible arcs, NaN elsewhere (s, or requests/replica for RIF).
+        min_cost: c*_i = min_j c_ij per source (NaN for a cell without outgoing arcs).
+        total_latency_rate: Σ_j N_j + Σ 2τ_ij λ_i x_ij (request-seconds per second).
+        mean_latency: total_latency_rate / Λ (s), end-to-end (network + serving).
+        residual: max of the relative residuals below (target ≤ 1e-6).
+        cs_residual: max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij (complementary slackness).
+        cost_spread: max_i (max cost on a used arc − c*_i)/c*_i, arcs with x_ij > 1e-6.
+        flow_residual: max_j |z_j − μ_j(N_j)|/μ̄_j (flow balance (5)).
+        demand_residual: max_i |Σ_j λ_i x_ij − λ_i|/λ_i.
+        status: solver status (``Status.OPTIMAL`` on success).
+        solver: solver name; iterations: outer (cutting-plane) iterations.
+    """
+
+    kind: str
+    cost: CostKind
+    routing: np.ndarray
+    inflow: np.ndarray
+    workload: np.ndarray
+    arc_cost: np.ndarray
+    min_cost: np.ndarray
+    total_latency_rate: float
+    mean_latency: float
+    residual: float
+    cs_residual: float
+    cost_spread: float
+    flow_residual: float
+    demand_residual: float
+    status: Status
+    solver: str
+    iterations: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the CLI contract (plus extra diagnostic keys)."""
+        return {
+            "routing": self.routing.tolist(),
+            "inflow": self.inflow.tolist(),
+            "workload": self.workload.tolist(),
+            "mean_latency": float(self.mean_latency),
+            "total_latency_rate": float(self.total_latency_rate),
+            "residual": float(self.residual),
+            "status": self.status.value,
+            "cost": self.cost.value,
+            "arc_cost": [[None if not np.isfinite(v) else float(v) for v in row]
+                         for row in self.arc_cost],
+            "min_cost": [None if not np.isfinite(v) else float(v) for v in self.min_cost],
+            "cs_residual": float(self.cs_residual),
+            "cost_spread": float(self.cost_spread),
+            "flow_residual": float(self.flow_residual),
+            "solver": self.solver,
+            "iterations": int(self.iterations),
+        }
+
+
+_KIND_OF_COST = {CostKind.LATENCY: "wardrop", CostKind.GRADIENT: "system_optimum",
+                 CostKind.RIF: "rif"}
+
+
+# ----------------------------------------------------------------------------- assembly
+def _assemble(net: CellNetwork, cost: CostKind, flows: np.ndarray, src: np.ndarray,
+              dst: np.ndarray, status: Status, solver: str, iterations: int,
+              polish: bool = True) -> EquilibriumResult:
+    n = net.n
+    F = np.zeros((n, n))
+    np.add.at(F, (src, dst), flows)
+    raw = _assemble_flows(net, cost, F, status, solver, iterations)
+    if not polish or status not in (Status.OPTIMAL, Status.INACCURATE) or raw.residual < 1e-12:
+        return raw
+    Fp = polish_flows(net, cost, F)
+    if Fp is None:
+        return raw
+    pol = _assemble_flows(net, cost, Fp, status, solver, iterations)
+    if pol.residual < raw.residual:
+        return dataclasses.replace(pol, status=Status.OPTIMAL if pol.residual <= 1e-6
+                                   else pol.status)
+    return raw
+
+
+def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: Status,
+                    solver: str, iterations: int) -> EquilibriumResult:
+    n = net.n
+    lam = net.arrival_rates
+    # renormalise each source's flows to its demand (removes solver-level infeasibility ~1e-9)
+    out = F.sum(axis=1)
+    demand_residual = float(np.max(np.abs(out - lam) / np.maximum(lam, 1e-300),
+                                   where=lam > 0, initial=0.0))
+    scale = np.divide(lam, out, out=np.zeros(n), where=out > 0)
+    F = F * scale[:, None]
+    z = F.sum(axis=0)
+    caps = net.max_rates
+    z = np.minimum(z, caps * (1 - 1e-15))
+    N = np.asarray(net.models.inverse_rate(z), dtype=float)
+    routing = _routing_from_flows(net, F, N, cost)
+    return _finish(net, cost, routing, z, N, status, solver, iterations, demand_residual)
+
+
+def _routing_from_flows(net: CellNetwork, F: np.ndarray, N: np.ndarray,
+                        cost: CostKind) -> np.ndarray:
+    lam = net.arrival_rates
+    routing = np.divide(F, lam[:, None], out=np.zeros_like(F), where=lam[:, None] > 0)
+    C = _arc_cost_matrix(net, cost, N)
+    for i in np.flatnonzero(lam <= 0):  # pure destinations: cheapest arcs, ties split evenly
+        if net.adjacency[i].any():
+            row = C[i]
+            best = np.nanmin(row)
+            tie = net.adjacency[i] & (row <= best * (1 + 1e-12) + 1e-300)
+            routing[i] = tie / tie.sum()
+    return routing
+
+
+def _arc_cost_matrix(net: CellNetwork, cost: CostKind, N: np.ndarray) -> np.ndarray:
+    f = np.asarray(cell_cost(cost, net.models, N, net.replicas), dtype=float)
+    C = f[None, :] + np.asarray(static_cost(cost, net.delays), dtype=float)
+    return np.where(net.adjacency, C, np.nan)
+
+
+def _finish(net: CellNetwork, cost: CostKind, routing: np.ndarray, z: np.ndarray, N: np.ndarray,
+            status: Status, solver: str, iterations: int,
+            demand_residual: float) -> EquilibriumResult:
+    C = _arc_cost_matrix(net, cost, N)
+    res = optimality_residuals(net, routing, cost, workload=N, inflow=z)
+    tlr = float(_total_latency_rate(N, routing, net.arrival_rates, net.delays))
+    Lam = net.total_demand
+    with np.errstate(all="ignore"):
+        cmin = np.where(net.adjacency.any(axis=1), np.nanmin(np.where(net.adjacency, C, np.inf),
+                                                            axis=1), np.nan)
+    residual = max(res["cs_residual"], res["flow_residual"], demand_residual)
+    return EquilibriumResult(
+        kind=_KIND_OF_COST[cost], cost=cost, routing=routing, inflow=z, workload=N, arc_cost=C,
+        min_cost=cmin, total_latency_rate=tlr, mean_latency=tlr / Lam if Lam > 0 else math.nan,
+        residual=float(residual), cs_residual=res["cs_residual"], cost_spread=res["cost_spread"],
+        flow_residual=res["flow_residual"], demand_residual=demand_residual, status=status,
+        solver=solver, iterations=iterations)
+
+
+def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult) -> EquilibriumResult:
+    """Among RIF equilibria (inflows z* are unique, routing is not: the RIF cost has no network
+    term), pick the routing with the least network time Σ 2τ_ij f_ij (an LP, HiGHS).
+
+    RIF's total latency rate therefore is the *best case* over its equilibria, and ``rif_ratio``
+    a lower bound. This tie-break is our choice [R]; THEORY §5 leaves it open.
+    """
+    from scipy.optimize import linprog
+
+    src, dst = net.arc_pairs
+    m, n = len(src), net.n
+    A_eq = np.zeros((2 * n, m))
+    A_eq[src, np.arange(m)] = 1.0
+    A_eq[n + dst, np.arange(m)] = 1.0
+    b_eq = np.concatenate([net.arrival_rates, eq.inflow])
+    res = linprog(2.0 * net.delays[src, dst], A_eq=A_eq, b_eq=b_eq, bounds=[(0, None)] * m,
+                  method="highs")
+    if res.status != 0:  # keep the solver's routing (still a RIF equilibrium)
+        return eq
+    F = np.zeros((n, n))
+    np.add.at(F, (src, dst), np.maximum(res.x, 0.0))
+    out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations)
+    # same inflows, so the same costs; the residual may move within the solver's accuracy
+    return out if out.residual <= max(10.0 * eq.residual, 1e-9) else eq
+
+
+def optimality_residuals(net: CellNetwork, routing: np.ndarray, cost: CostKind | str, *,
+                         workload: np.ndarray | None = None,
+                         inflow: np.ndarray | None = None) -> dict[str, float]:
+    """Definition-1 residuals of a routing (THEORY §5).
+
+    Returns ``cs_residual`` = max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij, ``cost_spread`` =
+    max_i (max used-arc cost − c*_i)/c*_i (used: x_ij > 1e-6), and ``flow_residual`` =
+    max_j |z_j − μ_j(N_j)|/μ̄_j, where by default z = λᵀx and N = μ⁻¹(z).
+    """
+    cost = CostKind.parse(cost)
+    lam = net.arrival_rates
+    routing = np.asarray(routing, dtype=float)
+    z = lam @ routing if inflow is None else np.asarray(inflow, dtype=float)
+    N = np.asarray(net.models.inverse_rate(z), dtype=float) if workload is None else workload
+    C = _arc_cost_matrix(net, cost, N)
+    flow_res = float(np.max(np.abs(z - net.models.rate(N)) / net.max_rates))
+    cs, spread = 0.0, 0.0
+    for i in np.flatnonzero(lam > 0):
+        row = C[i]
+        adj = net.adjacency[i]
+        cstar = float(np.min(row[adj]))
+        avg = float(np.sum(routing[i][adj] * row[adj]))
+        if not math.isfinite(avg):
+            return {"cs_residual": math.inf, "cost_spread": math.inf, "flow_residual": flow_res}
+        cs = max(cs, (avg - cstar) / max(abs(avg), 1e-300))
+        used = adj & (routing[i] > USED_ARC_TOL)
+        if used.any():
+            spread = max(spread, (float(np.max(row[used])) - cstar) / max(abs(cstar), 1e-300))
+    return {"cs_residual": float(max(cs, 0.0)), "cost_spread": float(spread),
+            "flow_residual": flow_res}

@@ -1,0 +1,399 @@
+"""Arc-cost families of routing games: cost ℓ(x), Beckmann integral, marginal cost, CVXPY form.
+
+DESIGN.md places the arc-cost families in ``costs.py``; we deviate and keep them in this
+``lbtheory.games`` subpackage so that the routing-game code stays in small modules and does not
+collide with the cell-network cost signals (which remain the one definition of DLB's costs in
+:mod:`lbtheory.costs`; :class:`ServiceArc` wraps them instead of re-deriving them).
+
+Every family is a frozen dataclass whose fields may be scalars or arrays (one entry per arc), and
+exposes, elementwise in the arc flow ``x`` (flow units per time unit of the data):
+
+* :meth:`cost` ℓ(x) and :meth:`cost_prime` ℓ'(x);
+* :meth:`potential` the Beckmann integral ∫_0^x ℓ(s) ds;
+* :meth:`marginal` the marginal cost x·ℓ'(x) + ℓ(x) (the cost whose Wardrop equilibrium is the
+  system optimum) and :meth:`total` x·ℓ(x);
+* :meth:`cvx_potential` / :meth:`cvx_total`: exact convex (DCP) CVXPY expressions of the sums of
+  the two above (power cone for non-integer exponents, ``-log`` / ``inv_pos`` for M/M/1).
+
+Families:
+
+* :class:`Polynomial` ℓ = a + b·(x/s)^p with any real p ≥ 0 (p = 0 is constant a + b for x ≥ 0),
+  built by :func:`affine`, :func:`bpr` (t0·(1 + B·(x/c)^p)) and :func:`constant`;
+* :class:`MM1` ℓ = k/(u − x) (M/M/1 mean sojourn time for k = 1; +inf at x ≥ u);
+* :class:`ServiceArc`: a cell's cost signal in flow view f(μ⁻¹(x)) from :mod:`lbtheory.costs`
+  (any service model; no exact convex form in general, so CVXPY raises and Frank–Wolfe is used).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..costs import CostKind, cell_cost_prime, flow_cost, flow_potential
+from ..errors import ModelError
+from ..models import ServiceModel
+
+__all__ = [
+    "ArcCost",
+    "Polynomial",
+    "MM1",
+    "ServiceArc",
+    "affine",
+    "bpr",
+    "constant",
+    "ArcCostBank",
+]
+
+
+class ArcCost:
+    """Protocol of an arc-cost family (see the module docstring for the methods)."""
+
+    def cost(self, x: Any) -> np.ndarray:
+        """ℓ(x), the travel cost per unit of flow at arc flow x."""
+        raise NotImplementedError
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        """ℓ'(x)."""
+        raise NotImplementedError
+
+    def potential(self, x: Any) -> np.ndarray:
+        """Beckmann integral ∫_0^x ℓ(s) ds."""
+        raise NotImplementedError
+
+    def total(self, x: Any) -> np.ndarray:
+        """x·ℓ(x), the total cost the arc contributes."""
+        return np.asarray(x, dtype=float) * self.cost(x)
+
+    def marginal(self, x: Any) -> np.ndarray:
+        """Marginal cost d(x·ℓ(x))/dx = x·ℓ'(x) + ℓ(x)."""
+        x = np.asarray(x, dtype=float)
+        return self.cost(x) + x * self.cost_prime(x)
+
+    def upper(self, m: int) -> np.ndarray:
+        """Flow bound per arc (the cost is finite strictly below it); +inf when none."""
+        return np.full(m, np.inf)
+
+    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        """CVXPY expression of Σ potential(x) for a CVXPY vector ``x``.
+
+        ``ref`` (optional, per arc) is a typical flow used only to scale the conic form.
+        """
+        raise NotImplementedError
+
+    def cvx_total(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        """CVXPY expression of Σ x·ℓ(x) (``ref`` as in :meth:`cvx_potential`)."""
+        raise NotImplementedError
+
+    def group_key(self) -> Any:
+        """Arcs with equal keys are stacked into one vectorised family."""
+        return (type(self),)
+
+
+def _nonneg(x: Any) -> np.ndarray:
+    return np.maximum(np.asarray(x, dtype=float), 0.0)
+
+
+def _check_fields(name: str, obj: Any, rules: dict[str, str]) -> None:
+    for field, rule in rules.items():
+        v = np.asarray(getattr(obj, field), dtype=float)
+        if not np.all(np.isfinite(v)):
+            raise ModelError(f"{name}.{field} must be finite, got {getattr(obj, field)!r}")
+        ok = v > 0 if rule == "positive" else v >= 0
+        if not np.all(ok):
+            raise ModelError(f"{name}.{field} must be {rule}, got {getattr(obj, field)!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Polynomial(ArcCost):
+    """ℓ(x) = a + b·(x/s)^p with a, b ≥ 0, scale s > 0 and any real power p ≥ 0.
+
+    Beckmann integral a·x + b·s/(p+1)·(x/s)^{p+1}; marginal a + b(p+1)(x/s)^p. The flow is scaled
+    by s inside the power so that BPR data with large capacities stays well conditioned in CVXPY.
+    p = 0 means the constant a + b for every x ≥ 0 (0^0 = 1).
+
+    Args:
+        a: cost at zero flow (e.g. free-flow time).
+        b: congestion coefficient (cost units).
+        scale: s, flow scale (e.g. capacity), > 0.
+        power: p ≥ 0 (a scalar; arcs with different powers form different groups).
+    """
+
+    a: Any
+    b: Any
+    scale: Any = 1.0
+    power: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_fields("Polynomial", self, {"a": "non-negative", "b": "non-negative",
+                                           "scale": "positive", "power": "non-negative"})
+        if np.ndim(self.power) != 0:
+            raise ModelError(f"Polynomial.power must be a scalar, got shape {np.shape(self.power)}")
+
+    def group_key(self) -> Any:
+        return (Polynomial, float(self.power))
+
+    def _r(self, x: Any) -> np.ndarray:
+        return _nonneg(x) / self.scale
+
+    def cost(self, x: Any) -> np.ndarray:
+        return self.a + self.b * self._r(x) ** self.power
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        p = float(self.power)
+        r = self._r(x)
+        if p == 0:
+            return np.zeros_like(r) + 0.0 * self.b
+        with np.errstate(divide="ignore"):
+            return self.b * p / self.scale * r ** (p - 1.0)
+
+    def potential(self, x: Any) -> np.ndarray:
+        p = float(self.power)
+        r = self._r(x)
+        return self.a * r * self.scale + self.b * self.scale / (p + 1.0) * r ** (p + 1.0)
+
+    def total(self, x: Any) -> np.ndarray:
+        r = self._r(x)
+        return self.scale * r * (self.a + self.b * r ** float(self.power))
+
+    def marginal(self, x: Any) -> np.ndarray:
+        p = float(self.power)
+        return self.a + self.b * (p + 1.0) * self._r(x) ** p
+
+    def _cvx(self, x: Any, coef_factor: float, ref: np.ndarray | None) -> Any:
+        import cvxpy as cp
+
+        p = float(self.power)
+        a = np.broadcast_to(np.asarray(self.a, dtype=float), x.shape)
+        b = np.broadcast_to(np.asarray(self.b, dtype=float), x.shape)
+        s = np.broadcast_to(np.asarray(self.scale, dtype=float), x.shape)
+        expr = cp.sum(cp.multiply(a, x))
+        if p == 0:  # b·s/(p+1)·(x/s)^{p+1} = b·x for both forms
+            return expr + cp.sum(cp.multiply(b, x))
+        keep = b > 0
+        if not np.any(keep):
+            return expr
+        idx = np.flatnonzero(keep)
+        q = p + 1.0
+        # c·(x/s)^q = c·(R/s)^q·(x/R)^q with R = max(s, ref): keeps the cone's epigraph O(1)
+        R = s[idx] if ref is None else np.maximum(s[idx], np.asarray(ref, dtype=float)[idx])
+        coef = b[idx] * s[idx] * coef_factor * (R / s[idx]) ** q
+        r = cp.multiply(1.0 / R, x[idx])
+        powr = cp.power(r, q) if float(q).is_integer() else cp.power(r, q, approx=False)
+        return expr + cp.sum(cp.multiply(coef, powr))
+
+    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        return self._cvx(x, 1.0 / (float(self.power) + 1.0), ref)
+
+    def cvx_total(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        return self._cvx(x, 1.0, ref)
+
+
+def affine(a: Any, b: Any) -> Polynomial:
+    """ℓ(x) = a + b·x."""
+    return Polynomial(a, b, 1.0, 1.0)
+
+
+def constant(a: Any) -> Polynomial:
+    """ℓ(x) = a (flow independent)."""
+    return Polynomial(a, 0.0, 1.0, 1.0)
+
+
+def bpr(free_flow_time: Any, B: Any, capacity: Any, power: float = 4.0) -> Polynomial:
+    """BPR / polynomial link cost ℓ(x) = t0·(1 + B·(x/c)^p) (TNTP convention), any real p ≥ 0.
+
+    Zero free-flow time gives a zero-cost arc; tiny B is kept exactly (the product t0·B is the
+    congestion coefficient, and x/c keeps the power term well scaled).
+    """
+    t0 = np.asarray(free_flow_time, dtype=float)
+    return Polynomial(t0, t0 * np.asarray(B, dtype=float), capacity, float(power))
+
+
+@dataclasses.dataclass(frozen=True)
+class MM1(ArcCost):
+    """M/M/1 link ℓ(x) = k/(u − x) for 0 ≤ x < u (+inf at x ≥ u).
+
+    Beckmann integral k·log(u/(u − x)); total k·x/(u − x); marginal k·u/(u − x)². With
+    k = K and u = μ̄ this is exactly the latency of an :class:`~lbtheory.models.MM1Latency` cell
+    in flow view (THEORY §5 "DCP status").
+
+    Args:
+        capacity: u > 0 (flow units).
+        scale: k > 0 (cost units × flow units).
+    """
+
+    capacity: Any
+    scale: Any = 1.0
+
+    def __post_init__(self) -> None:
+        _check_fields("MM1", self, {"capacity": "positive", "scale": "positive"})
+
+    def _gap(self, x: Any) -> np.ndarray:
+        return self.capacity - _nonneg(x)
+
+    def cost(self, x: Any) -> np.ndarray:
+        g = self._gap(x)
+        return np.where(g > 0, self.scale / np.where(g > 0, g, 1.0), np.inf)
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        g = self._gap(x)
+        return np.where(g > 0, self.scale / np.where(g > 0, g, 1.0) ** 2, np.inf)
+
+    def potential(self, x: Any) -> np.ndarray:
+        g = self._gap(x)
+        ok = g > 0
+        return np.where(ok, self.scale * np.log(self.capacity / np.where(ok, g, 1.0)), np.inf)
+
+    def total(self, x: Any) -> np.ndarray:
+        g = self._gap(x)
+        return np.where(g > 0, self.scale * _nonneg(x) / np.where(g > 0, g, 1.0), np.inf)
+
+    def marginal(self, x: Any) -> np.ndarray:
+        g = self._gap(x)
+        return np.where(g > 0, self.scale * self.capacity / np.where(g > 0, g, 1.0) ** 2, np.inf)
+
+    def upper(self, m: int) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.capacity, dtype=float), (m,)).copy()
+
+    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        import cvxpy as cp
+
+        u = np.broadcast_to(np.asarray(self.capacity, dtype=float), x.shape)
+        k = np.broadcast_to(np.asarray(self.scale, dtype=float), x.shape)
+        return cp.sum(cp.multiply(k, np.log(u) - cp.log(u - x)))
+
+    def cvx_total(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        import cvxpy as cp
+
+        u = np.broadcast_to(np.asarray(self.capacity, dtype=float), x.shape)
+        k = np.broadcast_to(np.asarray(self.scale, dtype=float), x.shape)
+        return cp.sum(cp.multiply(k * u, cp.inv_pos(u - x)) - k)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceArc(ArcCost):
+    """A cell's congestion arc: ℓ(x) = f(μ⁻¹(x)) for cost signal ``kind`` (THEORY §4–5).
+
+    Evaluated with :func:`lbtheory.costs.flow_cost` / :func:`~lbtheory.costs.flow_potential`
+    (numpy; one arc per instance). It has no exact convex CVXPY form in general, so the CVXPY
+    solvers raise :class:`~lbtheory.errors.ModelError`; use :func:`lbtheory.games.frank_wolfe`.
+    """
+
+    kind: CostKind
+    model: ServiceModel
+    replicas: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", CostKind.parse(self.kind))
+        if not isinstance(self.model, ServiceModel):
+            raise ModelError(f"ServiceArc.model must be a ServiceModel, got "
+                             f"{type(self.model).__name__}")
+
+    def group_key(self) -> Any:
+        return (ServiceArc, id(self))
+
+    def cost(self, x: Any) -> np.ndarray:
+        return np.asarray(flow_cost(self.kind, self.model, _nonneg(x), self.replicas), dtype=float)
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        N = np.asarray(self.model.inverse_rate(_nonneg(x)), dtype=float)
+        fin = np.isfinite(N)
+        Ns = np.where(fin, N, 0.0)
+        val = np.asarray(cell_cost_prime(self.kind, self.model, Ns, self.replicas)) \
+            / np.asarray(self.model.rate_prime(Ns))
+        return np.where(fin, val, np.inf)
+
+    def potential(self, x: Any) -> np.ndarray:
+        return np.asarray(flow_potential(self.kind, self.model, _nonneg(x), self.replicas))
+
+    def upper(self, m: int) -> np.ndarray:
+        return np.full(m, float(self.model.max_rate))
+
+    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
+        raise ModelError(f"ServiceArc({type(self.model).__name__}, cost {self.kind.value!r}) has "
+                         "no exact convex CVXPY form; solve this game with "
+                         "lbtheory.games.frank_wolfe, or use MM1Latency cells with the latency "
+                         "cost (exactly DCP, THEORY §5)")
+
+    cvx_total = cvx_potential
+
+
+def _stack(items: list[ArcCost]) -> ArcCost:
+    first = items[0]
+    if len(items) == 1 or isinstance(first, ServiceArc):
+        return first
+    cls = type(first)
+    fields = [f.name for f in dataclasses.fields(cls)]
+    vals = {}
+    for f in fields:
+        if cls is Polynomial and f == "power":
+            vals[f] = float(first.power)  # type: ignore[attr-defined]
+        else:
+            vals[f] = np.concatenate([np.atleast_1d(np.asarray(getattr(c, f), dtype=float))
+                                      for c in items])
+    return cls(**vals)
+
+
+class ArcCostBank:
+    """The per-arc cost families of a game, grouped and vectorised (numpy and CVXPY).
+
+    Args:
+        costs: one scalar :class:`ArcCost` per arc, in arc order.
+    """
+
+    def __init__(self, costs: Sequence[ArcCost]) -> None:
+        self.m = len(costs)
+        groups: dict[Any, list[int]] = {}
+        for a, c in enumerate(costs):
+            if not isinstance(c, ArcCost):
+                raise ModelError(f"arc {a}: cost must be an ArcCost (Polynomial, MM1, "
+                                 f"ServiceArc, ...), got {type(c).__name__}")
+            if any(np.ndim(getattr(c, f.name)) > 0 for f in dataclasses.fields(c)):
+                raise ModelError(f"arc {a}: give one scalar-parameter cost per arc")
+            groups.setdefault(c.group_key(), []).append(a)
+        self.groups = tuple((_stack([costs[a] for a in idx]), np.asarray(idx, dtype=int))
+                            for idx in groups.values())
+        self.costs = tuple(costs)
+        self.has_convex_form = not any(isinstance(f, ServiceArc) for f, _ in self.groups)
+        self.upper = np.full(self.m, np.inf)
+        for fam, idx in self.groups:
+            self.upper[idx] = fam.upper(len(idx))
+
+    def _apply(self, method: str, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        out = np.empty(self.m)
+        for fam, idx in self.groups:
+            out[idx] = getattr(fam, method)(x[idx])
+        return out
+
+    def cost(self, x: Any) -> np.ndarray:
+        """ℓ_a(x_a) for every arc."""
+        return self._apply("cost", x)
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        """ℓ'_a(x_a)."""
+        return self._apply("cost_prime", x)
+
+    def potential(self, x: Any) -> np.ndarray:
+        """Beckmann integrals ∫_0^{x_a} ℓ_a."""
+        return self._apply("potential", x)
+
+    def total(self, x: Any) -> np.ndarray:
+        """x_a·ℓ_a(x_a)."""
+        return self._apply("total", x)
+
+    def marginal(self, x: Any) -> np.ndarray:
+        """Marginal costs x_a·ℓ'_a(x_a) + ℓ_a(x_a)."""
+        return self._apply("marginal", x)
+
+    def cvx_objective(self, x: Any, *, objective: str, ref: np.ndarray | None = None) -> Any:
+        """Σ_a potential (``"wardrop"``) or Σ_a x_a ℓ_a (``"system_optimum"``) as CVXPY.
+
+        ``ref``: optional typical arc flows (m,), used only to scale the conic forms.
+        """
+        method = "cvx_potential" if objective == "wardrop" else "cvx_total"
+        terms = [getattr(fam, method)(x[idx], None if ref is None else ref[idx])
+                 for fam, idx in self.groups]
+        return sum(terms[1:], terms[0])

@@ -1,0 +1,60 @@
+"""Command-line support for TNTP routing games: ``lbtheory equilibrium NET.tntp --trips T.tntp``.
+
+The ``equilibrium`` subcommand (:mod:`lbtheory.commands.equilibrium`, owned by the CLI) dispatches
+here when the topology path ends in ``.tntp``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..io import dumps_json
+from .solve import system_optimum, wardrop_equilibrium
+
+__all__ = ["run_tntp", "tntp_report"]
+
+
+def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike) -> dict:
+    """Solve Wardrop and system optimum; the CLI's JSON object.
+
+    Returns:
+        ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p}`` with G as
+        :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
+        in the file's units).
+    """
+    from ..tntp import load_tntp_game
+
+    game = load_tntp_game(net_path, trips_path)
+    ue = wardrop_equilibrium(game)
+    so = system_optimum(game)
+    return {"equilibria": {"wardrop": ue.to_dict(), "system_optimum": so.to_dict()},
+            "price_of_anarchy": ue.total_travel_time / so.total_travel_time}
+
+
+def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, *,
+             as_json: bool) -> int:
+    """Print the equilibria of a TNTP game (a table, or the JSON object); returns exit code 0.
+
+    Raises:
+        DataFormatError: ``trips_path`` missing, or malformed files (the CLI prints it and
+            exits with code 2).
+    """
+    from ..errors import DataFormatError
+
+    if trips_path is None:
+        raise DataFormatError("a TNTP network needs its trip table: add --trips TRIPS.tntp",
+                              path=str(net_path), field="--trips")
+    rep = tntp_report(net_path, trips_path)
+    if as_json:
+        print(dumps_json(rep))
+        return 0
+    ue, so = rep["equilibria"]["wardrop"], rep["equilibria"]["system_optimum"]
+    print(f"{'arc':>5} {'wardrop flow':>14} {'system-opt flow':>16}")
+    for a, (fu, fs) in enumerate(zip(ue["arc_flow"], so["arc_flow"]), start=1):
+        print(f"{a:>5} {fu:>14.6g} {fs:>16.6g}")
+    for name, g in (("wardrop", ue), ("system_optimum", so)):
+        print(f"{name}: total travel time {g['total_travel_time']:.10g}, Beckmann "
+              f"{g['beckmann_objective']:.10g}, relative gap {g['relative_gap']:.3g}, "
+              f"AEC {g['average_excess_cost']:.3g}, status {g['status']}")
+    print(f"price of anarchy: {rep['price_of_anarchy']:.10g}")
+    return 0

@@ -1,0 +1,268 @@
+"""Frank–Wolfe traffic assignment (plain, conjugate, bi-conjugate) with exact line search.
+
+The reference algorithm of the field, written independently of the CVXPY programs so that each
+checks the other. Each iteration: shortest-path trees at the current costs → all-or-nothing flows
+y (this also gives the relative gap), a search direction (y − x for FW; conjugate directions of
+Mitradjieva & Lindberg, Transp. Sci. 47(2), 2013, for CFW/BFW), and an exact line search (bisection
+on the directional derivative, which is monotone because the objective is convex).
+
+Objectives: ``"wardrop"`` (Beckmann potential, costs ℓ) and ``"system_optimum"`` (total cost,
+marginal costs). The Hessian used for conjugacy is diagonal, by a finite difference of the
+gradient (exact for the direction only up to O(h); any conjugacy weight in [0, 1 − δ] keeps the
+method convergent, so this only affects speed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from ..errors import ModelError, SolverError, Status
+from .game import RoutingGame
+from .metrics import all_or_nothing, shortest_path_cost, shortest_paths
+from .solve import GameResult, _check_objective, evaluate_flow
+
+__all__ = ["frank_wolfe", "FWTrace"]
+
+_METHODS = ("fw", "cfw", "bfw")
+_DELTA = 1e-2  # conjugacy weights are clipped to [0, 1 − δ]
+
+
+@dataclasses.dataclass(frozen=True)
+class FWTrace:
+    """Convergence history: wall seconds and relative gap at each iteration."""
+
+    seconds: np.ndarray
+    relative_gap: np.ndarray
+
+
+def _gradient(game: RoutingGame, objective: str):
+    """Gradient of the objective in the arc flows: ℓ (Wardrop) or marginal costs (SO).
+
+    Called as ``grad(x)`` or ``grad(x_sub, mask)`` (other arcs at zero flow are irrelevant for
+    separable costs: only the masked entries are returned).
+    """
+    fam = game.costs.cost if objective == "wardrop" else game.costs.marginal
+
+    def grad(xv: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        if mask is None:
+            return fam(xv)
+        full = np.zeros(game.n_arcs)
+        full[mask] = xv
+        return fam(full)[mask]
+
+    return grad
+
+
+def _line_search(grad, x: np.ndarray, d: np.ndarray) -> float:
+    """argmin over τ ∈ [0, 1] of the convex objective along d (bisection on its derivative)."""
+    nz = d != 0
+    if not np.any(nz):
+        return 0.0
+    xs, ds = x[nz], d[nz]
+
+    def deriv(t: float) -> float:
+        with np.errstate(invalid="ignore", over="ignore"):
+            g = grad(xs + t * ds, nz)
+            terms = g * ds
+            v = float(np.sum(terms))
+        if not np.isfinite(v):
+            return np.inf
+        # rounding noise counts as zero (ties in degenerate equilibria): the flows themselves
+        # carry a relative rounding error, so the floor also scales with |g|·(|x| + |d|)
+        noise = 1e-13 * float(np.sum(np.abs(terms))) \
+            + 8 * np.finfo(float).eps * float(np.sum(np.abs(g) * (np.abs(xs) + np.abs(ds))))
+        return 0.0 if abs(v) <= noise else v
+
+    if deriv(1.0) <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if deriv(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-15:
+            break
+    return 0.5 * (lo + hi)
+
+
+def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = "bfw",
+                tol: float = 1e-6, max_iter: int = 100_000, time_limit: float = 60.0,
+                throw: bool = False, start: np.ndarray | None = None
+                ) -> tuple[GameResult, FWTrace]:
+    """Solve a routing game by Frank–Wolfe traffic assignment.
+
+    Args:
+        objective: ``"wardrop"`` or ``"system_optimum"``.
+        method: ``"fw"`` (plain), ``"cfw"`` (conjugate) or ``"bfw"`` (bi-conjugate).
+        tol: stop when the relative gap ≤ tol.
+        max_iter: iteration limit; time_limit: wall-clock limit (s).
+        throw: raise :class:`~lbtheory.errors.SolverError` when a limit stops it first.
+        start: feasible origin flows (K × m) to start from (default: all-or-nothing at zero
+            flow).
+
+    Returns:
+        ``(result, trace)``: the iterate with the smallest relative gap seen (the gap is not
+        monotone), and the gap history; ``result.status`` is CONVERGED or MAX_ITERATIONS.
+
+    Raises:
+        ModelError: unknown ``method`` or ``objective``.
+        SolverError: the free-flow all-or-nothing start has infinite cost (an M/M/1 capacity is
+            exceeded), or a limit is hit with ``throw=True``.
+    """
+    if method not in _METHODS:
+        raise ModelError(f"method: expected one of {_METHODS}, got {method!r}")
+    _check_objective(objective)
+    grad = _gradient(game, objective)
+
+    t_start = time.perf_counter()
+    if start is None:
+        _, pred = shortest_paths(game, grad(np.zeros(game.n_arcs)))
+        F = all_or_nothing(game, pred)
+    else:
+        F = np.array(start, dtype=float)
+    x = F.sum(axis=0)
+    if not np.all(np.isfinite(grad(x))):
+        bad = int(np.flatnonzero(~np.isfinite(grad(x)))[0])
+        raise SolverError(f"frank_wolfe: the free-flow all-or-nothing start puts flow "
+                          f"{x[bad]:g} on arc {bad} beyond its capacity; use "
+                          "wardrop_equilibrium/system_optimum (CVXPY) for this game",
+                          solver="frank_wolfe", status="infeasible_start")
+    S_prev = S_prev2 = None
+    tau_prev = 0.0
+    times, gaps = [], []
+    F_best, best_gap = F, np.inf
+    status = Status.MAX_ITERATIONS
+    it = 0
+    while it < max_iter:
+        it += 1
+        c = grad(x)
+        dist, pred = shortest_paths(game, c)
+        tstt = float(np.dot(x, c))
+        sptt = shortest_path_cost(game, dist)
+        gap = (tstt - sptt) / tstt if tstt > 0 else 0.0
+        times.append(time.perf_counter() - t_start)
+        gaps.append(gap)
+        if gap < best_gap:  # the gap is not monotone: return the best iterate seen
+            F_best, best_gap = F, gap
+        if gap <= tol:
+            status = Status.CONVERGED
+            break
+        if times[-1] > time_limit:
+            break
+        Y = all_or_nothing(game, pred)
+        S = Y
+        if method != "fw" and S_prev is not None:
+            S = _conjugate(grad, x, F, Y, S_prev, S_prev2, tau_prev, method)
+        D = S - F
+        tau = _line_search(grad, x, D.sum(axis=0))
+        F = F + tau * D
+        x = F.sum(axis=0)
+        S_prev2, S_prev, tau_prev = S_prev, S, tau
+    res = evaluate_flow(game, F_best, objective, status=status, solver=f"frank_wolfe:{method}",
+                        seconds=time.perf_counter() - t_start, iterations=it)
+    if throw and status is not Status.CONVERGED:
+        raise SolverError(f"frank_wolfe ({method}): relative gap {res.relative_gap:.3g} > "
+                          f"tol {tol:g} after {it} iterations", solver="frank_wolfe",
+                          status=status.value)
+    return res, FWTrace(np.asarray(times), np.asarray(gaps))
+
+
+def _hessian(grad, x: np.ndarray) -> np.ndarray:
+    h = 1e-6 * np.maximum(np.abs(x), 1e-3 * max(float(np.max(np.abs(x))), 1e-12))
+    with np.errstate(invalid="ignore", over="ignore"):
+        H = (grad(x + h) - grad(x)) / h
+    return np.where(np.isfinite(H) & (H > 0), H, 0.0)
+
+
+def _conjugate(grad, x, F, Y, S1, S2, tau1, method):
+    """Conjugate (CFW) or bi-conjugate (BFW) point s_k as a combination of AON points."""
+    H = _hessian(grad, x)
+    y, s1 = Y.sum(axis=0), S1.sum(axis=0)
+    dfw = y - x
+    dbar = s1 - x
+    if method == "bfw" and S2 is not None and 0 < tau1 < 1:
+        s2 = S2.sum(axis=0)
+        dbb = tau1 * s1 - x + (1.0 - tau1) * s2
+        den_mu = float(np.dot(dbb * H, s2 - s1))
+        den_nu = float(np.dot(dbar * H, dbar))
+        if den_mu != 0 and den_nu != 0:
+            mu = max(0.0, -float(np.dot(dbb * H, dfw)) / den_mu)
+            nu = max(0.0, -float(np.dot(dbar * H, dfw)) / den_nu + mu * tau1 / (1.0 - tau1))
+            b0 = 1.0 / (1.0 + mu + nu)
+            return b0 * Y + nu * b0 * S1 + mu * b0 * S2
+    den = float(np.dot(dbar * H, dfw - dbar))
+    alpha = 0.0
+    if den != 0:
+        alpha = min(max(float(np.dot(dbar * H, dfw)) / den, 0.0), 1.0 - _DELTA)
+    return alpha * S1 + (1.0 - alpha) * Y
+
+
+def polish_flows(game: RoutingGame, F: np.ndarray, objective: str, *, max_iter: int = 60,
+                 tol: float = 1e-14) -> np.ndarray:
+    """Improve near-optimal origin flows (e.g. an interior-point solution) by BFW steps.
+
+    Interior-point solvers leave O(√tol) flow on arcs whose cost ties the shortest path without
+    strictly exceeding it (degenerate equilibria such as Pigou's); exact-line-search steps move
+    that flow onto shortest paths. Flow conservation is first repaired exactly. Never worse than
+    the start in the objective (exact line search on a convex function).
+    """
+    F = _fw_steps(game, _repair_conservation(game, F), objective, max_iter=10)
+    res, _ = frank_wolfe(game, objective=objective, method="bfw", tol=tol, max_iter=max_iter,
+                         start=F)
+    return res.origin_flow
+
+
+def _fw_steps(game: RoutingGame, F: np.ndarray, objective: str, *, max_iter: int) -> np.ndarray:
+    """Plain FW steps until the FW gap −∇·(y − x) is at rounding level (≤ 1e-15·∇·x).
+
+    The relative gap is blind to flow ε left on a tied arc (it changes the gap by O(ε²)); the
+    FW step towards the all-or-nothing point removes it with τ = 1.
+    """
+    grad = _gradient(game, objective)
+    for _ in range(max_iter):
+        x = F.sum(axis=0)
+        c = grad(x)
+        if not np.all(np.isfinite(c)):
+            break
+        D = all_or_nothing(game, shortest_paths(game, c)[1]) - F
+        d = D.sum(axis=0)
+        if -float(np.dot(c, d)) <= 1e-15 * max(float(np.dot(c, x)), 1e-300):
+            break
+        tau = _line_search(grad, x, d)
+        if tau == 0.0:
+            break
+        F = F + tau * D
+    return F
+
+
+def _repair_conservation(game: RoutingGame, F: np.ndarray) -> np.ndarray:
+    """Smallest flow-weighted correction making each origin's flows conserve exactly.
+
+    Solves min ‖W^{-1/2}δ‖ s.t. A(f + δ) = b with W = diag(f) (LSQR), so zero flows stay zero and
+    positive flows change by a relative O(residual) amount.
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import lsqr
+
+    F = F.copy()
+    n, bal = game.n_nodes, game.origin_balance()
+    for k, o in enumerate(game.origins):
+        f = F[k]
+        arcs = np.flatnonzero(f > 0)
+        if arcs.size == 0:
+            continue
+        cols = np.arange(arcs.size)
+        A = sp.csr_matrix((np.concatenate([np.ones(arcs.size), -np.ones(arcs.size)]),
+                           (np.concatenate([game.tails[arcs], game.heads[arcs]]),
+                            np.concatenate([cols, cols]))), shape=(n, arcs.size))
+        keep = np.arange(n) != o
+        r = (A @ f[arcs] - bal[k])[keep]
+        w = np.sqrt(f[arcs])
+        u = lsqr(A[keep] @ sp.diags(w), -r, atol=1e-16, btol=1e-16, iter_lim=10 * n)[0]
+        F[k, arcs] = np.maximum(f[arcs] + w * u, 0.0)
+    return F

@@ -1,0 +1,194 @@
+"""Nonatomic routing games on general directed networks (multi-commodity).
+
+DESIGN.md places ``RoutingGame`` in ``network.py``; we deviate and keep it in the
+``lbtheory.games`` subpackage (small modules, no edit conflicts with the cell-network code).
+
+A game is a directed (multi)graph whose arcs carry cost families (:mod:`.arccosts`) and a list of
+commodities (origin, destination, demand). Solvers aggregate commodities by origin (one flow
+vector per origin), so a Sioux-Falls-sized game has 24 flow vectors, not 528.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
+
+from ..errors import TopologyError
+from .arccosts import ArcCost, ArcCostBank
+
+__all__ = ["GameArc", "Commodity", "RoutingGame"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GameArc:
+    """Directed arc ``tail → head`` with cost family ``cost``; ``blocked`` arcs carry no flow."""
+
+    tail: Hashable
+    head: Hashable
+    cost: ArcCost
+    blocked: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Commodity:
+    """Demand ``demand`` (flow units, ≥ 0) from ``origin`` to ``destination``."""
+
+    origin: Hashable
+    destination: Hashable
+    demand: float
+
+
+class RoutingGame:
+    """A validated multi-commodity nonatomic routing game.
+
+    Args:
+        nodes: node labels (any hashable), in array order.
+        arcs: the arcs (parallel arcs allowed).
+        commodities: OD demands; several with the same (origin, destination) are summed.
+        non_through: nodes that flow may enter or leave only as its own origin or destination
+            (TNTP zones numbered below the first thru node).
+
+    Raises:
+        TopologyError: empty node list, duplicate node, arc or commodity with an unknown node,
+            negative or non-finite demand, an origin equal to its destination with positive
+            demand, or a destination not reachable from its origin over unblocked arcs.
+    """
+
+    def __init__(self, nodes: Sequence[Hashable], arcs: Sequence[GameArc],
+                 commodities: Sequence[Commodity], *,
+                 non_through: Sequence[Hashable] = ()) -> None:
+        nodes = tuple(nodes)
+        if not nodes:
+            raise TopologyError("nodes: a routing game needs at least one node")
+        index: dict[Hashable, int] = {}
+        for k, v in enumerate(nodes):
+            if v in index:
+                raise TopologyError(f"nodes[{k}]: duplicate node {v!r}")
+            index[v] = k
+        self.nodes = nodes
+        self._index = index
+        self.arcs = tuple(arcs)
+        if not self.arcs:
+            raise TopologyError("arcs: a routing game needs at least one arc")
+        self.tails = np.array([self._node(a.tail, f"arcs[{i}].tail") for i, a in
+                               enumerate(self.arcs)], dtype=int)
+        self.heads = np.array([self._node(a.head, f"arcs[{i}].head") for i, a in
+                               enumerate(self.arcs)], dtype=int)
+        self.blocked = np.array([bool(a.blocked) for a in self.arcs])
+        self.costs = ArcCostBank([a.cost for a in self.arcs])
+        self.non_through = np.zeros(len(nodes), dtype=bool)
+        for v in non_through:
+            self.non_through[self._node(v, "non_through")] = True
+        self._build_demand(commodities)
+        self._check_reachability()
+
+    # ------------------------------------------------------------------ construction
+    def _node(self, v: Hashable, what: str) -> int:
+        try:
+            return self._index[v]
+        except (KeyError, TypeError):
+            raise TopologyError(f"{what}: unknown node {v!r}") from None
+
+    def _build_demand(self, commodities: Sequence[Commodity]) -> None:
+        orig: dict[int, int] = {}
+        rows: list[np.ndarray] = []
+        for k, c in enumerate(commodities):
+            o = self._node(c.origin, f"commodities[{k}].origin")
+            d = self._node(c.destination, f"commodities[{k}].destination")
+            dem = float(c.demand)
+            if not np.isfinite(dem) or dem < 0:
+                raise TopologyError(f"commodities[{k}] ({c.origin!r} -> {c.destination!r}): "
+                                    f"demand must be non-negative and finite, got {c.demand!r}")
+            if dem == 0:
+                continue
+            if o == d:
+                raise TopologyError(f"commodities[{k}]: origin and destination are both "
+                                    f"{c.origin!r}; give such demand as 0 or omit it")
+            if o not in orig:
+                orig[o] = len(rows)
+                rows.append(np.zeros(len(self.nodes)))
+            rows[orig[o]][d] += dem
+        self.origins = np.array(sorted(orig), dtype=int)
+        self.demand = np.array([rows[orig[o]] for o in self.origins]).reshape(
+            len(self.origins), len(self.nodes))
+
+    def usable(self, k: int) -> np.ndarray:
+        """Boolean mask of the arcs origin number ``k`` may use (unblocked, through rule)."""
+        o = self.origins[k]
+        ok = ~self.blocked & (~self.non_through[self.tails] | (self.tails == o))
+        return ok & (self.heads != o)
+
+    def _check_reachability(self) -> None:
+        n = len(self.nodes)
+        for k, o in enumerate(self.origins):
+            mask = self.usable(k)
+            g = sp.csr_matrix((np.ones(int(mask.sum())), (self.tails[mask], self.heads[mask])),
+                              shape=(n, n))
+            reach = np.zeros(n, dtype=bool)
+            reach[breadth_first_order(g, int(o), directed=True, return_predecessors=False)] = True
+            bad = np.flatnonzero((self.demand[k] > 0) & ~reach)
+            if bad.size:
+                raise TopologyError(
+                    f"demand from node {self.nodes[o]!r} to node {self.nodes[bad[0]]!r} "
+                    f"({self.demand[k, bad[0]]:g}) cannot be routed: no path over unblocked arcs"
+                    f"{' avoiding non-through zones' if self.non_through.any() else ''}")
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes."""
+        return len(self.nodes)
+
+    @property
+    def n_arcs(self) -> int:
+        """Number of arcs."""
+        return len(self.arcs)
+
+    @property
+    def total_demand(self) -> float:
+        """Total demand Σ d_od (flow units)."""
+        return float(self.demand.sum())
+
+    def index(self, node: Hashable) -> int:
+        """Array index of ``node``."""
+        return self._node(node, "node")
+
+    def arc_index(self, tail: Hashable, head: Hashable) -> int:
+        """Index of the (first) arc ``tail → head``."""
+        t, h = self.index(tail), self.index(head)
+        hit = np.flatnonzero((self.tails == t) & (self.heads == h))
+        if hit.size == 0:
+            raise TopologyError(f"no arc {tail!r} -> {head!r}")
+        return int(hit[0])
+
+    def with_demand_scale(self, factor: float) -> RoutingGame:
+        """A copy with every demand multiplied by ``factor`` (> 0)."""
+        comms = [Commodity(self.nodes[o], self.nodes[d], float(factor) * self.demand[k, d])
+                 for k, o in enumerate(self.origins) for d in np.flatnonzero(self.demand[k])]
+        return RoutingGame(self.nodes, self.arcs, comms,
+                           non_through=[self.nodes[v] for v in np.flatnonzero(self.non_through)])
+
+    def without_arcs(self, which: Sequence[int]) -> RoutingGame:
+        """A copy with the arcs at indices ``which`` blocked (e.g. Braess without the bridge)."""
+        arcs = [dataclasses.replace(a, blocked=True) if i in set(which) else a
+                for i, a in enumerate(self.arcs)]
+        comms = [Commodity(self.nodes[o], self.nodes[d], self.demand[k, d])
+                 for k, o in enumerate(self.origins) for d in np.flatnonzero(self.demand[k])]
+        return RoutingGame(self.nodes, arcs, comms,
+                           non_through=[self.nodes[v] for v in np.flatnonzero(self.non_through)])
+
+    def origin_balance(self) -> np.ndarray:
+        """Node supply per origin (K × n): +total demand at the origin, −d_od at destinations."""
+        b = -self.demand.copy()
+        b[np.arange(len(self.origins)), self.origins] += self.demand.sum(axis=1)
+        return b
+
+    def describe(self) -> dict[str, Any]:
+        """Sizes, for messages and benchmarks."""
+        return {"nodes": self.n_nodes, "arcs": self.n_arcs, "origins": int(len(self.origins)),
+                "total_demand": self.total_demand}

@@ -1,0 +1,77 @@
+"""Figure: stability chart of flow routing — stepsize vs mean network delay (reads results only).
+
+Run:  .venv/bin/python paper_figures/stability_chart.py
+Reads ``experiments/results/stability_chart/stability_chart.json``; writes
+``paper_figures/out/stability_chart.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from matplotlib.ticker import NullFormatter
+
+from lbtheory.io import save_figure_atomic
+from lbtheory.plotting import figure
+
+ROOT = Path(__file__).resolve().parents[1]
+RES = ROOT / "experiments" / "results" / "stability_chart" / "stability_chart.json"
+OUT = ROOT / "paper_figures" / "out"
+
+
+def main() -> None:
+    data = json.loads(RES.read_text())
+    fig, (ax1, ax2, ax3) = figure(ncols=3, width=13.0, height=3.8)
+    sym = data["symmetric"]
+    tau = np.array([r["mean_delay"] for r in sym])
+    ax1.fill_between(tau, [r["lower_bound"] for r in sym], [r["upper_bound"] for r in sym],
+                     color="0.85", label="§7.5 bounds a/T … (π/2)a/T")
+    ax1.plot(tau, [r["critical"] for r in sym], "k-", label="exact threshold (collocation)")
+    ax1.plot(tau, [r["closed_form"] for r in sym], "kx", ms=5, label="closed form θ tan θ = aT")
+    ax1.plot(tau, [r["rule"] for r in sym], "b--", lw=1, label="empirical rule (not a theorem)")
+    p = data["practice"]["symmetric"]
+    ax1.plot(tau, p["kappa"] / tau, "m:", label=f"DLB practice η = {p['kappa']:.3g}/τ")
+    for r in sym:
+        for s in r["simulated"]:
+            ok = s["verdict"] == "converges"
+            ax1.plot(r["mean_delay"], s["stepsize"], "o" if ok else "^", ms=6,
+                     color="tab:green" if ok else "tab:red", mfc="none")
+    ax1.plot([], [], "o", color="tab:green", mfc="none", label="fluid run: converges")
+    ax1.plot([], [], "^", color="tab:red", mfc="none", label="fluid run: oscillates")
+    ax1.set(xscale="log", yscale="log", xlabel="one-way delay τ (s)",
+            ylabel="stepsize η (1/s²)", title="symmetric two cells (§7.5)")
+    ax1.legend(fontsize=7)
+
+    sc = [r for r in data["scaled"] if "critical" in r]
+    md = np.array([r["mean_delay"] for r in sc])
+    ax2.plot(md, [r["critical"] for r in sc], "k-o", ms=3, label="exact threshold")
+    ax2.plot(md, [r["rule"] for r in sc], "b--", lw=1, label="empirical rule")
+    p = data["practice"]["scaled"]
+    ax2.plot(md, p["kappa"] / md, "m:", label="DLB practice κ/mean delay")
+    ax2.set(xscale="log", yscale="log", xlabel="rate-weighted mean one-way delay (s)",
+            ylabel="stepsize η (1/s²)", title="random 4-cell network, delays scaled")
+    ax2.legend(fontsize=7)
+
+    colors = {"gradient": "tab:green", "gradient-bipartite": "tab:olive", "latency": "tab:red",
+              "rif": "tab:blue"}
+    allr = [x for v in data["survey"].values() for x in v["ratios"]]
+    bins = np.geomspace(min(min(allr), 0.9), max(allr) * 1.1, 25) if allr else 10
+    for cost, v in data["survey"].items():
+        if v["ratios"]:
+            ax3.hist(v["ratios"], bins=bins, histtype="step", color=colors.get(cost, "k"),
+                     label=f"{cost}: {v['rule_below_critical']}/{v['instances']} safe")
+    ax3.axvline(1.0, color="k", lw=0.8)
+    ax3.set(xscale="log", xlabel="exact threshold / empirical rule", ylabel="instances",
+            title="random topologies")
+    ax3.legend(fontsize=7)
+    for ax in (ax1, ax2, ax3):
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    OUT.mkdir(parents=True, exist_ok=True)
+    save_figure_atomic(fig, OUT / "stability_chart.png")
+    print(f"wrote {OUT / 'stability_chart.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Frank–Wolfe (plain, conjugate, bi-conjugate) against the CVXPY programs and closed forms."""
+
+import numpy as np
+import pytest
+
+from lbtheory.errors import ModelError, SolverError, Status
+from lbtheory.games import (
+    braess,
+    frank_wolfe,
+    grid_game,
+    mm1_two_link,
+    pigou,
+    system_optimum,
+    wardrop_equilibrium,
+)
+
+
+@pytest.mark.parametrize("method", ["fw", "cfw", "bfw"])
+@pytest.mark.parametrize("objective, total", [("wardrop", 552.0), ("system_optimum", 498.0)])
+def test_braess_closed_form(method, objective, total):
+    # plain FW is sublinear: the SO leaves the bridge empty, and FW drains it by (1 − τ) a step
+    tol = (1e-3 if objective == "system_optimum" else 1e-6) if method == "fw" else 1e-9
+    res, trace = frank_wolfe(braess(), objective=objective, method=method, tol=tol,
+                             time_limit=20)
+    assert res.status is Status.CONVERGED
+    assert res.total_travel_time == pytest.approx(total, rel=max(10 * tol, 1e-7))
+    assert trace.relative_gap[-1] <= tol
+    assert len(trace.seconds) == len(trace.relative_gap) == res.iterations
+
+
+@pytest.mark.parametrize("objective", ["wardrop", "system_optimum"])
+def test_fw_and_cvxpy_agree_on_a_bpr_grid(objective):
+    game = grid_game(4, 6, seed=3)  # Sioux-Falls-sized: 24 nodes, 76 arcs, 24 origins
+    solve = wardrop_equilibrium if objective == "wardrop" else system_optimum
+    cvx = solve(game, polish=False)  # independent of the FW code
+    fw, _ = frank_wolfe(game, objective=objective, method="bfw", tol=1e-6, time_limit=30)
+    assert fw.status is Status.CONVERGED and cvx.relative_gap < 1e-8
+    # convexity: objective − optimum ≤ FW gap = relative gap · Σ x·(gradient)
+    key = "beckmann_objective" if objective == "wardrop" else "total_travel_time"
+    grad = game.costs.cost if objective == "wardrop" else game.costs.marginal
+    bound = fw.relative_gap * float(fw.arc_flow @ grad(fw.arc_flow))
+    assert -1e-9 * getattr(cvx, key) <= getattr(fw, key) - getattr(cvx, key) <= bound * 1.001
+    np.testing.assert_allclose(fw.arc_flow, cvx.arc_flow, rtol=2e-2,
+                               atol=1e-3 * game.total_demand / game.n_arcs)
+
+
+def test_conjugate_methods_need_fewer_iterations():
+    game = grid_game(4, 6, seed=1)
+    its = {m: frank_wolfe(game, method=m, tol=1e-5, time_limit=30)[0].iterations
+           for m in ("fw", "bfw")}
+    assert its["bfw"] < its["fw"]
+
+
+def test_pigou_fw_matches_closed_form():
+    res, _ = frank_wolfe(pigou(2), objective="system_optimum", method="cfw", tol=1e-12)
+    assert res.arc_flow[1] == pytest.approx(3 ** -0.5, rel=1e-6)
+
+
+def test_unknown_method():
+    with pytest.raises(ModelError, match="method: expected one of"):
+        frank_wolfe(braess(), method="newton")
+
+
+def test_infeasible_start_is_reported():
+    # all-or-nothing at free flow puts R = 0.5 on the M/M/1 link of capacity 0.4
+    with pytest.raises(SolverError, match="beyond its capacity"):
+        frank_wolfe(mm1_two_link(0.4, 0.3).with_demand_scale(0.5 / 0.3))
+
+
+def test_iteration_limit_with_throw():
+    res, _ = frank_wolfe(grid_game(4, 6, seed=0), method="fw", tol=1e-12, max_iter=3)
+    assert res.status is Status.MAX_ITERATIONS and res.iterations == 3
+    with pytest.raises(SolverError, match="relative gap .* > tol"):
+        frank_wolfe(grid_game(4, 6, seed=0), method="fw", tol=1e-12, max_iter=3, throw=True)
