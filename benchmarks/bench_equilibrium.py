@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 import warnings
 
@@ -30,15 +29,7 @@ from scipy.optimize import minimize  # noqa: E402
 from lbtheory.costs import CostKind, flow_cost, flow_potential  # noqa: E402
 from lbtheory.equilibrium import EquilibriumProblem  # noqa: E402
 from lbtheory.instances import full_mesh  # noqa: E402
-
-
-def _median_time(fn, repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+from lbtheory.metrics import median_wall_time  # noqa: E402
 
 
 def bench_lbtheory(net, cost: str, repeat: int) -> dict:
@@ -46,10 +37,10 @@ def bench_lbtheory(net, cost: str, repeat: int) -> dict:
         prob = EquilibriumProblem(net, cost)
         return prob, prob.solve()
 
-    t_first, (prob, res) = _median_time(build_solve, repeat)
+    t_first, (prob, res) = median_wall_time(build_solve, repeat)
     scales = iter(np.linspace(0.8, 1.0, 3 * repeat + 3))
-    t_re, res2 = _median_time(lambda: prob.solve(arrival_rates=net.arrival_rates * next(scales)),
-                              max(3, repeat))
+    t_re, res2 = median_wall_time(
+        lambda: prob.solve(arrival_rates=net.arrival_rates * next(scales)), max(3, repeat))
     return {"first_s": t_first, "resolve_s": t_re, "residual": max(res.residual, res2.residual),
             "tlr": res.total_latency_rate}
 

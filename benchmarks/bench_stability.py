@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 # one BLAS thread: the eigenproblems are small, and threaded OpenBLAS on a shared machine is
 # up to ~100x slower (measured); must be set before numpy is imported
@@ -25,6 +23,7 @@ import numpy as np  # noqa: E402
 
 from lbtheory.equilibrium import solve_equilibrium  # noqa: E402
 from lbtheory.instances import full_mesh, symmetric_two_cell  # noqa: E402
+from lbtheory.metrics import median_wall_time  # noqa: E402
 from lbtheory.stability import (  # noqa: E402
     critical_stepsize,
     linearise,
@@ -34,19 +33,11 @@ from lbtheory.stability import (  # noqa: E402
 )
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
-
-
 def timing_table(sizes: list[int], repeats: int) -> None:
     base_net = symmetric_two_cell()
     base_eq = solve_equilibrium(base_net, "gradient")
-    t_base, _ = timed(lambda: critical_stepsize(base_net, equilibrium=base_eq), repeats)
+    t_base, _ = median_wall_time(lambda: critical_stepsize(base_net, equilibrium=base_eq),
+                                 repeats)
     print(f"baseline: symmetric two-cell critical_stepsize, median {t_base * 1e3:.1f} ms")
     print("| n | DDE dim | delays | linearise (s) | critical_stepsize (s) | ratio to baseline "
           "| full spectra | eta_crit | rule | crit/rule |")
@@ -55,10 +46,10 @@ def timing_table(sizes: list[int], repeats: int) -> None:
         net = full_mesh(n, seed=0)
         eq = solve_equilibrium(net, "gradient")
         reps = repeats if n <= 16 else 1
-        t_lin, lin = timed(lambda net=net, eq=eq: linearise(net, "gradient", equilibrium=eq),
-                           reps)
-        t_crit, cr = timed(lambda net=net, lin=lin: critical_stepsize(net, linearisation=lin),
-                           reps)
+        t_lin, lin = median_wall_time(
+            lambda net=net, eq=eq: linearise(net, "gradient", equilibrium=eq), reps)
+        t_crit, cr = median_wall_time(
+            lambda net=net, lin=lin: critical_stepsize(net, linearisation=lin), reps)
         print(f"| {n} | {lin.fixed.dim} | {lin.fixed.delays.size} | {t_lin:.3f} | {t_crit:.3f} "
               f"| {t_crit / t_base:.1f} | {cr.evaluations} | {cr.critical_stepsize:.6g} "
               f"| {cr.empirical_rule:.6g} | {cr.rule_ratio:.3f} |")

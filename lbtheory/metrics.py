@@ -13,13 +13,15 @@ Conventions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES"]
+__all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES",
+           "median_wall_time"]
 
 #: Percentiles reported by :func:`summarize` (percent).
 DEFAULT_QUANTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
@@ -99,3 +101,17 @@ def summarize(values: Iterable[float] | np.ndarray,
                    max=float(arr.max()))
     out.update(percentiles(arr, qs))
     return out
+
+
+def median_wall_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall-clock seconds of ``repeats`` calls of ``fn`` and the last call's result
+    (benchmarks report medians: machines are noisy)."""
+    import statistics
+    import time
+
+    times, out = [], None
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out

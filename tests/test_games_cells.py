@@ -57,3 +57,14 @@ def test_other_service_models_use_service_arcs_and_frank_wolfe():
     ref = solve_wardrop(net)
     np.testing.assert_allclose(cell_inflows(net, res.arc_flow), ref.inflow, rtol=1e-3,
                                atol=1e-4 * net.total_demand)
+
+
+def test_cellnetwork_method_delegates_to_games():
+    from lbtheory.games import to_routing_game
+    from lbtheory.instances import spill_example
+
+    net = spill_example()
+    a, b = net.to_routing_game(cost="gradient"), to_routing_game(net, cost="gradient")
+    assert a.n_arcs == b.n_arcs and a.nodes == b.nodes
+    np.testing.assert_array_equal(a.tails, b.tails)
+    np.testing.assert_array_equal(a.heads, b.heads)
