@@ -14,7 +14,7 @@ from ._polish import polish_flows
 from .costs import CostKind, cell_cost, static_cost
 from .costs import total_latency_rate as _total_latency_rate
 from .errors import Status
-from .network import CellNetwork
+from .network import CellNetwork, min_cost_routing
 
 #: routing weight above which an arc counts as "used" in the cost-spread residual
 USED_ARC_TOL = 1e-6
@@ -172,20 +172,13 @@ def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult) -> Equilibr
     RIF's total latency rate therefore is the *best case* over its equilibria, and ``rif_ratio``
     a lower bound. This tie-break is our choice [R]; THEORY §5 leaves it open.
     """
-    from scipy.optimize import linprog
-
     src, dst = net.arc_pairs
-    m, n = len(src), net.n
-    A_eq = np.zeros((2 * n, m))
-    A_eq[src, np.arange(m)] = 1.0
-    A_eq[n + dst, np.arange(m)] = 1.0
-    b_eq = np.concatenate([net.arrival_rates, eq.inflow])
-    res = linprog(2.0 * net.delays[src, dst], A_eq=A_eq, b_eq=b_eq, bounds=[(0, None)] * m,
-                  method="highs")
-    if res.status != 0:  # keep the solver's routing (still a RIF equilibrium)
+    n = net.n
+    f = min_cost_routing(net, 2.0 * net.delays[src, dst], eq.inflow)
+    if f is None:  # keep the solver's routing (still a RIF equilibrium)
         return eq
     F = np.zeros((n, n))
-    np.add.at(F, (src, dst), np.maximum(res.x, 0.0))
+    np.add.at(F, (src, dst), f)
     out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations)
     # same inflows, so the same costs; the residual may move within the solver's accuracy
     return out if out.residual <= max(10.0 * eq.residual, 1e-9) else eq

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .costs import CostKind, cell_cost, cell_cost_prime, static_cost
-from .network import CellNetwork
+from .network import CellNetwork, min_cost_routing
 
 __all__ = ["polish_flows"]
 
@@ -29,33 +29,40 @@ def _cell_terms(net: CellNetwork, cost: CostKind, z: np.ndarray):
     return N, fc
 
 
-def _initial_support(net: CellNetwork, F: np.ndarray, g: np.ndarray,
-                     lam: np.ndarray) -> np.ndarray | None:
+def _initial_support(net: CellNetwork, cost: CostKind, F: np.ndarray, g: np.ndarray,
+                     lam: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Support of a basic solution of the transportation LP  min Σ g_ij f_ij  subject to the
-    solver's inflows z and the demands λ (HiGHS).
+    solver's inflows z and the demands λ (:func:`lbtheory.network.min_cost_routing`).
 
     With the cell costs fixed by z, every equilibrium routing solves this LP; a basic solution
     has a forest as support (generically the equilibrium's), which interior-point flows — all
     slightly positive, with cycles among near-ties — do not give.
     """
-    from scipy.optimize import linprog
-
-    src, dst = np.nonzero(net.adjacency & (lam[:, None] > 0))
-    m, n = len(src), net.n
-    z = F.sum(axis=0)
-    z *= lam.sum() / z.sum()
-    A_eq = np.zeros((2 * n, m))
-    A_eq[src, np.arange(m)] = 1.0
-    A_eq[n + dst, np.arange(m)] = 1.0
-    res = linprog(g[src, dst], A_eq=A_eq, b_eq=np.concatenate([lam, z]),
-                  bounds=[(0, None)] * m, method="highs-ds")
-    if res.status != 0:
+    src, dst = net.arc_pairs
+    # candidate arcs: within 1e-3 of the source's cheapest cost at the solver's inflows (the
+    # LP over all n² arcs of a large mesh is slow); the restricted flows fix the inflows
+    z0 = np.minimum(F.sum(axis=0), net.max_rates * (1 - 1e-12))
+    _, fc0 = _cell_terms(net, cost, z0)
+    C0 = np.where(net.adjacency, fc0[None, :] + g, np.inf)
+    cmin = C0.min(axis=1, keepdims=True)
+    near = net.adjacency & (lam[:, None] > 0) & (C0 - cmin <= 1e-3 * np.abs(cmin)) & (F > 0)
+    Fc = np.where(near, F, 0.0)
+    rows = Fc.sum(axis=1)
+    if np.any(rows[lam > 0] <= 0):
         return None
+    Fc *= np.divide(lam, rows, out=np.zeros_like(lam), where=rows > 0)[:, None]
+    z = Fc.sum(axis=0)
+    # RIF has g = 0 (every vertex is optimal): break ties by network time, as the RIF
+    # equilibrium itself does (``_rif_least_network_time``)
+    lp_cost = g[src, dst] if np.any(g > 0) else 2.0 * net.delays[src, dst]
+    f = min_cost_routing(net, lp_cost, z, arcs=near[src, dst])
+    if f is None:
+        return None
+    used = f > 1e-12 * max(1.0, float(lam.max()))
     support = np.zeros_like(net.adjacency)
-    used = res.x > 1e-12 * max(1.0, float(lam.max()))
     support[src[used], dst[used]] = True
     Fs = np.zeros_like(F)
-    Fs[src[used], dst[used]] = res.x[used]
+    Fs[src[used], dst[used]] = f[used]
     return support, Fs
 
 
@@ -71,7 +78,7 @@ def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: 
     rowmap[srcs] = np.arange(r)
     g = np.asarray(static_cost(cost, net.delays), dtype=float)
     caps = net.max_rates
-    init = _initial_support(net, F, g, lam)
+    init = _initial_support(net, cost, F, g, lam)
     if init is None:
         return None
     support, F = init

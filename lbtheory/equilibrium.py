@@ -42,7 +42,7 @@ from ._eqresult import (
 from .costs import CostKind, flow_cost, flow_potential, static_cost
 from .errors import SolverError, Status
 from .models import ExpSaturation, MM1Latency, ServiceModel
-from .network import CellNetwork
+from .network import CellNetwork, max_slack_flows
 
 __all__ = [
     "EquilibriumResult",
@@ -363,9 +363,12 @@ class EquilibriumProblem:
         return result
 
     def _solve_once(self, throw: bool, **options: Any) -> Status:
-        """One conic solve; if the chosen solver fails, fall back to SCS (then Newton polish)."""
+        """One conic solve; if the default solver fails, retry it with shorter steps, then SCS."""
         attempts = [(self.solver, options)]
         if self._fallback and not options:
+            # shorter interior-point steps rescue most Clarabel stalls (e.g. exp cones at
+            # n = 300); SCS (first order) is the last resort, then the Newton polish
+            attempts.append(("CLARABEL", {"max_step_fraction": 0.9}))
             attempts.append(("SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 20000}))
         failures = []
         for solver, opts in attempts:
@@ -425,22 +428,10 @@ def _initial_arc_mask(net: CellNetwork, cost: CostKind) -> np.ndarray:
 def _max_slack_support(net: CellNetwork) -> np.ndarray:
     """Arcs used by a max-slack routing (Assumption-2 LP): adding them makes a restricted arc set
     feasible whenever the full network is."""
-    from scipy.optimize import linprog
-
+    _, f = max_slack_flows(net)
     src, dst = net.arc_pairs
-    m = len(src)
-    A_ub = np.zeros((net.n, m + 1))
-    A_ub[dst, np.arange(m)] = 1.0
-    A_ub[:, -1] = 1.0
-    A_eq = np.zeros((net.n, m + 1))
-    A_eq[src, np.arange(m)] = 1.0
-    res = linprog(np.r_[np.zeros(m), -1.0], A_ub=A_ub, b_ub=net.max_rates, A_eq=A_eq,
-                  b_eq=net.arrival_rates, bounds=[(0, None)] * m + [(None, None)],
-                  method="highs")
     mask = np.zeros_like(net.adjacency)
-    if res.status == 0:
-        used = res.x[:m] > 0
-        mask[src[used], dst[used]] = True
+    mask[src[f > 0], dst[f > 0]] = True
     return mask
 
 

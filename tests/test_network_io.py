@@ -109,3 +109,19 @@ def test_network_api_errors_and_views():
         net.with_arrival_rates([1.0])
     np.testing.assert_allclose(net.uniform_routing(), [[0.5, 0.5], [0.0, 0.0]])
     assert net.max_delay == 0.02 and net.total_demand == 2.0
+
+
+def test_min_cost_routing_column_generation_matches_direct_lp():
+    from lbtheory.instances import full_mesh
+    from lbtheory.network import _transport_lp, min_cost_routing
+
+    net = full_mesh(75, seed=3)  # 5,625 arcs: priced column generation
+    src, dst = net.arc_pairs
+    cost = 2.0 * net.delays[src, dst]
+    z = net.total_demand * net.max_rates / net.max_rates.sum()
+    f = min_cost_routing(net, cost, z)
+    direct, _ = _transport_lp(net, cost, np.concatenate([net.arrival_rates, z]),
+                              np.ones(len(src), dtype=bool), big_m=None)
+    assert cost @ f == pytest.approx(cost @ direct, rel=1e-10)
+    np.testing.assert_allclose(np.bincount(dst, f, net.n), z, atol=1e-9)
+    np.testing.assert_allclose(np.bincount(src, f, net.n), net.arrival_rates, atol=1e-9)
