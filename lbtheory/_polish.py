@@ -45,7 +45,9 @@ def _initial_support(net: CellNetwork, cost: CostKind, F: np.ndarray, g: np.ndar
     _, fc0 = _cell_terms(net, cost, z0)
     C0 = np.where(net.adjacency, fc0[None, :] + g, np.inf)
     cmin = C0.min(axis=1, keepdims=True)
-    near = net.adjacency & (lam[:, None] > 0) & (C0 - cmin <= 1e-3 * np.abs(cmin)) & (F > 0)
+    with np.errstate(invalid="ignore"):  # rows without arcs: inf − inf
+        close = C0 - cmin <= 1e-3 * np.abs(cmin)
+    near = net.adjacency & (lam[:, None] > 0) & close & (F > 0)
     Fc = np.where(near, F, 0.0)
     rows = Fc.sum(axis=1)
     if np.any(rows[lam > 0] <= 0):
