@@ -34,7 +34,7 @@ __all__ = ["simulate_fluid_batch", "STRATEGIES", "AUTO_BATCH", "choose_batch_siz
 STRATEGIES = ("auto", "vmap", "map", "chunked")
 #: ``strategy="auto"``: scenarios vmapped together per chunk, by network size (n ≤ key); None =
 #: all at once, 1 = a plain ``lax.map`` loop. From ``benchmarks/bench_fluid.py`` on a shared
-#: 2-core CPU (BENCHMARKS.md, fluid section): full vmap gave 4.6–8× single-scenario throughput at n = 4;
+#: 2-core CPU (BENCHMARKS.md, fluid): full vmap gave 4.6–8× single-scenario throughput at n = 4;
 #: at n = 16 it gave 0.6–1.4× (run-to-run noise) while ``lax.map`` gave 1.1–1.25×; at n = 64
 #: every vmapped variant was slower than a loop (0.25–0.36×) and ``lax.map`` ≈ 0.9×.
 AUTO_BATCH = ((8, None), (10**9, 1))

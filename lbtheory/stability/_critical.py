@@ -26,7 +26,7 @@ __all__ = ["CriticalStepsize", "ScaleCrossing", "StepsizeReport", "spectrum", "c
 
 #: Default Chebyshev degree of the collocation. THEORY §7.6 reports 30–40 nodes for 8 digits
 #: without refinement; here the collocation only seeds Newton's method, and the rightmost roots of
-#: the reference problems converge to 1e-11 already at degree 6–8 (BENCHMARKS.md, stability section).
+#: the reference problems converge to 1e-11 already at degree 6–8 (BENCHMARKS.md).
 DEFAULT_NODES = 16
 
 
