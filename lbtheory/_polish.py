@@ -39,14 +39,14 @@ def _initial_support(net: CellNetwork, cost: CostKind, F: np.ndarray, g: np.ndar
     slightly positive, with cycles among near-ties — do not give.
     """
     src, dst = net.arc_pairs
-    # candidate arcs: within 1e-3 of the source's cheapest cost at the solver's inflows (the
+    # candidate arcs: within 2e-2 of the source's cheapest cost at the solver's inflows (the
     # LP over all n² arcs of a large mesh is slow); the restricted flows fix the inflows
     z0 = np.minimum(F.sum(axis=0), net.max_rates * (1 - 1e-12))
     _, fc0 = _cell_terms(net, cost, z0)
     C0 = np.where(net.adjacency, fc0[None, :] + g, np.inf)
     cmin = C0.min(axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):  # rows without arcs: inf − inf
-        close = C0 - cmin <= 1e-3 * np.abs(cmin)
+        close = C0 - cmin <= 2e-2 * np.abs(cmin)
     near = net.adjacency & (lam[:, None] > 0) & close & (F > 0)
     Fc = np.where(near, F, 0.0)
     rows = Fc.sum(axis=1)
@@ -68,7 +68,7 @@ def _initial_support(net: CellNetwork, cost: CostKind, F: np.ndarray, g: np.ndar
     return support, Fs
 
 
-def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: int = 40,
+def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: int = 200,
                  rtol: float = 1e-12, max_dense: int = 4000) -> np.ndarray | None:
     """Polish arc flows F (n×n, req/s) to the KKT point of program (12); None if not possible."""
     lam = net.arrival_rates
@@ -111,7 +111,18 @@ def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: 
             cheaper = C < cstar[:, None] * (1 - 1e-12)
             if not cheaper.any():
                 return F
-            support = support | cheaper
+            # pivot: each source moves a little flow from its support onto its cheapest new arc,
+            # so the entering arc starts positive (with degenerate, cycle-containing supports a
+            # zero-flow entering arc is blocked at step 0 by the ratio test and would cycle)
+            for i in np.flatnonzero(cheaper.any(axis=1)):
+                j = int(np.argmin(np.where(cheaper[i], C[i], np.inf)))
+                delta = 1e-3 * lam[i]
+                F[i] *= 1.0 - delta / lam[i]
+                F[i, j] += delta
+                support[i, j] = True
+            if np.any(F.sum(axis=0) >= caps):
+                return None
+            c = None
             continue
         steps += 1
         h = np.asarray(cell_cost_prime(cost, net.models, N, net.replicas), dtype=float) / \

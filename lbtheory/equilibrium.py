@@ -350,6 +350,8 @@ class EquilibriumProblem:
                 if self.solver == "CLARABEL" and not solver_options and it == 1:
                     solver_options = dict(_TIGHT_CLARABEL)  # one tighter solve, then polish
                     continue
+                # still above tol: say so in the status (the residual is reported either way)
+                result = dataclasses.replace(result, status=Status.INACCURATE)
                 break
             if it >= max_iterations:
                 msg = (f"cutting-plane refinement for the {_KIND_OF_COST[self.cost]} program did "

@@ -84,7 +84,7 @@ def test_mm1_inverse_closed_form():
     assert ServiceModel.inverse_rate(m, np.array([7.0]))[0] == pytest.approx(35 / 3, rel=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(t1=st.floats(0.001, 0.1), t2=st.floats(0.0, 100.0), t3=st.floats(0.05, 20.0),
        margin=st.floats(1.01, 5.0), frac=st.floats(1e-4, 0.9999))
 def test_softplus_inverse_property(t1, t2, t3, margin, frac):

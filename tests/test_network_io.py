@@ -125,3 +125,14 @@ def test_min_cost_routing_column_generation_matches_direct_lp():
     assert cost @ f == pytest.approx(cost @ direct, rel=1e-10)
     np.testing.assert_allclose(np.bincount(dst, f, net.n), z, atol=1e-9)
     np.testing.assert_allclose(np.bincount(src, f, net.n), net.arrival_rates, atol=1e-9)
+
+
+def test_atomic_write_leaves_no_temporary_and_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    path = write_json_atomic(tmp_path / "sub" / "r.json", {"a": np.float64(1.5), "b": [np.nan]})
+    assert json.loads(path.read_text()) == {"a": 1.5, "b": [None]}
+    assert [p.name for p in path.parent.iterdir()] == ["r.json"]
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    assert mode & stat.S_IRGRP  # readable by the group (not mkstemp's 0600)
