@@ -118,12 +118,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="n = 10, 100 only")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--fw-time", type=float, default=20.0, help="Frank–Wolfe time limit (s)")
+    ap.add_argument("--softplus-max-n", type=int, default=300,
+                    help="skip softplus networks larger than this")
     ap.add_argument("--softplus-300", action="store_true",
                     help="also run softplus at n = 300 (several minutes)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     sizes = {"mm1": (10, 100) if args.quick else (10, 100, 300),
              "softplus": (10, 100) if args.quick or not args.softplus_300 else (10, 100, 300)}
+    sizes["softplus"] = tuple(n for n in sizes["softplus"] if n <= args.softplus_max_n)
     rows = []
     for family in ("mm1", "softplus"):
         for n in sizes[family]:

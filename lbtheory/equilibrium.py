@@ -202,7 +202,6 @@ class EquilibriumProblem:
             objective = objective + cp.sum(self._t)
             self._init_cuts()
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
-        self._B_in = B_in
 
     # ------------------------------------------------------------------ cutting planes
     def _cut_models(self) -> list[ServiceModel]:
