@@ -25,10 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-from lbtheory.barrier import ClusterView, DecodeConfig, simulate_decode
-from lbtheory.metrics import percentile
-from lbtheory.routers import BARRIER_POLICIES, BRParams, br0, make_router
-from lbtheory.traces import read_trace
+from lbtheory.barrier import (
+    BARRIER_POLICIES,
+    BRParams,
+    ClusterView,
+    DecodeConfig,
+    br0,
+    make_router,
+    simulate_decode,
+)
+from lbtheory.stats import percentile
+from lbtheory.workloads import read_trace
 
 CONV = Path(__file__).resolve().parents[1] / "examples" / "traces" / \
     "AzureLLMInferenceTrace_conv.csv"

@@ -29,7 +29,7 @@ from scipy.optimize import minimize  # noqa: E402
 from lbtheory.costs import CostKind, flow_cost, flow_potential  # noqa: E402
 from lbtheory.equilibrium import EquilibriumProblem  # noqa: E402
 from lbtheory.instances import full_mesh  # noqa: E402
-from lbtheory.metrics import median_wall_time  # noqa: E402
+from lbtheory.stats import median_wall_time  # noqa: E402
 
 
 def bench_lbtheory(net, cost: str, repeat: int) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from lbtheory.games import frank_wolfe, grid_game, wardrop_equilibrium
-from lbtheory.tntp import load_tntp_game
+from lbtheory.games.tntp import load_tntp_game
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = (1e-4, 1e-6)

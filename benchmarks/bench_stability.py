@@ -23,7 +23,6 @@ import numpy as np  # noqa: E402
 
 from lbtheory.equilibrium import solve_equilibrium  # noqa: E402
 from lbtheory.instances import full_mesh, symmetric_two_cell  # noqa: E402
-from lbtheory.metrics import median_wall_time  # noqa: E402
 from lbtheory.stability import (  # noqa: E402
     critical_stepsize,
     linearise,
@@ -31,6 +30,7 @@ from lbtheory.stability import (  # noqa: E402
     spectrum,
     symmetric_threshold,
 )
+from lbtheory.stats import median_wall_time  # noqa: E402
 
 
 def timing_table(sizes: list[int], repeats: int) -> None:

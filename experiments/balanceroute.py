@@ -18,9 +18,9 @@ import argparse
 from pathlib import Path
 
 from lbtheory.barrier import DecodeConfig
+from lbtheory.barrier.compare import compare_policies, summary_table
 from lbtheory.io import run_manifest, write_json_atomic
-from lbtheory.routers.compare import compare_policies, summary_table
-from lbtheory.traces import read_trace
+from lbtheory.workloads import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv"

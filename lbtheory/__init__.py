@@ -2,9 +2,66 @@
 
 Equilibria, price of anarchy, delayed fluid models, stepsize verification, BalanceRoute.
 
-See README.md for a tour and ``../shared/THEORY.md`` (copied as docs/THEORY.md) for the mathematics.
+One import serves a notebook: the public verbs and types of every subpackage are re-exported
+here, loaded lazily on first use (so ``lbtheory --help`` does not import JAX or CVXPY)::
+
+    import lbtheory as lb
+    net = lb.load_topology("examples/three_cells.yaml")
+    lb.solve_wardrop(net).routing
+
+See README.md for a tour and docs/THEORY.md for the mathematics; docs/DESIGN.md for the layout.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: public name -> submodule that defines it (the one definition; this module only re-exports).
+_EXPORTS: dict[str, str] = {}
+for _mod, _names in {
+    "errors": ("LBTheoryError", "TopologyError", "ModelError", "InfeasibleDemandError",
+               "SolverError", "UnstableError", "DataFormatError", "StepsizeError",
+               "BoundaryEquilibriumError", "SolveStatus", "DynamicsStatus", "StepsizeStatus"),
+    "models": ("ServiceModel", "MM1Latency", "SoftplusLatency", "ExpSaturation", "service_model",
+               "ModelBank", "check_assumption_1"),
+    "costs": ("CostKind", "cell_cost", "cell_cost_prime", "static_cost", "arc_costs",
+              "flow_cost", "flow_potential", "total_latency_rate"),
+    "network": ("Cell", "Arc", "CellNetwork", "FeasibilityReport"),
+    "simplex": ("project_simplex", "project_tangent_cone", "simplex_argmin"),
+    "io": ("load_topology", "topology_from_dict", "topology_to_dict", "write_json_atomic",
+           "run_manifest"),
+    "instances": ("symmetric_two_cell", "spill_example", "mm1_pigou", "mm1_pigou_poa",
+                  "random_network", "full_mesh"),
+    "stats": ("percentile", "percentiles", "summarize"),
+    "workloads": ("Trace", "read_trace", "trace_from_arrays"),
+    "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "wardrop_equilibrium",
+              "system_optimum", "frank_wolfe", "to_routing_game", "load_tntp_game"),
+    "equilibrium": ("EquilibriumProblem", "EquilibriumResult", "PoAResult", "solve_equilibrium",
+                    "solve_wardrop", "solve_system_optimum", "solve_rif", "price_of_anarchy",
+                    "optimality_residuals", "demand_sweep"),
+    "fluid": ("simulate_fluid", "simulate_fluid_batch", "fluid_sensitivity", "FluidSolution"),
+    "stability": ("critical_stepsize", "assess_stepsize", "check_stepsize", "empirical_rule",
+                  "operating_point", "linearise", "CriticalStepsize"),
+    "barrier": ("step_imbalance", "fscore_br0", "simulate_decode", "DecodeConfig",
+                "StepTimeModel", "make_router", "compare_policies"),
+}.items():
+    for _name in _names:
+        _EXPORTS[_name] = _mod
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'lbtheory' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -16,7 +16,11 @@ __all__ = [
     "SolverError",
     "UnstableError",
     "DataFormatError",
-    "Status",
+    "StepsizeError",
+    "BoundaryEquilibriumError",
+    "SolveStatus",
+    "DynamicsStatus",
+    "StepsizeStatus",
 ]
 
 
@@ -77,16 +81,74 @@ class DataFormatError(LBTheoryError, ValueError):
         self.field = field
 
 
-class Status(enum.StrEnum):
-    """Outcome of a solve; the value is what JSON output and messages show."""
+class StepsizeError(LBTheoryError, ValueError):
+    """A stepsize (or stepsize weight) is not a positive finite number; names the parameter."""
 
+
+class BoundaryEquilibriumError(LBTheoryError):
+    """The equilibrium violates strict complementarity, so the linearisation is not defined.
+
+    An arc with x*_ij = 0 whose cost equals the source's minimum c*_i makes the projected dynamics
+    cone-constrained rather than linear (THEORY §7.6).
+
+    Attributes:
+        arcs: ``(source, target)`` names of the degenerate arcs.
+    """
+
+    def __init__(self, message: str, *, arcs: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.arcs = tuple(arcs)
+
+
+class SolveStatus(enum.StrEnum):
+    """Outcome of an optimisation (equilibria, routing games, iterative solvers).
+
+    The value is what JSON output and messages show.
+    """
+
+    #: solved to the requested tolerance (residual / relative gap at or below ``tol``).
     OPTIMAL = "optimal"
-    INACCURATE = "optimal_inaccurate"
+    #: a solution was returned but its residual or gap is above the requested tolerance.
+    OPTIMAL_INACCURATE = "optimal_inaccurate"
+    #: the problem has no feasible point (e.g. Assumption 2 fails).
     INFEASIBLE = "infeasible"
-    FAILED = "failed"
-    CONVERGED = "converged"
-    DIVERGED = "diverged"
+    #: an iterative method stopped at its iteration/time budget before reaching ``tol``.
     MAX_ITERATIONS = "max_iterations"
+    #: the solver failed (its own status is in the message / :class:`SolverError`).
+    FAILED = "failed"
 
-    def __str__(self) -> str:  # pragma: no cover - trivial
+    @property
+    def solved(self) -> bool:
+        """True when a solution was returned (optimal or optimal-inaccurate)."""
+        return self in (SolveStatus.OPTIMAL, SolveStatus.OPTIMAL_INACCURATE)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class DynamicsStatus(enum.StrEnum):
+    """Outcome of a trajectory (fluid model, simulations): how it ended on its horizon."""
+
+    #: settled (or still decaying geometrically) at the end of the horizon.
+    CONVERGED = "converged"
+    #: a sustained or growing oscillation (limit cycle or unstable equilibrium).
+    OSCILLATING = "oscillating"
+    #: a non-finite state (the first step and cell are reported).
+    DIVERGED = "diverged"
+    #: the horizon ended while the state was still moving, neither settled nor oscillating.
+    MAX_STEPS = "max_steps"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class StepsizeStatus(enum.StrEnum):
+    """Outcome of a critical-stepsize computation."""
+
+    #: the crossing was bracketed and the full spectrum at c* has nothing to its right.
+    VERIFIED = "verified"
+    #: a crossing was found but another root lies to its right (or the check could not run).
+    UNVERIFIED = "unverified"
+
+    def __str__(self) -> str:
         return self.value

@@ -219,14 +219,6 @@ class CellNetwork:
         rows = adj.sum(axis=1, keepdims=True)
         return np.divide(adj, rows, out=np.zeros_like(adj), where=rows > 0)
 
-    def to_routing_game(self, *, cost: str = "latency"):
-        """The equivalent nonatomic routing game (source → cell arcs with constant cost g_ij,
-        then one congestion arc per cell with cost f_j(μ_j⁻¹(z))); see
-        :func:`lbtheory.games.to_routing_game` (imported lazily: games sit above networks)."""
-        from .games.cells import to_routing_game
-
-        return to_routing_game(self, cost=cost)
-
     # ------------------------------------------------------------------ edits
     def with_arrival_rates(self, rates: Sequence[float] | np.ndarray) -> CellNetwork:
         """A copy with new arrival rates λ (req/s, one per cell)."""

@@ -18,7 +18,7 @@ from lbtheory.barrier import (
     tpot_percentiles,
 )
 from lbtheory.errors import ModelError
-from lbtheory.metrics import percentile, percentiles, ratio, summarize
+from lbtheory.stats import percentile, percentiles, ratio, summarize
 
 
 def test_hand_computed_imbalance_vector():

@@ -7,13 +7,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbtheory.barrier import StepTimeModel, simulate_decode
+from lbtheory.barrier import (
+    BARRIER_POLICIES,
+    BRParams,
+    StepTimeModel,
+    br0,
+    brh,
+    jsq,
+    make_router,
+    simulate_decode,
+)
 from lbtheory.barrier.predictors import OraclePredictor
 from lbtheory.barrier.protocol import Router
+from lbtheory.barrier.schedulers import BRHState
 from lbtheory.errors import ModelError
-from lbtheory.routers import BARRIER_POLICIES, BRParams, br0, brh, jsq, make_router
-from lbtheory.routers.balanceroute import BRHState
-from lbtheory.traces import read_trace, trace_from_arrays
+from lbtheory.workloads import read_trace, trace_from_arrays
 
 CONV = (Path(__file__).resolve().parents[1] / "examples" / "traces"
         / "AzureLLMInferenceTrace_conv.csv")

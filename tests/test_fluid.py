@@ -5,7 +5,7 @@ import pytest
 
 from lbtheory.costs import cell_cost_prime
 from lbtheory.equilibrium import solve_equilibrium
-from lbtheory.errors import ModelError, Status, TopologyError, UnstableError
+from lbtheory.errors import DynamicsStatus, ModelError, TopologyError, UnstableError
 from lbtheory.fluid import simulate_fluid
 from lbtheory.instances import random_network, symmetric_two_cell
 from lbtheory.io import load_topology
@@ -50,7 +50,7 @@ def test_flow_routing_converges_to_cvxpy_equilibrium(name, cost):
     sol = simulate_fluid(net, cost=cost, stepsize=eta, t1=120.0, N0=0.5 * eq.workload,
                          equilibrium=eq)
     N, x = sol.workload[-1], sol.routing[-1]
-    assert sol.status is Status.CONVERGED
+    assert sol.status is DynamicsStatus.CONVERGED
     np.testing.assert_allclose(N, eq.workload, rtol=1e-3, atol=1e-9)
     z = (net.arrival_rates[:, None] * x).sum(0)
     np.testing.assert_allclose(z, eq.inflow, rtol=1e-3, atol=1e-9)
@@ -105,7 +105,7 @@ def test_nonfinite_state_names_step_and_cell():
     with pytest.raises(UnstableError, match=r"step 0 .* cell 'c2'"):
         simulate_fluid(net, stepsize=1.0, t1=0.1, N0=[1.0, 1e200, 0.0])
     sol = simulate_fluid(net, stepsize=1.0, t1=0.1, N0=[1.0, 1e200, 0.0], throw=False)
-    assert sol.status is Status.DIVERGED and sol.bad_cell == "c2"
+    assert sol.status is DynamicsStatus.DIVERGED and sol.bad_cell == "c2"
 
 
 def test_json_contract_keys():

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from lbtheory.errors import ModelError, Status, UnstableError
+from lbtheory.errors import DynamicsStatus, ModelError, UnstableError
 from lbtheory.fluid import fluid_sensitivity, simulate_fluid
 from lbtheory.instances import symmetric_two_cell
 from lbtheory.io import load_topology
@@ -31,7 +31,7 @@ def _rel(a, b):
 def test_stepsize_gradient_matches_finite_differences(mode):
     net = symmetric_two_cell()
     s = fluid_sensitivity(net, stepsize=0.3, mode=mode, **KW)
-    assert s.status is Status.CONVERGED and s.well_posed and s.mode == mode
+    assert s.status is DynamicsStatus.CONVERGED and s.well_posed and s.mode == mode
     fd = _central(lambda e: _J(net, stepsize=e), 0.3, 1e-5)
     assert _rel(s.gradient["stepsize"], fd) < 1e-4
     assert _rel(s.value, _J(net)) < 1e-12
@@ -89,7 +89,7 @@ def test_oscillating_regime_is_reported_not_silent():
     with pytest.raises(UnstableError, match="does not converge within t1 = 60 s"):
         fluid_sensitivity(net, stepsize=0.7, t1=60.0, N0=[8.0, 7.0, 0.0])
     s = fluid_sensitivity(net, stepsize=0.7, t1=60.0, N0=[8.0, 7.0, 0.0], throw=False)
-    assert not s.well_posed and s.status is Status.MAX_ITERATIONS
+    assert not s.well_posed and s.status is DynamicsStatus.OSCILLATING
 
 
 def test_bad_sensitivity_arguments():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lbtheory.errors import ModelError, SolverError, Status
+from lbtheory.errors import ModelError, SolverError, SolveStatus
 from lbtheory.games import (
     braess,
     frank_wolfe,
@@ -22,7 +22,7 @@ def test_braess_closed_form(method, objective, total):
     tol = (1e-3 if objective == "system_optimum" else 1e-6) if method == "fw" else 1e-9
     res, trace = frank_wolfe(braess(), objective=objective, method=method, tol=tol,
                              time_limit=20)
-    assert res.status is Status.CONVERGED
+    assert res.status is SolveStatus.OPTIMAL
     assert res.total_travel_time == pytest.approx(total, rel=max(10 * tol, 1e-7))
     assert trace.relative_gap[-1] <= tol
     assert len(trace.seconds) == len(trace.relative_gap) == res.iterations
@@ -34,7 +34,7 @@ def test_fw_and_cvxpy_agree_on_a_bpr_grid(objective):
     solve = wardrop_equilibrium if objective == "wardrop" else system_optimum
     cvx = solve(game, polish=False)  # independent of the FW code
     fw, _ = frank_wolfe(game, objective=objective, method="bfw", tol=1e-6, time_limit=30)
-    assert fw.status is Status.CONVERGED and cvx.relative_gap < 1e-8
+    assert fw.status is SolveStatus.OPTIMAL and cvx.relative_gap < 1e-8
     # convexity: objective − optimum ≤ FW gap = relative gap · Σ x·(gradient)
     key = "beckmann_objective" if objective == "wardrop" else "total_travel_time"
     grad = game.costs.cost if objective == "wardrop" else game.costs.marginal
@@ -69,6 +69,6 @@ def test_infeasible_start_is_reported():
 
 def test_iteration_limit_with_throw():
     res, _ = frank_wolfe(grid_game(4, 6, seed=0), method="fw", tol=1e-12, max_iter=3)
-    assert res.status is Status.MAX_ITERATIONS and res.iterations == 3
+    assert res.status is SolveStatus.MAX_ITERATIONS and res.iterations == 3
     with pytest.raises(SolverError, match="relative gap .* > tol"):
         frank_wolfe(grid_game(4, 6, seed=0), method="fw", tol=1e-12, max_iter=3, throw=True)

@@ -154,7 +154,7 @@ def test_cvxpy_refuses_non_dcp_arcs():
 
 
 def test_solver_failure_is_typed():
-    from lbtheory.errors import SolverError, Status
+    from lbtheory.errors import SolverError, SolveStatus
 
     # demand above the M/M/1 capacity: infeasible program
     game = mm1_two_link(1.0, 0.5).with_demand_scale(10.0)
@@ -162,7 +162,7 @@ def test_solver_failure_is_typed():
     with pytest.raises(SolverError, match="returned status"):
         wardrop_equilibrium(game)
     res = wardrop_equilibrium(game, throw=False)
-    assert res.status is Status.FAILED and np.isnan(res.total_travel_time)
+    assert res.status is SolveStatus.FAILED and np.isnan(res.total_travel_time)
 
 
 def test_unavailable_solver_is_typed():

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from lbtheory.cli import main
+from lbtheory.commands._tntp import run_tntp
 from lbtheory.errors import DataFormatError
 from lbtheory.games import system_optimum, wardrop_equilibrium
-from lbtheory.games.cli_support import run_tntp
-from lbtheory.tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips
+from lbtheory.games.tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "Braess-Example"
 NET, TRIPS = EX / "Braess_net.tntp", EX / "Braess_trips.tntp"

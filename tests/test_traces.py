@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lbtheory.errors import DataFormatError
-from lbtheory.traces import TraceOrderWarning, read_trace, trace_from_arrays
+from lbtheory.workloads import TraceOrderWarning, read_trace, trace_from_arrays
 
 TRACES = Path(__file__).resolve().parents[1] / "examples" / "traces"
 

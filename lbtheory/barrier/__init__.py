@@ -1,12 +1,19 @@
-"""BalanceRoute: step-barrier imbalance, F-scores, predictors and the decode simulator (THEORY §9).
+"""BalanceRoute (THEORY §9): barrier imbalance, F-scores, predictors, schedulers, decode simulator.
 
 Modules: :mod:`.imbalance` (calculator), :mod:`.fscore` (BR-0 / BR-H scores, subset search),
-:mod:`.predictors` (Oracle, Empirical-Survival, ExactMatch), :mod:`.protocol` (router contract),
-:mod:`.sim` (trace-driven decode simulation). The schedulers live in :mod:`lbtheory.routers`.
+:mod:`.predictors` (Oracle, Empirical-Survival, ExactMatch), :mod:`.protocol` (decode-slot router
+contract), :mod:`.schedulers` (BR-0 / BR-H two-stage schedulers), :mod:`.baselines` (random, RR,
+P2C, JSQ, JSQ-tokens), :mod:`.policies` (policies by name), :mod:`.sim` (trace-driven decode
+simulation), :mod:`.compare` (several policies on one trace).
+
+These are *decode-slot* schedulers inside one data-parallel engine; DLB's cell routers are a
+different thing and live in :mod:`lbtheory.routers`.
 """
 
 from __future__ import annotations
 
+from .baselines import jsq, jsq_tokens, power_of_two, random_router, round_robin
+from .compare import compare_policies, summary_table
 from .fscore import (
     best_subset,
     discount_vector,
@@ -31,8 +38,10 @@ from .imbalance import (
     tpot_per_request,
     tpot_percentiles,
 )
+from .policies import BARRIER_POLICIES, make_router, parse_policies
 from .predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
 from .protocol import ClusterView, Router
+from .schedulers import BRParams, allocate, br0, brh
 from .sim import DecodeConfig, DecodeResult, decode_steps, simulate_decode
 
 __all__ = [
@@ -42,4 +51,7 @@ __all__ = [
     "margins", "run_idle_fraction", "step_imbalance", "throughput", "tpot_per_request",
     "tpot_percentiles", "ExactMatchPredictor", "OraclePredictor", "SurvivalPredictor",
     "ClusterView", "Router", "DecodeConfig", "DecodeResult", "decode_steps", "simulate_decode",
+    "BARRIER_POLICIES", "make_router", "parse_policies", "BRParams", "allocate", "br0", "brh",
+    "jsq", "jsq_tokens", "power_of_two", "random_router", "round_robin",
+    "compare_policies", "summary_table",
 ]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from ..metrics import percentile
+from ..stats import percentile
 
 __all__ = [
     "as_load_matrix", "bottleneck", "step_imbalance", "margins", "idle_fraction",

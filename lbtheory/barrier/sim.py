@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from ..metrics import mean
-from ..traces import Trace
+from ..stats import mean
+from ..workloads import Trace
 from .imbalance import StepTimeModel, run_idle_fraction, tpot_per_request, tpot_percentiles
 from .protocol import ClusterView, Router
 

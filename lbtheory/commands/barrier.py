@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..barrier.compare import compare_policies, summary_table
 from ..barrier.imbalance import StepTimeModel
+from ..barrier.policies import BARRIER_POLICIES, BRParams, parse_policies
 from ..barrier.sim import DecodeConfig
 from ..io import dumps_json
-from ..routers import BARRIER_POLICIES, BRParams, parse_policies
-from ..routers.compare import compare_policies, summary_table
-from ..traces import read_trace
+from ..workloads import read_trace
 
 NAME = "barrier"
 HELP = ("BalanceRoute step-barrier simulation: mean imbalance, idle fraction, throughput and TPOT "

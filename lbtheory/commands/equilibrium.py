@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.topology.lower().endswith(".tntp"):
         if not args.trips:
             raise TopologyError(f"{args.topology}: a TNTP network needs --trips TRIPS.tntp")
-        from ..games.cli_support import run_tntp
+        from ._tntp import run_tntp
 
         return run_tntp(args.topology, args.trips, as_json=args.json)
     if args.trips:

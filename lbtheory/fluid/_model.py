@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..errors import ModelError, Status, UnstableError
+from ..errors import DynamicsStatus, ModelError, UnstableError
 from ..network import CellNetwork
 from ._integrator import FluidParams, StaticConfig, initial_observation, integrate
 from ._setup import build
@@ -62,7 +62,7 @@ def assemble(net: CellNetwork, obs0: dict, res: dict, info: dict, *, mechanism: 
         raise _nonfinite_error(net, bad, int(res["bad_cell"]), info["dt"])
     status, _, _ = diagnose_trajectory(saved["workload"])
     if bad >= 0:
-        status = Status.DIVERGED
+        status = DynamicsStatus.DIVERGED
     cost = np.where(net.adjacency, saved["arc_cost"], np.nan)
     S = len(saved["workload"])
     t = np.arange(S) * info["save_every"] * info["dt"]

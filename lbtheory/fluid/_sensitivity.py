@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..errors import ModelError, Status, UnstableError
+from ..errors import DynamicsStatus, ModelError, UnstableError
 from ..network import CellNetwork
 from ._integrator import FluidParams, StaticConfig, integrate
 from ._setup import build
@@ -68,7 +68,7 @@ class FluidSensitivity:
     value: float
     gradient: dict[str, Any]
     mode: str
-    status: Status
+    status: DynamicsStatus
     well_posed: bool
     amplitudes: tuple[float, float]
 
@@ -179,7 +179,7 @@ def fluid_sensitivity(net: CellNetwork, *, wrt: Sequence[str] = ("stepsize",),
             grad[w] = np.asarray(g[w]) if np.ndim(g[w]) else float(g[w])
     finite = all(np.all(np.isfinite(np.asarray(leaf, dtype=float)))
                  for leaf in jax.tree_util.tree_leaves(g)) and np.isfinite(float(v))
-    well = finite and status is Status.CONVERGED
+    well = finite and status is DynamicsStatus.CONVERGED
     if not well and throw:
         why = ("a derivative is not finite" if not finite else
                f"the trajectory does not converge within t1 = {info['t1']:g} s (workload "

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Status
+from ..errors import DynamicsStatus
 
 __all__ = ["FluidSolution", "diagnose_trajectory", "DECAY_RATIO", "SETTLED_RTOL"]
 
@@ -31,27 +31,27 @@ def _amplitude(W: np.ndarray) -> float:
     return float(np.max(R.max(axis=0) - R.min(axis=0)))
 
 
-def diagnose_trajectory(workload: np.ndarray) -> tuple[Status, float, float]:
+def diagnose_trajectory(workload: np.ndarray) -> tuple[DynamicsStatus, float, float]:
     """Classify saved workloads (S, n) as converging or not, from the last two quarters.
 
     Returns:
         (status, amplitude of the 3rd quarter, amplitude of the last quarter), amplitudes in
         requests (max over cells of the peak-to-peak about the linear trend of the quarter).
-        ``Status.CONVERGED`` if the last quarter is settled (amplitude ≤ SETTLED_RTOL·(1 + mean
-        N)) or still decaying (≤ DECAY_RATIO × the 3rd quarter); ``Status.DIVERGED`` for a
-        non-finite state; otherwise ``Status.MAX_ITERATIONS`` (a sustained or growing
-        oscillation: the horizon ends without convergence).
+        ``DynamicsStatus.CONVERGED`` if the last quarter is settled (amplitude ≤
+        SETTLED_RTOL·(1 + mean N)) or still decaying (≤ DECAY_RATIO × the 3rd quarter);
+        ``DynamicsStatus.DIVERGED`` for a non-finite state; otherwise
+        ``DynamicsStatus.OSCILLATING`` (a sustained or growing oscillation).
     """
     W = np.asarray(workload, dtype=float)
     if not np.all(np.isfinite(W)):
-        return Status.DIVERGED, float("nan"), float("nan")
+        return DynamicsStatus.DIVERGED, float("nan"), float("nan")
     S = len(W)
     q3, q4 = W[S // 2: (3 * S) // 4 + 1], W[(3 * S) // 4:]
     a3, a4 = _amplitude(q3), _amplitude(q4)
     settled = a4 <= SETTLED_RTOL * (1.0 + float(np.mean(np.abs(W[-1]))))
     if settled or a4 <= DECAY_RATIO * a3:
-        return Status.CONVERGED, a3, a4
-    return Status.MAX_ITERATIONS, a3, a4
+        return DynamicsStatus.CONVERGED, a3, a4
+    return DynamicsStatus.OSCILLATING, a3, a4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +115,7 @@ class FluidSolution:
             "distance_to_equilibrium": self.distance_to_equilibrium,
             "equilibrium_workload": self.equilibrium_workload,
             "status": np.asarray(self.status, dtype=object).tolist() if not isinstance(
-                self.status, Status) else self.status.value,
+                self.status, DynamicsStatus) else self.status.value,
             "cells": list(self.names), "mechanism": self.mechanism, "cost": self.cost,
             "dt": self.dt, "stepsize": self.stepsize,
         }

@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from ..errors import ModelError, SolverError, Status
+from ..errors import ModelError, SolverError, SolveStatus
+from ._result import GameResult, _check_objective, evaluate_flow
 from .game import RoutingGame
 from .metrics import all_or_nothing, shortest_path_cost, shortest_paths
-from .solve import GameResult, _check_objective, evaluate_flow
 
 __all__ = ["frank_wolfe", "FWTrace"]
 
@@ -136,7 +136,7 @@ def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = 
     tau_prev = 0.0
     times, gaps = [], []
     F_best, best_gap = F, np.inf
-    status = Status.MAX_ITERATIONS
+    status = SolveStatus.MAX_ITERATIONS
     it = 0
     while it < max_iter:
         it += 1
@@ -150,7 +150,7 @@ def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = 
         if gap < best_gap:  # the gap is not monotone: return the best iterate seen
             F_best, best_gap = F, gap
         if gap <= tol:
-            status = Status.CONVERGED
+            status = SolveStatus.OPTIMAL
             break
         if times[-1] > time_limit:
             break
@@ -165,7 +165,7 @@ def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = 
         S_prev2, S_prev, tau_prev = S_prev, S, tau
     res = evaluate_flow(game, F_best, objective, status=status, solver=f"frank_wolfe:{method}",
                         seconds=time.perf_counter() - t_start, iterations=it)
-    if throw and status is not Status.CONVERGED:
+    if throw and status is not SolveStatus.OPTIMAL:
         raise SolverError(f"frank_wolfe ({method}): relative gap {res.relative_gap:.3g} > "
                           f"tol {tol:g} after {it} iterations", solver="frank_wolfe",
                           status=status.value)

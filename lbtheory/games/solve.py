@@ -20,82 +20,19 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ModelError, SolverError, Status
+from ..errors import SolverError, SolveStatus
+from ._result import GameResult, Objective, _check_objective, evaluate_flow
 from .arccosts import ServiceArc
+from .frank_wolfe import frank_wolfe, polish_flows
 from .game import RoutingGame
-from .metrics import gap_measures, shortest_path_cost, shortest_paths
+from .metrics import shortest_path_cost, shortest_paths
 
 __all__ = ["GameResult", "wardrop_equilibrium", "system_optimum", "price_of_anarchy",
            "evaluate_flow", "Objective"]
 
-Objective = str  # "wardrop" | "system_optimum"
 #: Relative gap below which polished flows count as optimal even if the conic solver said
 #: "optimal_inaccurate".
 POLISHED_GAP = 1e-10
-_OBJECTIVES = ("wardrop", "system_optimum")
-
-
-@dataclasses.dataclass(frozen=True)
-class GameResult:
-    """A routing-game solution.
-
-    Attributes:
-        objective: ``"wardrop"`` or ``"system_optimum"``.
-        arc_flow: x_a (m,), flow units, arc order of the game.
-        origin_flow: f_ka (K × m), flow of origin k on arc a.
-        arc_cost: ℓ_a(x_a) (m,).
-        beckmann_objective: Σ_a ∫_0^{x_a} ℓ_a (cost × flow units, the data's own units).
-        total_travel_time: Σ_a x_a ℓ_a(x_a) (TSTT).
-        relative_gap: (TSTT − SPTT)/TSTT under ℓ (Wardrop) or under marginal costs (system
-            optimum).
-        average_excess_cost: (TSTT − SPTT)/total demand, same costs as the gap.
-        status: solver outcome.
-        solver: solver name; seconds: wall time; iterations: solver iterations (if known).
-    """
-
-    objective: str
-    arc_flow: np.ndarray
-    origin_flow: np.ndarray
-    arc_cost: np.ndarray
-    beckmann_objective: float
-    total_travel_time: float
-    relative_gap: float
-    average_excess_cost: float
-    status: Status
-    solver: str = ""
-    seconds: float = 0.0
-    iterations: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of the CLI (arc order as in the game)."""
-        return {"arc_flow": [float(v) for v in self.arc_flow],
-                "beckmann_objective": self.beckmann_objective,
-                "total_travel_time": self.total_travel_time,
-                "relative_gap": self.relative_gap,
-                "average_excess_cost": self.average_excess_cost,
-                "status": self.status.value}
-
-
-def _check_objective(objective: str) -> str:
-    if objective not in _OBJECTIVES:
-        raise ModelError(f"objective: expected one of {_OBJECTIVES}, got {objective!r}")
-    return objective
-
-
-def evaluate_flow(game: RoutingGame, origin_flow: np.ndarray, objective: str, *,
-                  status: Status = Status.OPTIMAL, solver: str = "", seconds: float = 0.0,
-                  iterations: int = 0) -> GameResult:
-    """Build a :class:`GameResult` (costs, objectives, gaps) from origin flows (K × m)."""
-    _check_objective(objective)
-    f = np.maximum(np.asarray(origin_flow, dtype=float), 0.0)
-    x = f.sum(axis=0)
-    bank = game.costs
-    cost = bank.cost(x)
-    check = cost if objective == "wardrop" else bank.marginal(x)
-    gap, aec = gap_measures(game, x, check)
-    return GameResult(objective, x, f, cost, float(bank.potential(x).sum()),
-                      float(bank.total(x).sum()), float(gap), float(aec), status, solver,
-                      seconds, iterations)
 
 
 def _layout(game: RoutingGame):
@@ -122,7 +59,6 @@ def _layout(game: RoutingGame):
 def _scales(game: RoutingGame, objective: str, flow_scale: float) -> tuple[float, np.ndarray]:
     """Objective scale (free-flow shortest-path cost) and typical arc flows (after 5
     bi-conjugate FW steps; zeros when the all-or-nothing start is infeasible), for conditioning."""
-    from .frank_wolfe import frank_wolfe
 
     c0 = game.costs.cost(np.zeros(game.n_arcs))
     ref = shortest_path_cost(game, shortest_paths(game, c0)[0])
@@ -168,26 +104,26 @@ def _solve_cvxpy(game: RoutingGame, objective: str, solver: str | None,
     except cp.error.SolverError as exc:
         raise SolverError(f"routing game ({objective}): solver {name} failed: {exc}",
                           solver=name, status="error") from None
-    st = {cp.OPTIMAL: Status.OPTIMAL, cp.OPTIMAL_INACCURATE: Status.INACCURATE}.get(
-        prob.status, Status.FAILED)
-    if st is Status.FAILED or v.value is None:
+    st = {cp.OPTIMAL: SolveStatus.OPTIMAL,
+          cp.OPTIMAL_INACCURATE: SolveStatus.OPTIMAL_INACCURATE}.get(prob.status,
+                                                                     SolveStatus.FAILED)
+    if st is SolveStatus.FAILED or v.value is None:
         if throw:
             raise SolverError(f"routing game ({objective}): solver {name} returned status "
                               f"{prob.status!r}", solver=name, status=str(prob.status))
         nan = np.full((len(game.origins), game.n_arcs), np.nan)
         return GameResult(objective, nan.sum(axis=0), nan, nan.sum(axis=0), np.nan, np.nan,
-                          np.nan, np.nan, Status.FAILED, name, time.perf_counter() - t0)
+                          np.nan, np.nan, SolveStatus.FAILED, name, time.perf_counter() - t0)
     f = np.zeros((len(game.origins), game.n_arcs))
     f[kv, av] = scale * np.maximum(v.value, 0.0)
     if polish:
-        from .frank_wolfe import polish_flows
 
         f = polish_flows(game, f, objective)
     iters = int(getattr(prob.solver_stats, "num_iters", 0) or 0)
     res = evaluate_flow(game, f, objective, status=st, solver=name,
                         seconds=time.perf_counter() - t0, iterations=iters)
-    if polish and st is Status.INACCURATE and 0 <= res.relative_gap <= POLISHED_GAP:
-        res = dataclasses.replace(res, status=Status.OPTIMAL)  # the polished flows are optimal
+    if polish and st is SolveStatus.OPTIMAL_INACCURATE and 0 <= res.relative_gap <= POLISHED_GAP:
+        res = dataclasses.replace(res, status=SolveStatus.OPTIMAL)  # the polished flows are optimal
     return res
 
 

@@ -15,6 +15,7 @@ Three answers to "with these delays, is this stepsize safe, and how far from the
   with the measured decay or growth rate.
 """
 
+from ..errors import BoundaryEquilibriumError, StepsizeError
 from ._critical import (
     CriticalStepsize,
     ScaleCrossing,
@@ -26,7 +27,6 @@ from ._critical import (
 )
 from ._dde import LinearDDE, RootSet, collocation_matrix, newton_root, rightmost_roots
 from ._empirical import EmpiricalCheck, empirical_check, envelope_rate
-from ._errors import BoundaryEquilibriumError, StepsizeError
 from ._linearise import (
     Linearisation,
     OperatingPoint,

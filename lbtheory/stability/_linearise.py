@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..costs import CostKind, cell_cost, cell_cost_prime, static_cost
+from ..errors import BoundaryEquilibriumError, StepsizeError
 from ..network import CellNetwork
 from ._dde import LinearDDE, structural_zero_count
-from ._errors import BoundaryEquilibriumError, StepsizeError
 
 __all__ = ["OperatingPoint", "Linearisation", "operating_point", "linearise", "empirical_rule",
            "check_stepsize"]

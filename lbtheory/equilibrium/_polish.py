@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .costs import CostKind, cell_cost, cell_cost_prime, static_cost
-from .network import CellNetwork, min_cost_routing
+from ..costs import CostKind, cell_cost, cell_cost_prime, static_cost
+from ..network import CellNetwork, min_cost_routing
 
 __all__ = ["polish_flows"]
 

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import DataFormatError
+from ..errors import DataFormatError
 
 __all__ = ["Trace", "TraceOrderWarning", "read_trace", "trace_from_arrays", "COLUMN_ALIASES"]
 

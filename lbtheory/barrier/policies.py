@@ -1,17 +1,17 @@
-"""Routers. For the BalanceRoute barrier simulator: decode-slot routers (baselines and BR-0 / BR-H).
+"""Decode-slot policies by name for the BalanceRoute barrier simulator (baselines and BR-0 / BR-H).
 
 :func:`make_router` builds any of :data:`BARRIER_POLICIES` by name.
 """
 
 from __future__ import annotations
 
-from ..barrier.predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
-from ..barrier.protocol import Router
-from ..barrier.sim import decode_steps
 from ..errors import ModelError
-from ..traces import Trace
-from .balanceroute import BRParams, allocate, br0, brh
+from ..workloads import Trace
 from .baselines import jsq, jsq_tokens, power_of_two, random_router, round_robin
+from .predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
+from .protocol import Router
+from .schedulers import BRParams, allocate, br0, brh
+from .sim import decode_steps
 
 __all__ = [
     "BARRIER_POLICIES", "make_router", "parse_policies", "BRParams", "allocate", "br0", "brh",

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 
-from .errors import DataFormatError
+from ..errors import DataFormatError
 
 __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
            "read_tntp_flow", "load_tntp_game", "LINK_FIELDS"]
@@ -273,8 +273,8 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
             (naming the trips file, the line and the ``destination`` field), or more zones in
             the trips file than nodes in the network.
     """
-    from .games.arccosts import bpr, constant
-    from .games.game import Commodity, GameArc, RoutingGame
+    from .arccosts import bpr, constant
+    from .game import Commodity, GameArc, RoutingGame
 
     net = read_tntp_network(net_path)
     trips = read_tntp_trips(trips_path)

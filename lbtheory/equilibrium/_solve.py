@@ -30,7 +30,11 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._eqresult import (
+from ..costs import CostKind, flow_cost, flow_potential, static_cost
+from ..errors import SolverError, SolveStatus
+from ..models import ExpSaturation, MM1Latency, ServiceModel
+from ..network import CellNetwork, max_slack_flows
+from ._result import (
     _KIND_OF_COST,
     EquilibriumResult,
     _arc_cost_matrix,
@@ -39,10 +43,6 @@ from ._eqresult import (
     _rif_least_network_time,
     optimality_residuals,
 )
-from .costs import CostKind, flow_cost, flow_potential, static_cost
-from .errors import SolverError, Status
-from .models import ExpSaturation, MM1Latency, ServiceModel
-from .network import CellNetwork, max_slack_flows
 
 __all__ = [
     "EquilibriumResult",
@@ -341,16 +341,16 @@ class EquilibriumProblem:
             flows = self._flows()
             result = _assemble(net, self.cost, flows, self._src, self._dst, status, self.solver,
                                it, polish=polish)
-            if self.cost is CostKind.RIF and status in (Status.OPTIMAL, Status.INACCURATE):
+            if self.cost is CostKind.RIF and status.solved:
                 result = _rif_least_network_time(net, result)
-            if result.residual <= tol or status not in (Status.OPTIMAL, Status.INACCURATE):
+            if result.residual <= tol or not status.solved:
                 break
             if not len(self._cut_cells):
                 if self.solver == "CLARABEL" and not solver_options and it == 1:
                     solver_options = dict(_TIGHT_CLARABEL)  # one tighter solve, then polish
                     continue
                 # still above tol: say so in the status (the residual is reported either way)
-                result = dataclasses.replace(result, status=Status.INACCURATE)
+                result = dataclasses.replace(result, status=SolveStatus.OPTIMAL_INACCURATE)
                 break
             if it >= max_iterations:
                 msg = (f"cutting-plane refinement for the {_KIND_OF_COST[self.cost]} program did "
@@ -358,12 +358,12 @@ class EquilibriumProblem:
                        f"{result.residual:.3g}) with solver {self.solver}")
                 if throw:
                     raise SolverError(msg, solver=self.solver, status="max_iterations")
-                result = dataclasses.replace(result, status=Status.MAX_ITERATIONS)
+                result = dataclasses.replace(result, status=SolveStatus.MAX_ITERATIONS)
                 break
             self._add_cuts(result.inflow[self._cut_cells])
         return result
 
-    def _solve_once(self, throw: bool, **options: Any) -> Status:
+    def _solve_once(self, throw: bool, **options: Any) -> SolveStatus:
         """One conic solve; if the default solver fails, retry it with shorter steps, then SCS."""
         attempts = [(self.solver, options)]
         if self._fallback and not options:
@@ -382,15 +382,15 @@ class EquilibriumProblem:
                 continue
             st = self.problem.status
             if st == cp.OPTIMAL:
-                return Status.OPTIMAL
+                return SolveStatus.OPTIMAL
             if st == cp.OPTIMAL_INACCURATE:
-                return Status.INACCURATE
+                return SolveStatus.OPTIMAL_INACCURATE
             failures.append(f"{solver}: status {st!r}")
         if throw:
             raise SolverError(f"the {_KIND_OF_COST[self.cost]} program failed: "
                               f"{'; '.join(failures)}", solver=self.solver,
                               status=failures[0] if failures else "failed")
-        return Status.FAILED
+        return SolveStatus.FAILED
 
     def _flows(self) -> np.ndarray:
         v = self.flow.value
@@ -502,7 +502,7 @@ def demand_sweep(net: CellNetwork, scales: np.ndarray | list[float], *,
     reported as NaN. Returns arrays ``scale``, ``utilisation`` (Λ/Σμ̄), ``price_of_anarchy``,
     ``rif_ratio`` and mean latencies (s) ``wardrop``, ``system_optimum``, ``rif``.
     """
-    from .errors import InfeasibleDemandError
+    from ..errors import InfeasibleDemandError
 
     scales = np.asarray(scales, dtype=float)
     probs = {k: EquilibriumProblem(net, c, solver=solver) for k, c in

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..barrier.protocol import ClusterView, Router
+from .protocol import ClusterView, Router
 
 __all__ = ["random_router", "round_robin", "power_of_two", "jsq", "jsq_tokens"]
 

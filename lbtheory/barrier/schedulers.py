@@ -30,7 +30,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..barrier.fscore import (
+from ..errors import ModelError
+from .fscore import (
     best_subset,
     discount_vector,
     expected_contribution,
@@ -41,8 +42,7 @@ from ..barrier.fscore import (
     score_peak,
     subset_table,
 )
-from ..barrier.protocol import ClusterView, Router
-from ..errors import ModelError
+from .protocol import ClusterView, Router
 
 __all__ = ["BRParams", "br0", "brh", "allocate"]
 

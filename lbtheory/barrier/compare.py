@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..barrier.sim import DecodeConfig, DecodeResult, simulate_decode
-from ..traces import Trace
-from . import BRParams, make_router, parse_policies
+from ..workloads import Trace
+from .policies import BRParams, make_router, parse_policies
+from .sim import DecodeConfig, DecodeResult, simulate_decode
 
 __all__ = ["compare_policies", "summary_table"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
+from ..games import system_optimum, wardrop_equilibrium
 from ..io import dumps_json
-from .solve import system_optimum, wardrop_equilibrium
 
 __all__ = ["run_tntp", "tntp_report"]
 
@@ -22,7 +22,7 @@ def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike) -> d
         :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
         in the file's units).
     """
-    from ..tntp import load_tntp_game
+    from ..games.tntp import load_tntp_game
 
     game = load_tntp_game(net_path, trips_path)
     ue = wardrop_equilibrium(game)

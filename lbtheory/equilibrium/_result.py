@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from ..costs import CostKind, cell_cost, static_cost
+from ..costs import total_latency_rate as _total_latency_rate
+from ..errors import SolveStatus
+from ..network import CellNetwork, min_cost_routing
 from ._polish import polish_flows
-from .costs import CostKind, cell_cost, static_cost
-from .costs import total_latency_rate as _total_latency_rate
-from .errors import Status
-from .network import CellNetwork, min_cost_routing
 
 #: routing weight above which an arc counts as "used" in the cost-spread residual
 USED_ARC_TOL = 1e-6
@@ -40,7 +40,7 @@ class EquilibriumResult:
         cost_spread: max_i (max cost on a used arc − c*_i)/c*_i, arcs with x_ij > 1e-6.
         flow_residual: max_j |z_j − μ_j(N_j)|/μ̄_j (flow balance (5)).
         demand_residual: max_i |Σ_j λ_i x_ij − λ_i|/λ_i.
-        status: solver status (``Status.OPTIMAL`` on success).
+        status: solver status (``SolveStatus.OPTIMAL`` on success).
         solver: solver name; iterations: outer (cutting-plane) iterations.
     """
 
@@ -58,7 +58,7 @@ class EquilibriumResult:
     cost_spread: float
     flow_residual: float
     demand_residual: float
-    status: Status
+    status: SolveStatus
     solver: str
     iterations: int = 1
 
@@ -90,25 +90,25 @@ _KIND_OF_COST = {CostKind.LATENCY: "wardrop", CostKind.GRADIENT: "system_optimum
 
 # ----------------------------------------------------------------------------- assembly
 def _assemble(net: CellNetwork, cost: CostKind, flows: np.ndarray, src: np.ndarray,
-              dst: np.ndarray, status: Status, solver: str, iterations: int,
+              dst: np.ndarray, status: SolveStatus, solver: str, iterations: int,
               polish: bool = True) -> EquilibriumResult:
     n = net.n
     F = np.zeros((n, n))
     np.add.at(F, (src, dst), flows)
     raw = _assemble_flows(net, cost, F, status, solver, iterations)
-    if not polish or status not in (Status.OPTIMAL, Status.INACCURATE) or raw.residual < 1e-12:
+    if not polish or not status.solved or raw.residual < 1e-12:
         return raw
     Fp = polish_flows(net, cost, F)
     if Fp is None:
         return raw
     pol = _assemble_flows(net, cost, Fp, status, solver, iterations)
     if pol.residual < raw.residual:
-        return dataclasses.replace(pol, status=Status.OPTIMAL if pol.residual <= 1e-6
+        return dataclasses.replace(pol, status=SolveStatus.OPTIMAL if pol.residual <= 1e-6
                                    else pol.status)
     return raw
 
 
-def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: Status,
+def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: SolveStatus,
                     solver: str, iterations: int) -> EquilibriumResult:
     n = net.n
     lam = net.arrival_rates
@@ -147,7 +147,7 @@ def _arc_cost_matrix(net: CellNetwork, cost: CostKind, N: np.ndarray) -> np.ndar
 
 
 def _finish(net: CellNetwork, cost: CostKind, routing: np.ndarray, z: np.ndarray, N: np.ndarray,
-            status: Status, solver: str, iterations: int,
+            status: SolveStatus, solver: str, iterations: int,
             demand_residual: float) -> EquilibriumResult:
     C = _arc_cost_matrix(net, cost, N)
     res = optimality_residuals(net, routing, cost, workload=N, inflow=z)

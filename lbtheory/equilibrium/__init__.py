@@ -1,0 +1,36 @@
+"""Equilibria of cell networks (THEORY §5): Wardrop, system optimum, RIF equilibrium, PoA.
+
+Modules: :mod:`._solve` (the CVXPY programs, built once with parameters; the DCP-form registry;
+the verbs), :mod:`._result` (:class:`EquilibriumResult`, Definition-1 residuals) and
+:mod:`._polish` (the one active-set Newton polish of the KKT system, used here and by
+:mod:`lbtheory.stability` for its operating point).
+"""
+
+from ._result import EquilibriumResult, optimality_residuals
+from ._solve import (
+    DCP_FORMS,
+    EquilibriumProblem,
+    PoAResult,
+    dcp_potential_value,
+    demand_sweep,
+    price_of_anarchy,
+    solve_equilibrium,
+    solve_rif,
+    solve_system_optimum,
+    solve_wardrop,
+)
+
+__all__ = [
+    "EquilibriumResult",
+    "EquilibriumProblem",
+    "PoAResult",
+    "solve_equilibrium",
+    "solve_wardrop",
+    "solve_system_optimum",
+    "solve_rif",
+    "price_of_anarchy",
+    "optimality_residuals",
+    "DCP_FORMS",
+    "dcp_potential_value",
+    "demand_sweep",
+]

@@ -1,0 +1,187 @@
+"""The house rules of docs/DESIGN.md, checked on the source: no import cycles, small modules.
+
+The import graph is read from the AST of every module (top-level *and* function-local imports —
+a lazy import is still a dependency), at the granularity DESIGN.md states its rule: the top-level
+packages and modules of ``lbtheory`` (``lbtheory.games``, ``lbtheory.network``, ...). Inside a
+subpackage, private modules form their own graph, which must also be acyclic. ``lbtheory/__init__``
+is the lazy facade that re-exports everything and is not part of the graph.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "lbtheory"
+MAX_LINES = 600
+
+#: DESIGN.md's layers, top to bottom: a unit may import only units in later layers (or its own).
+LAYERS: list[set[str]] = [
+    {"cli", "commands"},
+    {"sweep"},
+    {"intelligent"},
+    {"sim"},
+    {"routers"},
+    {"barrier"},
+    {"stability"},
+    {"fluid"},
+    {"equilibrium"},
+    {"games"},
+    {"workloads"},
+    {"io"},
+    {"instances"},
+    {"network"},
+    {"costs"},
+    {"models"},
+    {"simplex"},
+    {"stats", "plotting"},
+    {"errors", "_array"},
+]
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the lbtheory modules that ``path`` imports (anywhere in the file)."""
+    name = _module_name(path)
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("lbtheory"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if not mod.startswith("lbtheory"):
+                continue
+            out.add(mod)
+            for a in node.names:  # `from . import commands` names a module
+                out.add(f"{mod}.{a.name}")
+    return out
+
+
+def _all_modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _unit(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    color: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(u: str) -> list[str] | None:
+        color[u] = 1
+        stack.append(u)
+        for v in sorted(graph.get(u, ())):
+            if color.get(v) == 1:
+                return stack[stack.index(v):] + [v]
+            if v not in color and (cyc := visit(v)):
+                return cyc
+        stack.pop()
+        color[u] = 2
+        return None
+
+    for u in sorted(graph):
+        if u not in color and (cyc := visit(u)):
+            return cyc
+    return None
+
+
+def _unit_graph() -> dict[str, set[str]]:
+    mods = _all_modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        src = _unit(name)
+        if not src:  # the facade lbtheory/__init__.py
+            continue
+        for dep in _imports(path):
+            if dep not in mods and dep.rpartition(".")[0] in mods:
+                dep = dep.rpartition(".")[0]  # `from .x import name`
+            dst = _unit(dep)
+            if dst and dst != src:
+                graph.setdefault(src, set()).add(dst)
+    return graph
+
+
+def test_cycle_detector_finds_a_planted_cycle() -> None:
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+def test_import_parser_resolves_relative_and_lazy_imports(tmp_path: Path) -> None:
+    mods = _imports(PKG / "games" / "solve.py")
+    assert "lbtheory.errors" in mods and "lbtheory.games.game" in mods
+    mods = _imports(PKG / "cli.py")  # `from . import commands` inside a function
+    assert "lbtheory.commands" in mods
+
+
+def test_no_import_cycle_between_units() -> None:
+    cycle = _find_cycle(_unit_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_imports_go_down_the_layers() -> None:
+    rank = {u: i for i, layer in enumerate(LAYERS) for u in layer}
+    wrong = []
+    for src, dsts in _unit_graph().items():
+        assert src in rank, f"lbtheory.{src} is not in DESIGN.md's layout (add it to LAYERS)"
+        wrong += [f"{src} -> {d}" for d in dsts if rank[d] < rank[src]]
+    assert not wrong, "imports going up the layout: " + ", ".join(sorted(wrong))
+
+
+@pytest.mark.parametrize("package", sorted({_unit(m) for m in _all_modules() if _unit(m)}))
+def test_no_import_cycle_inside_a_package(package: str) -> None:
+    mods = {n: p for n, p in _all_modules().items() if _unit(n) == package}
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        for dep in _imports(path):
+            if dep not in mods and dep.rpartition(".")[0] in mods:
+                dep = dep.rpartition(".")[0]
+            # a package's __init__ re-exports its modules: not a dependency of theirs
+            if dep in mods and dep != name and not path.name == "__init__.py":
+                if mods[dep].name != "__init__.py":
+                    graph.setdefault(name, set()).add(dep)
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_modules_stay_small() -> None:
+    big = {str(p.relative_to(PKG.parent)): n for p in PKG.rglob("*.py")
+           if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines (split them): {big}"
+
+
+def test_library_code_never_prints() -> None:
+    offenders = []
+    for name, path in _all_modules().items():
+        if _unit(name) in ("cli", "commands"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "print"):
+                offenders.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
+    assert not offenders, "print() outside the CLI: " + ", ".join(offenders)
+
+
+def test_facade_exports_resolve() -> None:
+    import lbtheory
+
+    for name in lbtheory.__all__:
+        assert getattr(lbtheory, name) is not None, name
