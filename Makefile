@@ -26,7 +26,25 @@ test: $(STAMP) lint
 experiments: $(STAMP)
 	@for f in experiments/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
-figures: experiments
+# Figures only read results: each result file is made by its experiment when it is missing (an
+# existing result is never re-run; `make experiments` or deleting the file re-runs it).
+RES     := experiments/results
+RESULTS := $(RES)/poa_braess/poa_vs_demand.json $(RES)/balanceroute/horizon.json \
+           $(RES)/stability_chart/stability_chart.json $(RES)/fluid_six_policies/results.json
+
+$(RES)/poa_braess/poa_vs_demand.json: | $(STAMP)
+	$(BIN)/python experiments/poa_braess.py
+
+$(RES)/balanceroute/horizon.json: | $(STAMP)  # also writes scaling.json, load_traces.json
+	$(BIN)/python experiments/balanceroute.py
+
+$(RES)/stability_chart/stability_chart.json: | $(STAMP)
+	$(BIN)/python experiments/stability_chart.py
+
+$(RES)/fluid_six_policies/results.json: | $(STAMP)
+	$(BIN)/python experiments/fluid_six_policies.py
+
+figures: $(RESULTS) | $(STAMP)
 	@for f in paper_figures/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 benchmarks: $(STAMP)

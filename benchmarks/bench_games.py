@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lbtheory.games import frank_wolfe, grid_game, wardrop_equilibrium
+from lbtheory.games import FWMethod, frank_wolfe, grid_game, wardrop_equilibrium
 from lbtheory.games.tntp import load_tntp_game
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def run_case(game, repeats: int, limit: float) -> dict[str, list[float]]:
         for tgt in TARGETS:
             out.setdefault(f"cvxpy@{tgt:g}", []).append(dt if res.relative_gap <= tgt
                                                         else float("nan"))
-        for m in ("fw", "cfw", "bfw"):
+        for m in FWMethod:
             _, tr = frank_wolfe(game, method=m, tol=min(TARGETS), time_limit=limit)
             for tgt in TARGETS:
                 out.setdefault(f"{m}@{tgt:g}", []).append(time_to(tr, tgt))
@@ -68,7 +68,7 @@ def main() -> None:
         res = run_case(game, reps, args.limit)
         for tgt in TARGETS:
             base = statistics.median(res[f"cvxpy@{tgt:g}"])
-            for m in ("cvxpy", "fw", "cfw", "bfw"):
+            for m in ("cvxpy", *FWMethod):
                 med = statistics.median(res[f"{m}@{tgt:g}"])
                 txt = f"{med:10.3f}" if np.isfinite(med) else f"{'>' + str(args.limit):>10}"
                 ratio = med / base if np.isfinite(med) and np.isfinite(base) else float("nan")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lbtheory.games import braess, system_optimum, wardrop_equilibrium
+from lbtheory.games import braess, price_of_anarchy, wardrop_equilibrium
 from lbtheory.io import run_manifest, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,14 +30,14 @@ def main() -> None:
     demands = np.linspace(0.25, 30.25, 13 if args.quick else 121)
     rows = []
     for d in demands:
-        ue = wardrop_equilibrium(braess(float(d)))
-        so = system_optimum(braess(float(d)))
+        poa = price_of_anarchy(braess(float(d)))
+        ue, so = poa.wardrop, poa.optimum
         nb = wardrop_equilibrium(braess(float(d), bridge=False))
         rows.append({"demand": float(d), "wardrop_tstt": ue.total_travel_time,
                      "system_optimum_tstt": so.total_travel_time,
                      "no_bridge_tstt": nb.total_travel_time,
                      "bridge_flow": float(ue.arc_flow[3]),
-                     "price_of_anarchy": ue.total_travel_time / so.total_travel_time,
+                     "price_of_anarchy": poa.ratio,
                      "max_relative_gap": max(ue.relative_gap, so.relative_gap, nb.relative_gap)})
     best = max(rows, key=lambda r: r["price_of_anarchy"])
     print(f"max PoA {best['price_of_anarchy']:.6f} at demand {best['demand']:.3f}; "

@@ -30,25 +30,40 @@ for _mod, _names in {
     "costs": ("CostKind", "cell_cost", "cell_cost_prime", "static_cost", "arc_costs",
               "flow_cost", "flow_potential", "total_latency_rate"),
     "network": ("Cell", "Arc", "CellNetwork", "FeasibilityReport"),
-    "simplex": ("project_simplex", "project_tangent_cone", "simplex_argmin"),
+    "simplex": ("project_simplex", "project_tangent_cone", "simplex_argmin", "flow_update"),
     "io": ("load_topology", "topology_from_dict", "topology_to_dict", "write_json_atomic",
            "run_manifest"),
     "instances": ("symmetric_two_cell", "spill_example", "mm1_pigou", "mm1_pigou_poa",
                   "random_network", "full_mesh"),
     "stats": ("percentile", "percentiles", "summarize"),
     "workloads": ("Trace", "read_trace", "trace_from_arrays"),
-    "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "wardrop_equilibrium",
-              "system_optimum", "frank_wolfe", "to_routing_game", "load_tntp_game"),
+    "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "GamePoAResult", "Objective",
+              "FWMethod", "wardrop_equilibrium", "system_optimum", "frank_wolfe",
+              "to_routing_game", "load_tntp_game"),
     "equilibrium": ("EquilibriumProblem", "EquilibriumResult", "PoAResult", "solve_equilibrium",
                     "solve_wardrop", "solve_system_optimum", "solve_rif", "price_of_anarchy",
                     "optimality_residuals", "demand_sweep"),
-    "fluid": ("simulate_fluid", "simulate_fluid_batch", "fluid_sensitivity", "FluidSolution"),
+    "fluid": ("simulate_fluid", "simulate_fluid_batch", "fluid_sensitivity", "FluidSolution",
+              "Mechanism"),
     "stability": ("critical_stepsize", "assess_stepsize", "check_stepsize", "empirical_rule",
                   "operating_point", "linearise", "CriticalStepsize"),
     "barrier": ("step_imbalance", "fscore_br0", "simulate_decode", "DecodeConfig",
                 "StepTimeModel", "make_router", "compare_policies"),
+    # DLB's routers and event simulator; their make_router stays in lbtheory.routers (the name
+    # here is barrier's)
+    "routers": ("RouterView", "DiscreteRouter", "FlowRouter", "RandomRouter", "MNLBRouter",
+                "JSQRouter", "PowerOfDRouter", "RoundRobinRouter", "ErrorAversion",
+                "AffinityRouter", "POLICY_NAMES"),
+    "sim": ("simulate", "SimResult", "Scenario", "load_scenario", "scenario_from_dict",
+            "generate_arrivals", "appendix_b_scenario", "Estimation"),
+    "intelligent": ("ClusterConfig", "ClusterSim", "run_router", "make_heuristic",
+                    "IterationTimeModel", "fit_iteration_model", "calibrate_impact",
+                    "fit_length_predictor", "mix_traces"),
 }.items():
     for _name in _names:
+        if _name in _EXPORTS:  # one name, one definition: a clash is a packaging error
+            raise ImportError(f"lbtheory: {_name!r} re-exported from both lbtheory.{_mod} and "
+                              f"lbtheory.{_EXPORTS[_name]}")
         _EXPORTS[_name] = _mod
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,8 +1,13 @@
 """The ``lbtheory`` command.
 
 Subcommands live in :mod:`lbtheory.commands`, one module each, discovered automatically. A command
-module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Any
+module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int`` (and may
+define ``EPILOG``, examples shown at the end of its ``--help``). Any
 :class:`~lbtheory.errors.LBTheoryError` becomes a one-line ``error: ...`` on stderr and exit code 2.
+
+Exit codes: 0 success; 1 the command ran and a check it performs failed (``stepsize``: the verdict
+is UNSTABLE); 2 bad input (a malformed file, an invalid option, an output that cannot be written)
+or a failed solve.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from .errors import LBTheoryError
@@ -18,15 +24,49 @@ from .errors import LBTheoryError
 __all__ = ["main", "build_parser"]
 
 
+#: Subcommands in the order of the README's CLI tour; others follow alphabetically.
+COMMAND_ORDER: tuple[str, ...] = ("equilibrium", "fluid", "stepsize", "barrier", "simulate",
+                                  "intelligent")
+
+#: Examples for subcommands whose module defines no ``EPILOG``.
+_EXAMPLES: dict[str, str] = {
+    "equilibrium": "examples:\n"
+                   "  lbtheory equilibrium examples/three_cells.yaml --plot out/three_cells.png\n"
+                   "  lbtheory equilibrium examples/tntp/Braess-Example/Braess_net.tntp \\\n"
+                   "      --trips examples/tntp/Braess-Example/Braess_trips.tntp --json",
+    "fluid": "example:\n  lbtheory fluid examples/three_cells.yaml --mechanism flow --cost "
+             "gradient "
+             "--stepsize 0.5 --t1 60 --plot out/fluid.png",
+    "stepsize": "example:\n  lbtheory stepsize examples/three_cells.yaml --stepsize 0.05\n"
+                "exit code 1 when the verdict is UNSTABLE (0 stable, 2 bad input)",
+    "barrier": "example:\n  lbtheory barrier examples/traces/AzureLLMInferenceTrace_conv.csv "
+               "--replicas 8 --limit 2000",
+    "simulate": "example:\n  lbtheory simulate examples/sim_two_cells.yaml --json",
+}
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after each option's help (unless it already states one, or there is none
+    to show); description and epilog kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text.lower() or action.default is None or action.default is False
+                or action.default == argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def _command_modules() -> list:
     from . import commands
 
     mods = []
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+    for info in pkgutil.iter_modules(commands.__path__):
         if info.name.startswith("_"):
             continue
         mods.append(importlib.import_module(f"{commands.__name__}.{info.name}"))
-    return mods
+    rank = {name: k for k, name in enumerate(COMMAND_ORDER)}
+    return sorted(mods, key=lambda m: (rank.get(m.NAME, len(rank)), m.NAME))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,14 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for mod in _command_modules():
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=textwrap.fill(mod.HELP, 79),
+                           epilog=getattr(mod, "EPILOG", None) or _EXAMPLES.get(mod.NAME),
+                           formatter_class=_HelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code (0 ok, 2 bad input or failed solve)."""
+    """Entry point; returns the process exit code (0 ok, 1 a check failed, 2 bad input or a
+    failed solve)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -56,8 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LBTheoryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+    except OSError as exc:  # missing file, a directory, no permission, disk full, ...
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
 
 

@@ -122,8 +122,6 @@ class SolveStatus(enum.StrEnum):
         """True when a solution was returned (optimal or optimal-inaccurate)."""
         return self in (SolveStatus.OPTIMAL, SolveStatus.OPTIMAL_INACCURATE)
 
-    def __str__(self) -> str:
-        return self.value
 
 
 class DynamicsStatus(enum.StrEnum):
@@ -138,8 +136,6 @@ class DynamicsStatus(enum.StrEnum):
     #: the horizon ended while the state was still moving, neither settled nor oscillating.
     MAX_STEPS = "max_steps"
 
-    def __str__(self) -> str:
-        return self.value
 
 
 class StepsizeStatus(enum.StrEnum):
@@ -150,5 +146,3 @@ class StepsizeStatus(enum.StrEnum):
     #: a crossing was found but another root lies to its right (or the check could not run).
     UNVERIFIED = "unverified"
 
-    def __str__(self) -> str:
-        return self.value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import ModelError
 from .models import MM1Latency, ServiceModel, SoftplusLatency
 from .network import Arc, Cell, CellNetwork
 
@@ -71,8 +72,14 @@ def mm1_pigou(*, u: float = 1.0, r: float = 0.5, remote_capacity: float = 1e5,
 
 
 def mm1_pigou_poa(u: float = 1.0, r: float = 0.5) -> float:
-    """Closed-form PoA ½(1 + √(u/(u − r))) of :func:`mm1_pigou` (in the limit)."""
-    return 0.5 * (1.0 + np.sqrt(u / (u - r)))
+    """Closed-form PoA ½(1 + √(u/(u − r))) of :func:`mm1_pigou` (in the limit; dimensionless).
+
+    The one definition of this closed form (also :func:`lbtheory.games.mm1_two_link_poa`, the
+    same M/M/1-beside-a-constant-link game). Raises ModelError unless 0 ≤ r < u.
+    """
+    if not (np.isfinite(u) and np.isfinite(r) and 0.0 <= r < u):
+        raise ModelError(f"mm1_pigou_poa: expected 0 <= r < u, got u={u!r}, r={r!r}")
+    return float(0.5 * (1.0 + np.sqrt(u / (u - r))))
 
 
 def random_network(rng: np.random.Generator, n: int, *, utilisation: float = 0.7,

@@ -25,6 +25,8 @@ __all__ = [
     "write_bytes_atomic",
     "write_json_atomic",
     "save_figure_atomic",
+    "check_output_path",
+    "FIGURE_FORMATS",
     "package_versions",
     "run_manifest",
     "load_topology",
@@ -100,14 +102,77 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None =
     return write_text_atomic(path, dumps_json(obj, indent=indent) + "\n")
 
 
+#: File suffixes ``save_figure_atomic`` writes (matplotlib's Agg/vector backends).
+FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg",
+                                   "tif", "tiff", "webp")
+
+
+def check_output_path(path: str | os.PathLike, *, what: str = "output", flag: str = "",
+                      formats: tuple[str, ...] | None = None) -> Path:
+    """Refuse an output path that cannot be written, *before* any work is done.
+
+    Checks that ``path`` is not a directory, that no ancestor is a regular file, that the nearest
+    existing ancestor is a writable directory and (``formats`` given) that the suffix is one of
+    ``formats``. Nothing is created.
+
+    Args:
+        path: the file to be written.
+        what: what will be written (``"figure"``), for the message.
+        flag: the option that named it (``"--plot"``), for the message.
+        formats: accepted suffixes without the dot (``None``: any).
+
+    Raises:
+        DataFormatError: naming the target path (and ``flag``) and what was expected.
+    """
+    p = Path(path)
+    field = f"{flag}: " if flag else ""
+
+    def bad(msg: str) -> DataFormatError:
+        return DataFormatError(f"{field}cannot write the {what} here: {msg}", path=str(p),
+                               field=flag)
+
+    if p.is_dir():
+        raise bad("it is an existing directory; give a file name")
+    if formats is not None:
+        suffix = p.suffix.lower().lstrip(".")
+        if suffix not in formats:
+            raise bad(f"unsupported file type {p.suffix or '(no suffix)'!r}; expected one of "
+                      + ", ".join(f".{f}" for f in formats))
+    parent = p.parent
+    while True:
+        if parent.exists():
+            if not parent.is_dir():
+                raise bad(f"{str(parent)!r} is a regular file, not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise bad(f"directory {str(parent)!r} is not writable")
+            break
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    return p
+
+
 def save_figure_atomic(fig: Any, path: str | os.PathLike, **savefig_kwargs: Any) -> Path:
-    """Save a matplotlib figure atomically; the format follows the file suffix."""
+    """Save a matplotlib figure atomically in lbtheory's style (150 dpi, tight bounding box).
+
+    The one save path for every figure: the style of :data:`lbtheory.plotting.STYLE` is applied
+    while saving (so ``savefig.dpi``/``savefig.bbox`` hold however the figure was built); the
+    format follows the file suffix (one of :data:`FIGURE_FORMATS`).
+
+    Raises:
+        DataFormatError: the path cannot be written (see :func:`check_output_path`).
+    """
     import io as _io
 
-    path = Path(path)
+    import matplotlib
+
+    from .plotting import STYLE
+
+    path = check_output_path(path, what="figure", formats=FIGURE_FORMATS)
     buf = _io.BytesIO()
-    fmt = path.suffix.lstrip(".") or "png"
-    fig.savefig(buf, format=fmt, **savefig_kwargs)
+    fmt = path.suffix.lstrip(".").lower()
+    with matplotlib.rc_context(STYLE):
+        fig.savefig(buf, format=fmt, **savefig_kwargs)
     return write_bytes_atomic(path, buf.getvalue())
 
 
@@ -142,6 +207,36 @@ def run_manifest(config: Mapping[str, Any], *, seed: int | None = None) -> dict[
 # ----------------------------------------------------------------------------- topology files
 def _topology_error(path: str, msg: str) -> TopologyError:
     return TopologyError(f"{path}: {msg}" if path else msg)
+
+
+#: Magnitudes accepted for a service-model parameter in a topology file: 0, or between these
+#: (in the parameter's own unit: s, req/s, requests). Beyond them the conic programs lose all
+#: precision (or overflow), so such values are refused up front.
+PARAMETER_RANGE: tuple[float, float] = (1e-9, 1e9)
+
+
+def _number(v: Any) -> float | None:
+    """``v`` as a float if it is a real number (not bool) that fits a float, else ``None``."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return None
+
+
+def _check_service_parameters(spec: Any, where: str, path: str) -> None:
+    """Refuse service parameters whose magnitude is outside :data:`PARAMETER_RANGE` (called once
+    the model has checked names, types and signs)."""
+    from .errors import ModelError
+
+    lo, hi = PARAMETER_RANGE
+    for key, v in spec.items():
+        x = None if key == "model" else _number(v)
+        if x is not None and math.isfinite(x) and x != 0 and not lo <= abs(x) <= hi:
+            raise ModelError(f"{path + ': ' if path else ''}{where}.service.{key}: {x:g} is out "
+                             f"of the accepted range: expected 0 or a magnitude in "
+                             f"[{lo:g}, {hi:g}] (in the parameter's unit)")
 
 
 def topology_from_dict(data: Any, *, path: str = ""):
@@ -187,12 +282,13 @@ def topology_from_dict(data: Any, *, path: str = ""):
             where = f"cells[{j}] ({name})"
         for key in ("replicas", "arrival_rate"):
             v = c[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if _number(v) is None:
                 raise _topology_error(path, f"{where}.{key}: expected a number, got {v!r}")
         try:
             service = model_from_dict(c["service"], where=f"{where}.service")
         except ModelError as exc:
             raise ModelError(f"{path}: {exc}" if path else str(exc)) from None
+        _check_service_parameters(c["service"], where, path)
         cells.append(Cell(name=name, replicas=c["replicas"], arrival_rate=c["arrival_rate"],
                           service=service))
     arcs = []
@@ -206,8 +302,12 @@ def topology_from_dict(data: Any, *, path: str = ""):
         for key in ("from", "to"):
             if key not in a:
                 raise _topology_error(path, f"{where}: missing field {key!r}")
+        for key in ("from", "to"):
+            if not isinstance(a[key], str):
+                raise _topology_error(path, f"{where}.{key}: expected a cell name (a string), "
+                                            f"got {a[key]!r}")
         d = a.get("delay", 0.0)
-        if isinstance(d, bool) or not isinstance(d, (int, float)):
+        if _number(d) is None:
             raise _topology_error(path, f"{where} ({a['from']} -> {a['to']}).delay: expected a "
                                         f"number of seconds, got {d!r}")
         arcs.append(Arc(source=a["from"], target=a["to"], delay=d))
@@ -222,7 +322,14 @@ def load_topology(path: str | os.PathLike):
     import yaml
 
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    if p.is_dir():
+        raise DataFormatError("expected a topology file (.yaml/.yml/.json), got a directory",
+                              path=str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"not a text file: byte {exc.start} is not UTF-8; expected a "
+                              f"YAML or JSON topology", path=str(p)) from None
     try:
         if p.suffix.lower() == ".json":
             data = json.loads(text)

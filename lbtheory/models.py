@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._array import is_concrete, is_jax, sigmoid, softplus, xp
+from ._checks import check_real
 from .errors import ModelError
 
 __all__ = [
@@ -132,8 +133,22 @@ class ServiceModel:
         """Validate parameters (named in messages); called at construction with concrete values."""
 
 
-def service_model(cls: type) -> type:
-    """Class decorator: frozen dataclass + JAX pytree + Assumption-1 check at construction."""
+def service_model(cls: type | None = None, *, replace: bool = False) -> Any:
+    """Class decorator: frozen dataclass + JAX pytree + Assumption-1 check at construction.
+
+    A class with a non-empty ``name`` is registered in :data:`MODEL_REGISTRY` (topology files
+    refer to it by that name). Use ``@service_model`` or ``@service_model(replace=True)``.
+
+    Args:
+        cls: the model class.
+        replace: allow the class to take over a name another class already registered.
+
+    Raises:
+        ModelError: ``name`` is already registered by a different class and ``replace`` is
+            False (re-running the same definition, e.g. a module reload, is allowed).
+    """
+    if cls is None:
+        return lambda c: service_model(c, replace=replace)
     orig_post = cls.__dict__.get("__post_init__")
 
     def __post_init__(self: ServiceModel) -> None:
@@ -143,8 +158,7 @@ def service_model(cls: type) -> type:
         vals = [getattr(self, f) for f in names]
         if is_concrete(*vals) and all(np.ndim(v) == 0 for v in vals):
             for f, v in zip(names, vals):
-                if not math.isfinite(float(v)):
-                    raise ModelError(f"{type(self).__name__}.{f} must be finite, got {v!r}")
+                check_real(v, f"{type(self).__name__}.{f}")
             self._check()
 
     cls.__post_init__ = __post_init__
@@ -157,18 +171,18 @@ def service_model(cls: type) -> type:
     except ImportError:  # pragma: no cover
         pass
     if cls.name:
+        old = MODEL_REGISTRY.get(cls.name)
+        same = old is not None and (old.__module__, old.__qualname__) == \
+            (cls.__module__, cls.__qualname__)
+        if old is not None and not same and not replace:
+            raise ModelError(f"service model name {cls.name!r} is already registered by "
+                             f"{old.__module__}.{old.__qualname__}; pick another name or pass "
+                             f"replace=True to service_model")
         MODEL_REGISTRY[cls.name] = cls
     return cls
 
 
 MODEL_REGISTRY: dict[str, type] = {}
-
-
-def _positive(cls_name: str, field: str, value: Any, *, allow_zero: bool = False) -> None:
-    v = float(value)
-    if not (v > 0 or (allow_zero and v == 0)):
-        what = "non-negative" if allow_zero else "positive"
-        raise ModelError(f"{cls_name}.{field} must be {what}, got {value!r}")
 
 
 @service_model
@@ -190,8 +204,8 @@ class MM1Latency(ServiceModel):
     name: ClassVar[str] = "mm1"
 
     def _check(self) -> None:
-        _positive("MM1Latency", "capacity", self.capacity)
-        _positive("MM1Latency", "K", self.K)
+        check_real(self.capacity, "MM1Latency.capacity", unit="req/s", low=0.0, low_open=True)
+        check_real(self.K, "MM1Latency.K", unit="requests", low=0.0, low_open=True)
 
     @property
     def max_rate(self) -> Any:
@@ -253,10 +267,11 @@ class SoftplusLatency(ServiceModel):
     name: ClassVar[str] = "softplus"
 
     def _check(self) -> None:
-        _positive("SoftplusLatency", "base_latency", self.base_latency)
-        _positive("SoftplusLatency", "slope", self.slope)
-        _positive("SoftplusLatency", "knee", self.knee, allow_zero=True)
-        _positive("SoftplusLatency", "softness", self.softness)
+        name = "SoftplusLatency."
+        check_real(self.base_latency, name + "base_latency", unit="s", low=0.0, low_open=True)
+        check_real(self.slope, name + "slope", unit="s/request", low=0.0, low_open=True)
+        check_real(self.knee, name + "knee", unit="requests", low=0.0)
+        check_real(self.softness, name + "softness", unit="requests", low=0.0, low_open=True)
         t0, t1, t2 = float(self.base_latency), float(self.slope), float(self.knee)
         if not t0 > t1 * t2:
             raise ModelError(
@@ -298,8 +313,9 @@ class ExpSaturation(ServiceModel):
     name: ClassVar[str] = "exp"
 
     def _check(self) -> None:
-        _positive("ExpSaturation", "capacity", self.capacity)
-        _positive("ExpSaturation", "K", self.K)
+        check_real(self.capacity, "ExpSaturation.capacity", unit="req/s", low=0.0,
+                   low_open=True)
+        check_real(self.K, "ExpSaturation.K", unit="requests", low=0.0, low_open=True)
 
     @property
     def max_rate(self) -> Any:
@@ -420,7 +436,7 @@ def model_from_dict(spec: dict[str, Any], *, where: str = "service") -> ServiceM
     if not isinstance(spec, dict):
         raise ModelError(f"{where}: expected a mapping with a 'model' key, got {spec!r}")
     name = spec.get("model")
-    if name not in MODEL_REGISTRY:
+    if not isinstance(name, str) or name not in MODEL_REGISTRY:
         raise ModelError(f"{where}.model: unknown service model {name!r}; "
                          f"expected one of {sorted(MODEL_REGISTRY)}")
     cls = MODEL_REGISTRY[name]
@@ -434,7 +450,8 @@ def model_from_dict(spec: dict[str, Any], *, where: str = "service") -> ServiceM
     if missing:
         raise ModelError(f"{where}: missing parameter(s) {missing} for model {name!r}")
     for k, v in params.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (
+                isinstance(v, int) and abs(v) > 1e300):
             raise ModelError(f"{where}.{k}: expected a number, got {v!r}")
     try:
         model = cls(**{k: float(v) for k, v in params.items()})

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from ._checks import check_real
 from .errors import InfeasibleDemandError, ModelError, SolverError, TopologyError
 from .models import ModelBank, ServiceModel, check_assumption_1
 
@@ -23,6 +23,34 @@ __all__ = ["Cell", "Arc", "CellNetwork", "FeasibilityReport", "max_slack_flows",
 
 #: Relative slack below which Assumption 2 (strict feasibility) is considered violated.
 FEASIBILITY_RTOL = 1e-9
+
+#: Accepted ranges of a network's numbers (beyond them the equilibrium programs overflow or
+#: lose all precision): field → (low, high, unit). ``max_rate`` is the service model's μ̄,
+#: ``latency_at_zero`` its ℓ(0).
+LIMITS: dict[str, tuple[float, float, str]] = {
+    "replicas": (1, 1e6, "servers"),
+    "arrival_rate": (0.0, 1e9, "req/s"),
+    "delay": (0.0, 3600.0, "s"),
+    "max_rate": (1e-6, 1e9, "req/s"),
+    "latency_at_zero": (1e-12, 1e4, "s"),
+}
+
+
+def _check_limit(value: float, field: str, where: str, error: type = TopologyError) -> None:
+    """Refuse ``value`` outside ``LIMITS[field]``, naming the field and the accepted range."""
+    lo, hi, unit = LIMITS[field]
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise error(f"{where}: {field} {value:g} {unit} is out of the accepted range: expected "
+                    f"{field} in [{lo:g}, {hi:g}] {unit}")
+
+
+def _check_service_scale(service: ServiceModel, where: str) -> None:
+    """μ̄ and ℓ(0) of a cell's service model inside :data:`LIMITS` (silently: no warnings)."""
+    with np.errstate(all="ignore"):
+        mubar = float(service.max_rate)
+        lat0 = float(service.latency(np.float64(0.0)))
+    _check_limit(mubar, "max_rate", f"{where}: service", ModelError)
+    _check_limit(lat0, "latency_at_zero", f"{where}: service", ModelError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,25 +85,16 @@ class FeasibilityReport:
     """Result of the Assumption-2 check (THEORY §6).
 
     Attributes:
-        slack: s* of ``max s s.t. Σ_i λ_i x_ij ≤ μ̄_j − s``, in req/s (> 0 iff feasible).
-        utilisation: Λ / (reachable capacity used by the max-slack routing).
+        slack: s* of ``max s s.t. Σ_i λ_i x_ij ≤ μ̄_j − s, x_i ∈ Δ_i``, in req/s: the capacity
+            left on the tightest cell under the routing that maximises it (negative: the demand
+            exceeds what the reachable cells can serve by that much).
+        feasible: ``slack > FEASIBILITY_RTOL · max(1, max_j μ̄_j)`` (dimensionless test of
+            Assumption 2, strict feasibility). No utilisation is reported; for Λ/Σμ̄ use
+            ``net.total_demand / net.max_rates.sum()``.
     """
 
     slack: float
     feasible: bool
-
-
-def _finite_nonneg(value: Any, what: str) -> float:
-    if isinstance(value, bool):
-        raise TopologyError(f"{what}: expected a non-negative finite number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TopologyError(f"{what}: expected a non-negative finite number, got {value!r}") \
-            from None
-    if not math.isfinite(v) or v < 0:
-        raise TopologyError(f"{what}: expected a non-negative finite number, got {value!r}")
-    return v
 
 
 class CellNetwork:
@@ -112,31 +131,36 @@ class CellNetwork:
             if c.name in index:
                 raise TopologyError(f"cells[{j}].name: duplicate cell name {c.name!r}")
             index[c.name] = j
-            if isinstance(c.replicas, bool) or not float(c.replicas).is_integer() \
-                    or not math.isfinite(float(c.replicas)) or c.replicas < 1:
-                raise TopologyError(f"{where}: replicas must be an integer ≥ 1, got {c.replicas!r}")
-            lam = _finite_nonneg(c.arrival_rate, f"{where}: arrival_rate (req/s)")
+            lo, hi, _ = LIMITS["replicas"]
+            if isinstance(c.replicas, bool) or not isinstance(c.replicas, (int, float, np.number)) \
+                    or not lo <= c.replicas <= hi or not float(c.replicas).is_integer():
+                raise TopologyError(f"{where}: replicas must be an integer ≥ 1, got "
+                                    f"{c.replicas!r} (accepted range [{lo:g}, {hi:g}] servers)")
+            lam = check_real(c.arrival_rate, f"{where}: arrival_rate", unit="req/s", low=0.0,
+                             error=TopologyError)
+            _check_limit(lam, "arrival_rate", where)
             if not isinstance(c.service, ServiceModel):
                 raise TopologyError(f"{where}: service must be a ServiceModel, got "
                                     f"{type(c.service).__name__}")
-            try:
+            with np.errstate(all="ignore"):
                 check_assumption_1(c.service, label=where)
-            except ModelError:
-                raise
+            _check_service_scale(c.service, where)
             checked.append(dataclasses.replace(c, replicas=int(c.replicas), arrival_rate=lam))
         seen: set[tuple[int, int]] = set()
         norm_arcs = []
         for a_i, a in enumerate(arcs):
             for end in ("source", "target"):
                 name = getattr(a, end)
-                if name not in index:
+                if not isinstance(name, str) or name not in index:
                     raise TopologyError(f"arcs[{a_i}] ({a.source} -> {a.target}): unknown cell "
                                         f"{name!r} in '{end}'; known cells: {sorted(index)}")
             key = (index[a.source], index[a.target])
             if key in seen:
                 raise TopologyError(f"arcs[{a_i}]: duplicate arc {a.source} -> {a.target}")
             seen.add(key)
-            d = _finite_nonneg(a.delay, f"arc {a.source} -> {a.target}: delay (s)")
+            d = check_real(a.delay, f"arc {a.source} -> {a.target}: delay", unit="s", low=0.0,
+                           error=TopologyError)
+            _check_limit(d, "delay", f"arc {a.source} -> {a.target}")
             norm_arcs.append(Arc(a.source, a.target, d))
         self.cells: tuple[Cell, ...] = tuple(checked)
         self.arcs: tuple[Arc, ...] = tuple(norm_arcs)

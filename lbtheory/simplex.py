@@ -4,7 +4,10 @@
 a boolean ``mask`` row (a missing arc is a data-residency constraint). One algorithm — Michelot's
 (1986) finite active-set iteration — serves numpy callers (routers, event simulator) and JAX callers
 (the fluid model): the threshold step :func:`_michelot_step` is written once against the array
-namespace and driven by a Python loop (numpy) or ``lax.while_loop`` (JAX).
+namespace and driven by a Python loop (numpy) or ``lax.while_loop`` (JAX). Rows of at most
+:data:`SMALL_ROW` entries (a router's probe round on a few cells) run the same iteration on
+Python floats (:func:`_michelot_row`), where numpy's per-call cost would dominate; a test pins
+it bit for bit to the numpy driver.
 
 Michelot: start with S = admissible arcs; repeat ``ν = (Σ_{j∈S} v_j − 1)/|S|``,
 ``S ← {j ∈ S : v_j > ν}`` until S stops shrinking; then ``Π(v)_j = (v_j − ν)_+`` on S. ν is
@@ -17,6 +20,10 @@ elsewhere), so it is forward- and reverse-differentiable although its primal use
 :func:`project_tangent_cone` gives Π_{T_Δ(x)}(v), the direction of the continuous-time flow dynamics
 (9) [R]: with P = {x_j > 0}, Z = admissible arcs with x_j = 0, the same active-set iteration finds ν
 with Σ_P (v_j − ν) + Σ_Z (v_j − ν)_+ = 0.
+
+The two routing rules of THEORY §3 are defined here once, for the fluid integrator and the DLB
+routers alike: :func:`flow_update` (the router update (2), ``x ← Π_Δ(x − step·ĉ)``) and
+:func:`simplex_argmin` (the discrete choice (1)).
 """
 
 from __future__ import annotations
@@ -25,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ._array import is_jax, xp
+from ._array import is_concrete, is_jax, xp
+from .errors import StepsizeError
 
-__all__ = ["project_simplex", "project_tangent_cone", "simplex_argmin"]
+__all__ = ["project_simplex", "project_tangent_cone", "simplex_argmin", "flow_update"]
 
 #: Relative tolerance under which two costs count as tied in :func:`simplex_argmin`.
 TIE_RTOL = 1e-12
@@ -36,6 +44,8 @@ TIE_RTOL = 1e-12
 def _full_mask(m: Any, v: Any, mask: Any) -> Any:
     if mask is None:
         return m.ones(v.shape, dtype=bool)
+    if m is np and isinstance(mask, np.ndarray) and mask.dtype == bool and mask.shape == v.shape:
+        return mask  # already full (the routers' case): skip broadcast_to's overhead
     return m.broadcast_to(m.asarray(mask, dtype=bool), v.shape)
 
 
@@ -46,14 +56,75 @@ def _michelot_step(m: Any, v: Any, S: Any, target: Any) -> tuple[Any, Any]:
     return nu, S & (v > nu)
 
 
-def _michelot_numpy(v: np.ndarray, S: np.ndarray, keep: np.ndarray, target: float) -> tuple:
-    """Drive :func:`_michelot_step` to its fixed point (numpy). ``keep`` entries never leave S."""
+def _michelot_numpy(v: np.ndarray, S: np.ndarray, keep: np.ndarray | None,
+                    target: float) -> tuple:
+    """Drive :func:`_michelot_step` to its fixed point (numpy). ``keep`` entries never leave S
+    (None: no such entries)."""
     while True:
         nu, S_new = _michelot_step(np, v, S, target)
-        S_new = S_new | keep
-        if np.array_equal(S_new, S):
+        if keep is not None:
+            S_new |= keep
+        if (S_new == S).all():
             return nu, S
         S = S_new
+
+
+def _project_numpy(v: np.ndarray, mask: np.ndarray, hint: Any) -> np.ndarray:
+    """The numpy projection (warm start, then Michelot) without the dispatch layers: the hot
+    path of the routers' probe rounds (small rows, thousands of calls per simulated minute).
+    Rows of at most :data:`SMALL_ROW` entries go through :func:`_project_rows`."""
+    if v.ndim in (1, 2) and 0 < v.shape[-1] <= SMALL_ROW:
+        v2 = v.reshape(-1, v.shape[-1])
+        h2 = None if hint is None else \
+            np.broadcast_to(np.asarray(hint, dtype=bool), v.shape).reshape(v2.shape)
+        return _project_rows(v2, mask.reshape(v2.shape), h2).reshape(v.shape)
+    nu, S = _michelot_numpy(v, _warm_start(np, v, mask, hint), None, 1.0)
+    return np.where(S, v - nu, 0.0)
+
+
+#: rows with at most this many entries are projected by :func:`_project_rows` (plain Python):
+#: numpy's fixed cost per call dominates tiny rows (a router's probe round on a few cells), and
+#: below 8 entries numpy sums in index order, so the result is bit-identical to the numpy path.
+SMALL_ROW = 7
+
+
+def _michelot_row(v: list[float], S: list[bool], target: float) -> tuple[float, list[bool]]:
+    """:func:`_michelot_step` iterated to its fixed point on one row, in plain Python (the same
+    ν = (Σ_S v − target)/max(|S|, 1) and S ← S ∩ {v > ν}, summed in index order)."""
+    while True:
+        total, cnt = 0.0, 0
+        for vj, sj in zip(v, S):
+            if sj:
+                total += vj
+                cnt += 1
+        nu = (total - target) / max(cnt, 1)
+        S_new = [sj and vj > nu for vj, sj in zip(v, S)]
+        if S_new == S:
+            return nu, S
+        S = S_new
+
+
+def _project_rows(v: np.ndarray, mask: np.ndarray, hint: np.ndarray | None) -> np.ndarray:
+    """:func:`_project_numpy` for a matrix of short rows (``mask``, ``hint``: boolean, same
+    shape), row by row in plain Python: warm start from the hinted support P (ν_P from one step
+    on P; an empty P starts from the mask, see :func:`_warm_start`), then Michelot."""
+    out = []
+    H = None if hint is None else hint.tolist()
+    for i, (row, m) in enumerate(zip(v.tolist(), mask.tolist())):
+        S = m
+        if H is not None:
+            P = [a and b for a, b in zip(m, H[i])]
+            if any(P):
+                total, cnt = 0.0, 0
+                for vj, pj in zip(row, P):
+                    if pj:
+                        total += vj
+                        cnt += 1
+                nu_p = (total - 1.0) / cnt
+                S = [a and vj > nu_p for a, vj in zip(m, row)]
+        nu, S = _michelot_row(row, S, 1.0)
+        out.append([vj - nu if sj else 0.0 for vj, sj in zip(row, S)])
+    return np.array(out, dtype=float).reshape(v.shape)
 
 
 def _michelot_jax(v: Any, S: Any, keep: Any, target: float) -> tuple:
@@ -148,9 +219,7 @@ def project_simplex(v: Any, mask: Any = None, *, hint: Any = None) -> Any:
         H = M if hint is None else jnp.broadcast_to(jnp.asarray(hint, dtype=bool), v.shape)
         return _PROJECT_JAX(v, M, H)
     v = np.asarray(v, dtype=float)
-    M = _full_mask(np, v, mask)
-    nu, S = _michelot_numpy(v, _warm_start(np, v, M, hint), np.zeros_like(M), 1.0)
-    return np.where(S, v - nu, 0.0)
+    return _project_numpy(v, _full_mask(np, v, mask), hint)
 
 
 def project_tangent_cone(x: Any, v: Any, mask: Any = None, *, atol: float = 0.0) -> Any:
@@ -193,3 +262,53 @@ def simplex_argmin(c: Any, mask: Any = None, *, rtol: float = TIE_RTOL) -> Any:
     tie = M & (c <= cmin + rtol * m.maximum(1.0, m.abs(cmin)))
     cnt = m.maximum(tie.sum(axis=-1, keepdims=True), 1)
     return m.where(tie, 1.0, 0.0) / cnt
+
+
+def flow_update(x: Any, cost: Any, step: Any, mask: Any = None, *, hint: Any = None) -> Any:
+    """The flow-routing update (2) of THEORY §3: ``x_i ← Π_{Δ_i}(x_i − step_i · ĉ_i)``.
+
+    The one definition of the DLB router step, used by the fluid integrator (with
+    ``step = η·dt`` and the trapezoidal cost) and by the routers (``step = η·δ``, tick δ).
+
+    Args:
+        x: current routing (..., n), rows on their simplices (e.g. one row per source).
+        cost: observed costs ĉ (..., n), cost units (s for latency/gradient, 1 for RIF).
+        step: η·δ, 1/(cost unit): a scalar, one value per row (shape ``x.shape[:-1]``) or an
+            array broadcastable to ``x``; must be finite and ≥ 0.
+        mask: admissible arcs (default: all); the result is zero off the mask.
+        hint: support guess for the projection (default: ``x > 0``, exact for any guess).
+
+    Returns:
+        The updated routing, like ``x`` (numpy in → numpy out; JAX in → JAX out, differentiable).
+
+    Raises:
+        StepsizeError: a concrete ``step`` that is negative, non-finite or of a wrong shape.
+
+    Example:
+        >>> flow_update(np.array([0.5, 0.5]), np.array([1.0, 0.0]), 0.25).tolist()
+        [0.375, 0.625]
+    """
+    args = (x, cost, step, mask, hint)
+    # plain numpy arguments (the routers' hot path) skip the namespace dispatch's isinstance
+    # checks against JAX types
+    m = np if all(type(a) is np.ndarray or a is None for a in args) else xp(*args)
+    x = m.asarray(x, dtype=float)
+    step = m.asarray(step, dtype=x.dtype)
+    if m is np or is_concrete(step):
+        if not (np.isfinite(step).all() and (step >= 0).all()):
+            raise StepsizeError(f"step: expected finite values ≥ 0 (η·δ, 1/cost unit), got "
+                                f"{np.asarray(step).tolist()}")
+    if step.ndim and step.shape == x.shape[:-1]:
+        step = step[..., None]
+    try:
+        v = x - step * m.asarray(cost, dtype=x.dtype)
+    except (TypeError, ValueError):
+        raise StepsizeError(f"step: expected a scalar, one value per row {x.shape[:-1]} or an "
+                            f"array broadcastable to {x.shape}, got shape {step.shape}") from None
+    if v.shape != x.shape:
+        raise StepsizeError(f"step/cost: expected shapes broadcastable to x {x.shape}, got step "
+                            f"{step.shape} and cost {m.asarray(cost).shape}")
+    hint = x > 0 if hint is None else hint
+    if m is np:  # the routers' hot path: skip project_simplex's dispatch
+        return _project_numpy(v, _full_mask(np, v, mask), hint)
+    return project_simplex(v, mask, hint=hint)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import check_real
 from .errors import ModelError
 
 __all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES",
@@ -35,13 +36,6 @@ def _as_array(values: Iterable[float] | np.ndarray, name: str = "values") -> np.
     return arr
 
 
-def _check_q(q: float) -> float:
-    qf = float(q)
-    if not 0.0 <= qf <= 100.0:
-        raise ModelError(f"percentile q must be in [0, 100], got {q}")
-    return qf
-
-
 def percentile(values: Iterable[float] | np.ndarray, q: float) -> float:
     """The ``q``-th percentile of ``values`` (linear interpolation; ``nan`` if empty).
 
@@ -53,7 +47,7 @@ def percentile(values: Iterable[float] | np.ndarray, q: float) -> float:
         >>> percentile([1, 2, 3, 4], 50)
         2.5
     """
-    qf = _check_q(q)
+    qf = check_real(q, "percentile q", low=0.0, high=100.0)
     arr = _as_array(values)
     if arr.size == 0:
         return float("nan")
@@ -66,7 +60,7 @@ def percentiles(values: Iterable[float] | np.ndarray,
     arr = _as_array(values)
     out: dict[str, float] = {}
     for q in qs:
-        qf = _check_q(q)
+        qf = check_real(q, "percentile q", low=0.0, high=100.0)
         key = f"p{qf:g}"
         out[key] = float(np.percentile(arr, qf)) if arr.size else float("nan")
     return out

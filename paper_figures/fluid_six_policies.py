@@ -28,7 +28,7 @@ def main() -> Path:
     runs = data["runs"]
     costs = list(dict.fromkeys(r["cost"] for r in runs))
     delays = sorted({r["delay"] for r in runs})
-    fig, axes = figure(nrows=3, ncols=3, width=10.0, height=7.5)
+    fig, axes = figure(nrows=3, ncols=3, width=10.0, height=7.5, sharey="row")
     for col, cost in enumerate(costs):
         for row, mech in enumerate(("flow", "discrete")):
             ax = axes[row, col]
@@ -41,8 +41,9 @@ def main() -> Path:
                 ax.plot(t[keep], dev, lw=0.8, color=f"C{k}", label=f"τ = {1e3 * d:g} ms")
             ax.set_title(f"{mech} · {cost}", fontsize=9)
             ax.set_ylim(-4, 4)
+            ax.set_xlabel("t (s)")
             if col == 0:
-                ax.set_ylabel("N_c1 − N*_c1 (requests)")
+                ax.set_ylabel(r"$N_{c1} - N^*_{c1}$ (requests)")
         ax = axes[2, col]
         for mech, marker in (("flow", "o-"), ("discrete", "s--")):
             amp = [next(r["tail_amplitude"] for r in runs
@@ -51,10 +52,8 @@ def main() -> Path:
             ax.plot(1e3 * np.asarray(delays), amp, marker, label=mech)
         ax.set_xlabel("one-way delay τ (ms)")
         if col == 0:
-            ax.set_ylabel("late peak-to-peak N (requests)")
+            ax.set_ylabel(r"late peak-to-peak $N_{c1}$ (requests)")
         ax.legend(fontsize=7)
-    for ax in axes[1]:
-        ax.set_xlabel("t (s)")
     axes[0, 0].legend(fontsize=7, ncol=2)
     fig.suptitle("Delayed fluid model: flow routing converges, discrete routing herds "
                  "(amplitude ∝ delay)", fontsize=10)

@@ -19,11 +19,14 @@ from lbtheory.plotting import figure
 ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "experiments" / "results" / "stability_chart" / "stability_chart.json"
 OUT = ROOT / "paper_figures" / "out"
+#: η is in 1/(cost unit·s); the gradient cost here is in seconds, so 1/s² (as ``stepsize --help``)
+ETA_LABEL = "stepsize η (1/(cost unit·s) = 1/s²)"
 
 
 def main() -> None:
     data = json.loads(RES.read_text())
     fig, (ax1, ax2, ax3) = figure(ncols=3, width=13.0, height=3.8)
+    fig.subplots_adjust(wspace=0.4)  # room for the y labels; legends sit below each panel
     sym = data["symmetric"]
     tau = np.array([r["mean_delay"] for r in sym])
     ax1.fill_between(tau, [r["lower_bound"] for r in sym], [r["upper_bound"] for r in sym],
@@ -41,8 +44,8 @@ def main() -> None:
     ax1.plot([], [], "o", color="tab:green", mfc="none", label="fluid run: converges")
     ax1.plot([], [], "^", color="tab:red", mfc="none", label="fluid run: oscillates")
     ax1.set(xscale="log", yscale="log", xlabel="one-way delay τ (s)",
-            ylabel="stepsize η (1/s²)", title="symmetric two cells (§7.5)")
-    ax1.legend(fontsize=7)
+            ylabel=ETA_LABEL, title="symmetric two cells (§7.5)")
+    ax1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.2))
 
     sc = [r for r in data["scaled"] if "critical" in r]
     md = np.array([r["mean_delay"] for r in sc])
@@ -51,8 +54,8 @@ def main() -> None:
     p = data["practice"]["scaled"]
     ax2.plot(md, p["kappa"] / md, "m:", label="DLB practice κ/mean delay")
     ax2.set(xscale="log", yscale="log", xlabel="rate-weighted mean one-way delay (s)",
-            ylabel="stepsize η (1/s²)", title="random 4-cell network, delays scaled")
-    ax2.legend(fontsize=7)
+            ylabel=ETA_LABEL, title="random 4-cell network, delays scaled")
+    ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.2))
 
     colors = {"gradient": "tab:green", "gradient-bipartite": "tab:olive", "latency": "tab:red",
               "rif": "tab:blue"}
@@ -62,10 +65,11 @@ def main() -> None:
         if v["ratios"]:
             ax3.hist(v["ratios"], bins=bins, histtype="step", color=colors.get(cost, "k"),
                      label=f"{cost}: {v['rule_below_critical']}/{v['instances']} safe")
-    ax3.axvline(1.0, color="k", lw=0.8)
-    ax3.set(xscale="log", xlabel="exact threshold / empirical rule", ylabel="instances",
-            title="random topologies")
-    ax3.legend(fontsize=7)
+    ax3.axvline(1.0, color="k", lw=0.8, ls="--",
+                label="ratio 1: rule = threshold (left of it the rule is unsafe)")
+    ax3.set(xscale="log", xlabel="exact threshold / empirical rule (dimensionless)",
+            ylabel="instances (count)", title="random topologies")
+    ax3.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.2))
     for ax in (ax1, ax2, ax3):
         ax.xaxis.set_minor_formatter(NullFormatter())
     OUT.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ LAYERS: list[set[str]] = [
     {"models"},
     {"simplex"},
     {"stats", "plotting"},
-    {"errors", "_array"},
+    {"errors", "_array", "_checks"},
 ]
 
 

@@ -10,6 +10,7 @@ from lbtheory.barrier import (
     bottleneck,
     calibrate_step_time,
     idle_fraction,
+    imbalance_from_totals,
     margins,
     run_idle_fraction,
     step_imbalance,
@@ -35,6 +36,15 @@ def test_load_matrix_rows():
     assert idle_fraction(L).tolist() == [0.0, 0.75, 0.0]
     M = L.max(axis=1)
     assert run_idle_fraction(M, L.sum(axis=1), 4) == pytest.approx(12 / 20)
+    # the totals form the simulator records: G·M − ΣL = 4·(1, 4, 0) − (4, 4, 0)
+    assert imbalance_from_totals(M, L.sum(axis=1), 4).tolist() == [0.0, 12.0, 0.0]
+
+
+def test_step_time_model_scalar_int_and_array():
+    m = StepTimeModel(1e-3, 0.5)
+    assert m(11) == pytest.approx(0.511) and m(11.0) == pytest.approx(0.511)  # 1e-3·11 + 0.5
+    assert m(np.int64(10)) == pytest.approx(0.51)
+    assert np.asarray(m([10, 11])).tolist() == pytest.approx([0.51, 0.511])
 
 
 def test_bad_loads():

@@ -37,7 +37,7 @@ def test_table(capsys):
     (["--policies", "jsq,nope"], "error: unknown policy 'nope'"),
     (["--replicas", "0"], "error: number of replicas G must be an integer >= 1, got 0"),
     (["--slots", "0"], "error: slot capacity 0 per replica is too small for any request"),
-    (["--time-scale", "0"], "error: time scale must be > 0"),
+    (["--time-scale", "0"], "error: time_scale must be positive, got 0.0"),
 ])
 def test_bad_arguments(capsys, argv, message):
     assert main(["barrier", CONV, "--limit", "50"] + argv) == 2

@@ -17,9 +17,10 @@ from lbtheory.barrier import (
     make_router,
     simulate_decode,
 )
-from lbtheory.barrier.predictors import OraclePredictor
-from lbtheory.barrier.protocol import Router
-from lbtheory.barrier.schedulers import BRHState
+from lbtheory.barrier.policies import Policy
+from lbtheory.barrier.predictors import OraclePredictor, SurvivalPredictor
+from lbtheory.barrier.protocol import ClusterView, Router
+from lbtheory.barrier.schedulers import GuardScope
 from lbtheory.errors import ModelError
 from lbtheory.workloads import read_trace, trace_from_arrays
 
@@ -119,8 +120,10 @@ def test_bad_config_messages():
         simulate_decode(tr, jsq(), slots=0)
     with pytest.raises(ModelError, match="pool window must be an integer >= 1"):
         simulate_decode(tr, jsq(), window=0)
-    with pytest.raises(ModelError, match="time scale must be > 0"):
+    with pytest.raises(ModelError, match="time_scale must be positive, got -1.0"):
         simulate_decode(tr, jsq(), time_scale=-1.0)
+    with pytest.raises(ModelError, match="time_scale must be finite and positive, got inf"):
+        simulate_decode(tr, jsq(), time_scale=float("inf"))
     with pytest.raises(ModelError, match="unknown policy 'jsk'"):
         make_router("jsk", trace=tr)
     with pytest.raises(ModelError, match="R_max must be >= 1"):
@@ -150,9 +153,73 @@ def test_router_contract_is_checked():
         simulate_decode(tr, _fixed([], []), replicas=2, slots=1, window=10)
 
 
-def test_brh_state_holds_predictor():
+def test_brh_state_holds_a_fresh_predictor_that_learns():
     r = make_router("brh-survival", trace=_small_trace())
-    assert isinstance(r.init(), BRHState)
+    st1, st2 = r.init(), r.init()
+    assert st1.predictor is not st2.predictor
+    # the state's predictor learns from finished requests: lengths (2, 4) observed, then at
+    # a = 1 decoded step with H = 80: p̂_fin = (F(81) − F(1)) / (1 − F(1)) = 1, μ̂ = 3 − 1 = 2
+    view = _view_with_finished([0, 1], [2, 4])
+    r.schedule(st1, view)
+    assert st1.predictor.count == 2 and st2.predictor.count == 0
+    p, mu = st1.predictor.predict(np.array([0]), np.array([1]), 80)
+    assert p.tolist() == [1.0] and mu.tolist() == [2.0]
+
+
+def _view_with_finished(ids, steps):
+    i64 = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+    return ClusterView(5, i64([0, 0]), i64([1, 1]), i64([0, 0]), i64([0]), i64([7]), i64([0]),
+                       np.full((2, 1), -1, dtype=np.int64), np.zeros((2, 1), np.int64),
+                       np.zeros((2, 1), np.int64), list(ids), list(steps))
+
+
+def test_brh_reused_router_and_shared_predictor_give_identical_runs():
+    tr = read_trace(CONV).head(300)
+    shared = SurvivalPredictor()
+    router = brh(lambda: shared, horizon=20)    # a factory that hands out one object
+    a = simulate_decode(tr, router, replicas=4, slots=4, window=16)
+    b = simulate_decode(tr, router, replicas=4, slots=4, window=16)
+    assert shared.count == 0                   # the caller's predictor is never mutated
+    assert np.array_equal(a.replica, b.replica) and np.array_equal(a.start_step, b.start_step)
+    c = simulate_decode(tr, make_router("brh-survival", trace=tr, horizon=20), replicas=4,
+                        slots=4, window=16)
+    assert np.array_equal(a.replica, c.replica)
+
+
+def _guard_view():
+    """G = 2, both replicas at M = 100 (margins 0), one free slot on replica 0 (Stage 2 only,
+    S_tot = 1 ≤ S_greedy = G). Pool prompts (50, 10, 60, 70, 80, 90) at positions 0..5."""
+    i64 = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+    return ClusterView(0, i64([100, 100]), i64([1, 0]), i64([1, 1]), i64(range(6)),
+                       i64([50, 10, 60, 70, 80, 90]), i64([0] * 6),
+                       np.full((2, 1), -1, dtype=np.int64), np.zeros((2, 1), np.int64),
+                       np.zeros((2, 1), np.int64), [], [])
+
+
+def test_guard_scope_pool_vs_candidates_hand_case():
+    # margin 0 → F(Δ) = Δ − 2·Δ = −Δ < 0 for every subset, so the starvation guard fires.
+    # candidates (R_max = 4 longest: 90, 80, 70, 60) → best single is 60, at position 2;
+    # pool → best single over the whole pool is the shortest, 10, at position 1.
+    view = _guard_view()
+    pos, reps, _ = br0(BRParams(guard_scope="candidates")).schedule(None, view)
+    assert pos.tolist() == [2] and reps.tolist() == [0]
+    pos, reps, _ = br0(BRParams(guard_scope="pool")).schedule(None, view)
+    assert pos.tolist() == [1] and reps.tolist() == [0]
+    # the enum and its string value are the same option
+    pos, _, _ = br0(BRParams(guard_scope=GuardScope.POOL)).schedule(None, view)
+    assert pos.tolist() == [1]
+
+
+def test_policy_and_guard_scope_enums_accept_enum_or_value():
+    tr = _small_trace()
+    assert make_router(Policy.JSQ_TOKENS, trace=tr).name == "jsq-tokens"
+    assert make_router("brh-oracle", trace=tr).name == "brh-oracle"
+    assert BRParams(guard_scope="pool").guard_scope is GuardScope.POOL
+    assert BRParams().guard_scope is GuardScope.CANDIDATES
+    with pytest.raises(ModelError, match="unknown policy 'jsk'; choose from random, rr, p2c, jsq, "
+                                         "jsq-tokens, br0, brh-oracle, brh-survival, "
+                                         "brh-exactmatch"):
+        make_router("jsk", trace=tr)
 
 
 def test_guard_scope_option():

@@ -1,10 +1,17 @@
-"""The fluid integrator's delay scheme on scalar oracles (THEORY §7.4, §12)."""
+"""The fluid integrator's delay handling on closed-form oracles (THEORY §7.4, §12).
+
+:func:`lbtheory.fluid._integrator.solve_dde` runs the fluid step's own history code (ring layout,
+write-before-read, one gather of ``H[k + 1 − d]``, interpolation, carried reads) and Heun stages on
+scalar equations; the last test runs :func:`simulate_fluid` itself with off-grid delays.
+"""
 
 import numpy as np
 import pytest
 
 from lbtheory.errors import ModelError
-from lbtheory.fluid._dde import solve_dde
+from lbtheory.fluid import simulate_fluid
+from lbtheory.fluid._integrator import solve_dde
+from lbtheory.instances import symmetric_two_cell
 
 
 def _amplitudes(k: float, tau: float, t1: float) -> tuple[float, float]:
@@ -17,11 +24,21 @@ def _amplitudes(k: float, tau: float, t1: float) -> tuple[float, float]:
 
 @pytest.mark.parametrize("ratio, decays", [(0.95, True), (1.05, False)])
 def test_hayes_limit_k_tau_pi_over_2(ratio, decays):
-    """x' = −k x(t − τ) is asymptotically stable iff kτ < π/2 (Hayes)."""
+    """x' = −k x(t − τ) is asymptotically stable iff kτ < π/2 (Hayes; τ = 100 steps)."""
     tau = 0.5
     k = ratio * (np.pi / 2) / tau
     early, late = _amplitudes(k, tau, 60.0)
     assert (late < 0.5 * early) if decays else (late > 1.5 * early)
+
+
+def test_hayes_period_four_tau_at_the_limit():
+    """At kτ = π/2 the roots are ±ik: a neutral oscillation of period 4τ (THEORY §7.4)."""
+    tau, dt = 0.5, 2.5e-3
+    t, y = solve_dde(lambda y, yd: -(np.pi / 2 / tau) * yd, lambda s: np.array([1.0]),
+                     delay=tau, t1=30.0, dt=dt)
+    late = t > 10.0
+    up = t[late][1:][(y[late][1:, 0] > 0) & (y[late][:-1, 0] <= 0)]
+    assert abs(np.median(np.diff(up)) / (4 * tau) - 1) < 2e-3
 
 
 def test_sine_history_stays_on_sine():
@@ -32,7 +49,7 @@ def test_sine_history_stays_on_sine():
 
 
 def test_second_order_convergence():
-    """Errors fall ≈4× per halving of dt (empirical order 2)."""
+    """Errors fall ≈4× per halving of dt (empirical order 2) on the sin-history solution."""
     errs, dts = [], (0.04, 0.02, 0.01, 0.005)
     for dt in dts:
         t, y = solve_dde(lambda y, yd: yd, lambda s: np.array([np.sin(s)]), delay=1.5 * np.pi,
@@ -42,11 +59,36 @@ def test_second_order_convergence():
     assert abs(order - 2.0) < 0.2, (order, errs)
 
 
+@pytest.mark.parametrize("dt", [0.01, 0.004, 0.003])
+def test_first_step_local_error_is_third_order(dt):
+    """One step of y' = y(t − τ), history sin: y(h) = cos τ − cos(h − τ) for h ≤ τ (closed form).
+
+    Heun's truncation (≤ h³/12·max|y‴|) plus the history interpolation (≤ h·h²/8·max|sin″|)
+    stay below h³; a wrong initial history read costs O(h²) here.
+    """
+    tau = 0.0123
+    t, y = solve_dde(lambda y, yd: yd, lambda s: np.array([np.sin(s)]), delay=tau, t1=dt, dt=dt)
+    assert abs(y[-1, 0] - (np.cos(tau) - np.cos(dt - tau))) < dt ** 3
+
+
 def test_zero_delay_is_plain_heun():
     """τ = 0: y' = −y, Heun's amplification factor 1 − h + h²/2 per step (closed form)."""
     h = 0.01
     t, y = solve_dde(lambda y, yd: -yd, lambda s: np.array([1.0]), delay=0.0, t1=1.0, dt=h)
     np.testing.assert_allclose(y[:, 0], (1 - h + h * h / 2) ** np.arange(len(t)), rtol=1e-12)
+
+
+def test_fluid_model_second_order_with_off_grid_delays():
+    """The real fluid step with off-grid (interpolated) delays: error falls ≈4× per halving."""
+    net = symmetric_two_cell()
+    net = net.with_delays(np.where(net.adjacency, 0.0537, 0.0))  # τ/dt never a whole number
+    kw = dict(stepsize=0.3, t1=2.0, N0=[8.0, 7.0, 0.0], delay_mode="interpolate")
+    ref = simulate_fluid(net, dt=1.25e-4, save_every=800, **kw).workload  # every 0.1 s
+    dts = (4e-3, 2e-3, 1e-3, 5e-4)
+    errs = [np.max(np.abs(simulate_fluid(net, dt=dt, save_every=round(0.1 / dt), **kw)
+                          .workload - ref)) for dt in dts]
+    order = np.polyfit(np.log(dts), np.log(errs), 1)[0]
+    assert abs(order - 2.0) < 0.3, (order, errs)
 
 
 def test_bad_arguments_raise():

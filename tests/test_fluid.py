@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from lbtheory.costs import cell_cost_prime
+from lbtheory.costs import CostKind, cell_cost_prime
 from lbtheory.equilibrium import solve_equilibrium
 from lbtheory.errors import DynamicsStatus, ModelError, TopologyError, UnstableError
-from lbtheory.fluid import simulate_fluid
+from lbtheory.fluid import DelayMode, Mechanism, simulate_fluid
 from lbtheory.instances import random_network, symmetric_two_cell
 from lbtheory.io import load_topology
 from lbtheory.models import MM1Latency
@@ -125,7 +125,8 @@ BAD = [
     (dict(save_every=3), ModelError, "must divide the number of steps"),
     (dict(save_every=0), ModelError, "save_every: expected a positive integer"),
     (dict(dt=3e-3, t1=0.999), ModelError, "not a multiple of dt"),
-    (dict(delay_mode="nearest"), ModelError, "delay_mode: expected one of"),
+    (dict(delay_mode="nearest"), ModelError,
+     "delay_mode must be 'snap' or 'interpolate', got 'nearest'"),
     (dict(stepsize=None), ModelError, "flow routing needs a stepsize"),
     (dict(stepsize=[1.0, 2.0]), ModelError, "stepsize: expected a scalar or 3 values"),
     (dict(stepsize=-1.0), ModelError, "stepsize: expected positive finite"),
@@ -135,7 +136,9 @@ BAD = [
     (dict(x0=-np.eye(3)), ModelError, "x0: routing entries must be finite and ≥ 0"),
     (dict(x0=np.full((3, 3), 1 / 3)), TopologyError, "no arc eu-west -> asia-se"),
     (dict(x0=np.diag([1.0, 0.5, 1.0])), ModelError, "row of source 'eu-west' sums to 0.5"),
-    (dict(mechanism="greedy"), ModelError, "mechanism: expected one of"),
+    (dict(mechanism="greedy"), ModelError,
+     "mechanism must be 'flow' or 'discrete', got 'greedy'"),
+    (dict(cost="queue"), ModelError, r"cost: unknown cost signal 'queue'; expected one of"),
     (dict(equilibrium="cvx"), ModelError, "equilibrium: expected None, 'auto'"),
     (dict(equilibrium=[1.0]), ModelError, "equilibrium: expected 3 finite"),
 ]
@@ -154,10 +157,26 @@ def test_net_must_be_a_cell_network():
         simulate_fluid("three_cells.yaml", stepsize=1.0, t1=1.0)
 
 
-def test_interpolated_delays_accept_off_grid_delays():
-    """With delay_mode='interpolate' an off-grid delay gives (nearly) the on-grid answer."""
+def test_interpolated_half_step_delay_matches_a_fine_grid_reference():
+    """τ = 50.5·dt: with interpolation the dt = 1 ms run stays within 1e-5 requests of a
+    dt = 0.1 ms run where τ is on the grid (second order: measured 7e-7); dropping the
+    half step (τ → 50 or 51 steps) is off by 1.5e-3, so the test needs the interpolation."""
     net = symmetric_two_cell()
-    a = simulate_fluid(net, stepsize=0.3, t1=5.0, N0=[8.0, 7.0, 0.0])
-    b = simulate_fluid(net.with_delays(net.delays * 1.0001), stepsize=0.3, t1=5.0,
-                       N0=[8.0, 7.0, 0.0], delay_mode="interpolate")
-    assert np.max(np.abs(a.workload - b.workload)) < 1e-3
+    net = net.with_delays(np.where(net.adjacency, 0.0505, 0.0))
+    kw = dict(stepsize=0.3, t1=5.0, N0=[8.0, 7.0, 0.0])
+    ref = simulate_fluid(net, dt=1e-4, save_every=1000, **kw)  # τ = 505 steps, snapped exactly
+    sol = simulate_fluid(net, dt=1e-3, save_every=100, delay_mode="interpolate", **kw)
+    np.testing.assert_allclose(sol.t, ref.t, rtol=1e-12)
+    assert np.max(np.abs(sol.workload - ref.workload)) < 1e-5
+    assert np.max(np.abs(sol.routing - ref.routing)) < 1e-5
+
+
+def test_options_accept_the_enum_or_its_value():
+    """Mechanism/CostKind/DelayMode members and their string values give identical runs."""
+    net = _three()
+    kw = dict(stepsize=2.0, t1=0.5, N0=[3.0, 1.0, 6.0])
+    a = simulate_fluid(net, mechanism=Mechanism.DISCRETE, cost=CostKind.LATENCY,
+                       delay_mode=DelayMode.INTERPOLATE, **kw)
+    b = simulate_fluid(net, mechanism="discrete", cost="latency", delay_mode="interpolate", **kw)
+    assert np.array_equal(a.workload, b.workload) and a.mechanism is Mechanism.DISCRETE
+    assert a.to_dict()["mechanism"] == "discrete" and a.to_dict()["cost"] == "latency"

@@ -1,13 +1,21 @@
 """Batched fluid runs equal the single runs, whatever the strategy."""
 
 import dataclasses
+import traceback
 
 import numpy as np
 import pytest
 
-from lbtheory.errors import ModelError, TopologyError, UnstableError
-from lbtheory.fluid import simulate_fluid, simulate_fluid_batch
-from lbtheory.fluid._batch import choose_batch_size
+from lbtheory.errors import (
+    InfeasibleDemandError,
+    ModelError,
+    SolverError,
+    TopologyError,
+    UnstableError,
+)
+from lbtheory.fluid import _batch as fluid_batch
+from lbtheory.fluid import fluid_problem, simulate_fluid, simulate_fluid_batch
+from lbtheory.fluid._batch import MAX_BATCH_BYTES, choose_batch_size, scenario_bytes
 from lbtheory.instances import spill_example, symmetric_two_cell
 from lbtheory.io import load_topology
 from lbtheory.models import MM1Latency
@@ -39,17 +47,69 @@ def test_batch_over_networks_with_different_rates_delays_and_equilibria():
                                    rtol=1e-9)
 
 
-def test_auto_strategy_thresholds():
-    assert choose_batch_size(4, 256, "auto") is None
-    assert choose_batch_size(16, 256, "auto") == 1
-    assert choose_batch_size(64, 256, "auto") == 1
-    assert choose_batch_size(64, 256, "chunked", 16) == 16
-    assert choose_batch_size(64, 256, "map") == 1
+@pytest.mark.parametrize("n", [1, 4, 8, 9, 16, 64])
+def test_chosen_batch_size_is_a_valid_chunk(n):
+    """Whatever the tuning table says: None (all at once) or a chunk 1 ≤ bs < B, never more
+    per-scenario memory at once than MAX_BATCH_BYTES; explicit strategies are obeyed."""
+    for B in (1, 3, 256):
+        for mem in (None, 1, 10**6, 10**12):
+            bs = choose_batch_size(n, B, "auto", scenario_bytes=mem)
+            assert bs is None or (isinstance(bs, int) and 1 <= bs < B)
+            if mem is not None:
+                assert (B if bs is None else bs) * mem <= max(MAX_BATCH_BYTES, mem)
+    assert choose_batch_size(n, 256, "vmap") is None
+    assert choose_batch_size(n, 256, "map") == 1
+    assert choose_batch_size(n, 256, "chunked", 16) == 16
+
+
+def test_auto_respects_the_memory_bound_and_gives_the_same_numbers(monkeypatch):
+    """A bound of 2.5 scenarios forces chunks of 2 (vmap inside, loop outside): the result is
+    bit-for-bit the full vmap's and the loop's."""
+    net = symmetric_two_cell()
+    etas = np.array([0.1, 0.2, 0.3, 0.5, 0.7])
+    per = scenario_bytes(fluid_problem(net, stepsize=0.1, **KW)[1])
+    monkeypatch.setattr(fluid_batch, "MAX_BATCH_BYTES", int(2.5 * per))
+    assert choose_batch_size(3, 5, "auto", scenario_bytes=per) == 2
+    seen = []
+    real = fluid_batch._run_batch
+    monkeypatch.setattr(fluid_batch, "_run_batch",
+                        lambda p, c, bs: seen.append(bs) or real(p, c, bs))
+    auto = simulate_fluid_batch(net, stepsize=etas, strategy="auto", **KW)
+    assert seen == [2]
+    for strategy in ("vmap", "map"):
+        other = simulate_fluid_batch(net, stepsize=etas, strategy=strategy, **KW)
+        assert np.array_equal(auto.workload, other.workload)
+        assert np.array_equal(auto.routing, other.routing)
+
+
+def test_scenario_error_propagates_with_its_fields_and_a_note(monkeypatch):
+    """Scenario 1's own error object comes out: type, fields, traceback, plus a note."""
+    base = load_topology("examples/three_cells.yaml")
+    nets = [base, base.with_demand_scale(5.0)]  # 320 req/s offered to 170 req/s of capacity
+    with pytest.raises(InfeasibleDemandError) as info:
+        simulate_fluid_batch(nets, cost="latency", stepsize=2.0, t1=0.1, equilibrium="auto")
+    err = info.value
+    assert err.shortfall == pytest.approx(150.0) and len(err.sources) == 3
+    assert "simulate_fluid_batch: raised for scenario 1 of 2" in err.__notes__
+    frames = [f.name for f in traceback.extract_tb(err.__traceback__)]
+    assert "solve_equilibrium" in frames  # the original traceback, not a re-raise
+
+    def failing(net, kind, eq):
+        if net is nets[1]:
+            raise SolverError("CLARABEL failed", solver="CLARABEL", status="numerical_error")
+        return None
+
+    monkeypatch.setattr(fluid_batch, "equilibrium_workload", failing)
+    with pytest.raises(SolverError) as info:
+        simulate_fluid_batch(nets, cost="latency", stepsize=2.0, t1=0.1, equilibrium="auto")
+    assert (info.value.solver, info.value.status) == ("CLARABEL", "numerical_error")
+    assert str(info.value) == "CLARABEL failed"
 
 
 def test_batch_errors():
     net = symmetric_two_cell()
-    with pytest.raises(ModelError, match="strategy: expected one of"):
+    with pytest.raises(ModelError, match="strategy must be one of 'auto', 'vmap', 'map', "
+                                         "'chunked', got 'pmap'"):
         simulate_fluid_batch(net, stepsize=[0.1], strategy="pmap", **KW)
     with pytest.raises(ModelError, match="one stepsize per scenario"):
         simulate_fluid_batch(net, stepsize=0.1, **KW)

@@ -96,7 +96,7 @@ def test_bad_sensitivity_arguments():
     net = symmetric_two_cell()
     with pytest.raises(ModelError, match="wrt: expected a non-empty subset"):
         fluid_sensitivity(net, stepsize=0.3, wrt=("capacity",), t1=1.0)
-    with pytest.raises(ModelError, match="mode: expected 'auto', 'forward' or 'reverse'"):
+    with pytest.raises(ModelError, match="mode must be one of 'auto', 'forward', 'reverse', got"):
         fluid_sensitivity(net, stepsize=0.3, mode="adjoint", t1=1.0)
 
 

@@ -1,14 +1,18 @@
 """Arc-cost families: Beckmann integral, marginal cost and CVXPY forms against independent oracles
-(scipy quadrature, finite differences, numpy values at random points)."""
+(scipy quadrature, finite differences, sympy closed forms, scipy root finding, numpy values at
+random points)."""
 
 import cvxpy as cp
 import numpy as np
 import pytest
+import sympy as sy
 from scipy.integrate import quad
+from scipy.optimize import brentq
 
-from lbtheory.costs import CostKind, flow_cost
+from lbtheory.costs import CostKind
 from lbtheory.errors import ModelError
 from lbtheory.games import MM1, ArcCostBank, Polynomial, ServiceArc, affine, bpr, constant
+from lbtheory.games._cvxforms import ARC_FORMS, arc_objective, bank_objective
 from lbtheory.models import ExpSaturation, MM1Latency, SoftplusLatency
 
 FAMILIES = [
@@ -49,15 +53,30 @@ def test_marginal_and_total(c):
 
 @pytest.mark.parametrize("c", FAMILIES, ids=lambda c: repr(c)[:40])
 def test_cvxpy_forms_match_numpy(c):
+    # the registry's CVXPY expression, evaluated at random flows, equals the numpy Beckmann
+    # integral (itself pinned to quadrature above) and total x·ℓ(x); with and without ``ref``
     x = _points(c)
     var = cp.Variable(len(x))
     var.value = x
     bank = ArcCostBank([c] * len(x))
-    pot = bank.cvx_objective(var, objective="wardrop")
-    tot = bank.cvx_objective(var, objective="system_optimum")
-    assert pot.is_dcp() and tot.is_dcp()
-    assert float(pot.value) == pytest.approx(float(c.potential(x).sum()), rel=1e-9)
-    assert float(tot.value) == pytest.approx(float(c.total(x).sum()), rel=1e-9)
+    for ref in (None, 3.0 * x):
+        pot = bank_objective(bank, var, "wardrop", ref=ref)
+        tot = bank_objective(bank, var, "system_optimum", ref=ref)
+        assert pot.is_dcp() and tot.is_dcp()
+        assert float(pot.value) == pytest.approx(float(c.potential(x).sum()), rel=1e-9)
+        assert float(tot.value) == pytest.approx(float(c.total(x).sum()), rel=1e-9)
+
+
+def test_cvx_registry_covers_the_convex_families():
+    assert set(ARC_FORMS) == {Polynomial, MM1}
+    # a mixed bank: every group's form is summed once (3 families, 5 arcs)
+    costs = [affine(2.0, 0.5), MM1(10.0, 2.0), bpr(6.0, 0.15, 50.0, 4.0), MM1(5.0), constant(1.0)]
+    x = np.array([3.0, 4.0, 70.0, 1.0, 2.0])
+    var = cp.Variable(5)
+    var.value = x
+    expected = sum(float(c.potential(xi)) for c, xi in zip(costs, x))
+    assert float(bank_objective(ArcCostBank(costs), var, "wardrop").value) == pytest.approx(
+        expected, rel=1e-12)
 
 
 def test_bpr_closed_form_and_power_zero():
@@ -75,22 +94,83 @@ def test_mm1_infinite_at_capacity():
     assert float(c.marginal(1.0)) == pytest.approx(2.0 / 1.0**2)
 
 
-def test_service_arc_matches_cost_signals():
-    m = MM1Latency(10.0, 5.0)
-    s = ServiceArc(CostKind.LATENCY, m)
-    # latency cost of an MM1Latency cell in flow view is K/(μ̄ − z), i.e. the MM1 family
-    np.testing.assert_allclose(s.cost([1.0, 7.0]), MM1(10.0, 5.0).cost([1.0, 7.0]), rtol=1e-12)
-    np.testing.assert_allclose(s.potential(7.0), MM1(10.0, 5.0).potential(7.0), rtol=1e-9)
-    np.testing.assert_allclose(s.cost_prime(7.0), MM1(10.0, 5.0).cost_prime(7.0), rtol=1e-9)
-    assert float(s.upper(1)[0]) == 10.0
-    e = ServiceArc(CostKind.LATENCY, ExpSaturation(10.0, 5.0))
-    assert float(e.cost(3.0)) == pytest.approx(float(flow_cost("latency", e.model, 3.0)))
+def _sympy_flow_view(rate_of_N, latency_of_N, mu_bar, K, k):
+    """Closed forms (sympy) of the three cost signals at flow z: solve μ(N) = z for N, then
+    latency ℓ(N), gradient 1/μ'(N) and RIF N/k (THEORY §4), as functions of z."""
+    N, z = sy.symbols("N z", positive=True)
+    mu = rate_of_N(N, mu_bar, K)
+    sols = sy.solve(sy.Eq(mu, z), N)
+    assert len(sols) == 1
+    Nz = sols[0]
+    return z, {CostKind.LATENCY: sy.simplify(latency_of_N(N, mu_bar, K).subs(N, Nz)),
+               CostKind.GRADIENT: sy.simplify((1 / sy.diff(mu, N)).subs(N, Nz)),
+               CostKind.RIF: sy.simplify(Nz / k)}
+
+
+@pytest.mark.parametrize("kind", list(CostKind))
+def test_mm1_service_arc_against_sympy_closed_form(kind):
+    # M/M/1 cell (THEORY §4): ℓ(N) = (N + K)/μ̄, μ(N) = N/ℓ(N)
+    mu_bar, K, k = sy.Rational(10), sy.Rational(5), sy.Rational(3)
+    z, forms = _sympy_flow_view(lambda N, m, K_: m * N / (N + K_), lambda N, m, K_: (N + K_) / m,
+                                mu_bar, K, k)
+    f = forms[kind]
+    arc = ServiceArc(kind, MM1Latency(10.0, 5.0), 3.0)
+    for zv in (0.5, 3.0, 7.0, 9.5):
+        assert float(arc.cost(zv)) == pytest.approx(float(f.subs(z, zv)), rel=1e-12)
+        assert float(arc.cost_prime(zv)) == pytest.approx(
+            float(sy.diff(f, z).subs(z, zv)), rel=1e-9)
+        assert float(arc.potential(zv)) == pytest.approx(
+            float(sy.integrate(f, (z, 0, sy.Rational(str(zv))))), rel=1e-9)
+    if kind is CostKind.LATENCY:  # K/(μ̄ − z): exactly the MM1 family with u = μ̄, k = K
+        assert sy.simplify(f - K / (mu_bar - z)) == 0
+    assert float(arc.upper(1)[0]) == 10.0
+
+
+def test_exp_saturation_service_arc_against_sympy_closed_form():
+    # μ(N) = μ̄(1 − e^{−N/K}), ℓ = N/μ(N): at flow z, N = −K log(1 − z/μ̄) and ℓ = N/z
+    mu_bar, K = sy.Rational(10), sy.Rational(5)
+    z, forms = _sympy_flow_view(lambda N, m, K_: m * (1 - sy.exp(-N / K_)),
+                                lambda N, m, K_: N / (m * (1 - sy.exp(-N / K_))),
+                                mu_bar, K, sy.Integer(1))
+    for kind in (CostKind.LATENCY, CostKind.GRADIENT):
+        arc = ServiceArc(kind, ExpSaturation(10.0, 5.0))
+        for zv in (0.5, 3.0, 8.0):
+            assert float(arc.cost(zv)) == pytest.approx(float(forms[kind].subs(z, zv)),
+                                                        rel=1e-9)
+
+
+def _latency_at_flow(m, z):
+    """ℓ(μ⁻¹(z)) with μ(N) = N/ℓ(N) = z solved by brentq on the model's latency."""
+    if z == 0:
+        return float(m.latency(0.0))
+    N = brentq(lambda n: n / float(m.latency(n)) - z, 0.0, 1e6, xtol=1e-14, rtol=1e-15)
+    return float(m.latency(N))
+
+
+def test_softplus_service_arc_against_brentq_inversion():
+    # no closed form: invert μ(N) = z independently of the library's inverse_rate
+    m = SoftplusLatency(0.5, 0.05, 5.0, 1.0)  # μ̄ = 20 req/s
+    arc = ServiceArc(CostKind.LATENCY, m)
+    for zv in (1.0, 10.0, 15.0, 19.0):
+        assert float(arc.cost(zv)) == pytest.approx(_latency_at_flow(m, zv), rel=1e-10)
+        ref, _ = quad(lambda s: _latency_at_flow(m, s), 0.0, zv, epsabs=1e-11, epsrel=1e-11)
+        assert float(arc.potential(zv)) == pytest.approx(ref, rel=1e-8)
+    assert float(arc.upper(1)[0]) == pytest.approx(20.0)
 
 
 def test_service_arc_has_no_cvx_form():
     s = ServiceArc(CostKind.LATENCY, SoftplusLatency(0.5, 0.05, 5.0, 1.0))
+    with pytest.raises(ModelError, match=r"ServiceArc\(SoftplusLatency, cost 'latency'\) has "
+                                         "no exact convex CVXPY form"):
+        arc_objective(s, cp.Variable(1), "wardrop")
     with pytest.raises(ModelError, match="no exact convex CVXPY form"):
-        s.cvx_potential(cp.Variable(1))
+        bank_objective(ArcCostBank([affine(1.0, 1.0), s]), cp.Variable(2), "system_optimum")
+
+
+def test_cvx_objective_option_is_validated():
+    with pytest.raises(ModelError, match=r"objective must be 'wardrop' or 'system_optimum', "
+                                         r"got 'nash'"):
+        arc_objective(affine(1.0, 1.0), cp.Variable(1), "nash")
 
 
 @pytest.mark.parametrize("kwargs, match", [

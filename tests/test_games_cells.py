@@ -42,8 +42,12 @@ def test_same_equilibria_both_paths(name):
 
 
 def test_mm1_cells_become_dcp_arcs():
+    from lbtheory.games import MM1
+    from lbtheory.games._cvxforms import check_convex_form
+
     game = to_routing_game(spill_example())
-    assert game.costs.has_convex_form
+    check_convex_form(game.costs)  # raises ModelError for a family without a DCP form
+    assert [type(a.cost) for a in game.arcs[-2:]] == [MM1, MM1]
     assert game.n_arcs == len(spill_example().arcs) + 2
 
 
@@ -57,14 +61,3 @@ def test_other_service_models_use_service_arcs_and_frank_wolfe():
     ref = solve_wardrop(net)
     np.testing.assert_allclose(cell_inflows(net, res.arc_flow), ref.inflow, rtol=1e-3,
                                atol=1e-4 * net.total_demand)
-
-
-def test_cellnetwork_method_delegates_to_games():
-    from lbtheory.games import to_routing_game
-    from lbtheory.instances import spill_example
-
-    net = spill_example()
-    a, b = net.to_routing_game(cost="gradient"), to_routing_game(net, cost="gradient")
-    assert a.n_arcs == b.n_arcs and a.nodes == b.nodes
-    np.testing.assert_array_equal(a.tails, b.tails)
-    np.testing.assert_array_equal(a.heads, b.heads)

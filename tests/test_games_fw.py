@@ -57,8 +57,21 @@ def test_pigou_fw_matches_closed_form():
 
 
 def test_unknown_method():
-    with pytest.raises(ModelError, match="method: expected one of"):
+    with pytest.raises(ModelError, match=r"method must be one of 'fw', 'cfw', 'bfw', "
+                                         r"got 'newton'"):
         frank_wolfe(braess(), method="newton")
+    with pytest.raises(ModelError, match=r"objective must be 'wardrop' or 'system_optimum', "
+                                         r"got 'nash'"):
+        frank_wolfe(braess(), objective="nash")
+
+
+def test_options_accept_the_enums():
+    from lbtheory.games import FWMethod, Objective
+
+    res, _ = frank_wolfe(pigou(2), objective=Objective.SYSTEM_OPTIMUM, method=FWMethod.CFW,
+                         tol=1e-12)
+    assert res.objective is Objective.SYSTEM_OPTIMUM and res.solver == "frank_wolfe:cfw"
+    assert res.arc_flow[1] == pytest.approx(3 ** -0.5, rel=1e-6)
 
 
 def test_infeasible_start_is_reported():

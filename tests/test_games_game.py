@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from lbtheory.errors import TopologyError
+from lbtheory.errors import ModelError, TopologyError
 from lbtheory.games import (
     Commodity,
     GameArc,
@@ -90,3 +90,48 @@ def test_without_arcs_blocks_the_bridge():
     g = braess().without_arcs([3])
     assert g.blocked.tolist() == [False, False, False, True, False]
     assert wardrop_equilibrium(g).arc_flow[3] == 0.0
+
+
+def test_shortest_paths_respect_non_through_nodes_like_networkx():
+    # oracle: networkx on the graph without the arcs leaving non-through nodes (except the
+    # origin's own); origins both through and non-through
+    base = grid_game(3, 4, seed=4, n_origins=6)
+    nt = [1, 6]  # the grid stays connected without passing through them
+    g = RoutingGame(base.nodes, base.arcs,
+                    [Commodity(base.nodes[o], base.nodes[d], base.demand[k, d])
+                     for k, o in enumerate(base.origins) for d in np.flatnonzero(base.demand[k])],
+                    non_through=nt)
+    assert set(g.origins) & set(nt) and set(g.origins) - set(nt)
+    cost = np.random.default_rng(1).uniform(0.1, 3.0, g.n_arcs)
+    dist, _ = shortest_paths(g, cost)
+    free, _ = shortest_paths(base, cost)
+    assert np.any(dist > free * (1 + 1e-9))  # the rule lengthens some shortest paths
+    for k, o in enumerate(g.origins):
+        G = nx.DiGraph()
+        G.add_nodes_from(range(g.n_nodes))
+        for a in range(g.n_arcs):
+            t = int(g.tails[a])
+            if t not in nt or t == o:
+                G.add_edge(t, int(g.heads[a]), w=cost[a])
+        ref = nx.single_source_dijkstra_path_length(G, int(o), weight="w")
+        want = np.array([ref.get(v, np.inf) for v in range(g.n_nodes)])
+        np.testing.assert_allclose(dist[k], want, rtol=1e-12)
+        # the solver's per-origin arc mask is the same rule
+        usable = g.usable(k)
+        assert not usable[np.isin(g.tails, nt) & (g.tails != o)].any()
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"rows": 0, "cols": 3}, TopologyError, "rows: expected a positive integer, got 0"),
+    ({"rows": 2.5, "cols": 3}, TopologyError, "rows: expected a positive integer"),
+    ({"rows": 1, "cols": 1}, TopologyError, "at least 2 nodes, got 1x1"),
+    ({"rows": 2, "cols": 2, "n_origins": 5}, TopologyError, r"n_origins: expected an integer "
+                                                            r"in 1\.\.4"),
+    ({"rows": 2, "cols": 2, "n_origins": 0}, TopologyError, "n_origins"),
+    ({"rows": 2, "cols": 2, "family": "cubic"}, ModelError,
+     r"family must be 'bpr' or 'affine', got 'cubic'"),
+])
+def test_grid_game_validation(kw, err, match):
+    rows, cols = kw.pop("rows"), kw.pop("cols")
+    with pytest.raises(err, match=match):
+        grid_game(rows, cols, seed=0, **kw)

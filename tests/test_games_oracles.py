@@ -5,13 +5,18 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+import sympy as sy
+from scipy.optimize import brentq
 
-from lbtheory.errors import ModelError
+from lbtheory.errors import ModelError, SolveStatus
 from lbtheory.games import (
+    GamePoAResult,
     braess,
     grid_game,
     mm1_two_link,
+    mm1_two_link_poa,
     pigou,
+    pigou_poa,
     price_of_anarchy,
     system_optimum,
     wardrop_equilibrium,
@@ -21,7 +26,24 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "Braess-Ex
 
 
 def roughgarden(d):
-    return 1.0 / (1.0 - d * (d + 1.0) ** (-(d + 1.0) / d))
+    """PoA of Pigou with ℓ = x^d, derived in sympy: Wardrop puts all flow on x^d (cost 1); the
+    system optimum minimises x^{d+1} + (1 − x)."""
+    x = sy.symbols("x", positive=True)
+    d = sy.nsimplify(d)
+    xs = [s for s in sy.solve(sy.diff(x ** (d + 1) + 1 - x, x), x) if s.is_real]
+    assert len(xs) == 1
+    return float(1 / (xs[0] ** (d + 1) + 1 - xs[0]))
+
+
+def mm1_two_link_oracle(u, R):
+    """PoA of the M/M/1 two-link game in sympy: Wardrop loads only the M/M/1 link (its cost at
+    x = R equals the constant link's); the SO minimises x/(u − x) + (R − x)/(u − R)."""
+    x = sy.symbols("x", real=True)
+    u, R = sy.nsimplify(u), sy.nsimplify(R)
+    total = x / (u - x) + (R - x) / (u - R)
+    xs = [s for s in sy.solve(sy.diff(total, x), x) if 0 <= s <= R]
+    assert len(xs) == 1
+    return float((R / (u - R)) / total.subs(x, xs[0]))
 
 
 def test_pigou_linear_poa_is_four_thirds():
@@ -34,21 +56,32 @@ def test_pigou_linear_poa_is_four_thirds():
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 def test_pigou_degree_d_attains_roughgarden_bound(d):
-    # closed form of the bound, independent of the code: SO puts (d+1)^{-1/d} on the x^d link
-    assert price_of_anarchy(pigou(d)) == pytest.approx(roughgarden(d), abs=1e-6)
-    so = system_optimum(pigou(d))
-    assert so.arc_flow[1] == pytest.approx((d + 1.0) ** (-1.0 / d), abs=1e-7)
+    # sympy oracle; SO puts (d+1)^{-1/d} on the x^d link
+    poa = price_of_anarchy(pigou(d))
+    assert isinstance(poa, GamePoAResult) and poa.status is SolveStatus.OPTIMAL
+    assert poa.ratio == pytest.approx(roughgarden(d), abs=1e-6)
+    assert pigou_poa(d) == pytest.approx(roughgarden(d), rel=1e-12)  # the library closed form
+    assert poa.wardrop.total_travel_time == pytest.approx(1.0, abs=1e-9)
+    assert poa.optimum.arc_flow[1] == pytest.approx((d + 1.0) ** (-1.0 / d), abs=1e-7)
+    assert poa.ratio == poa.wardrop.total_travel_time / poa.optimum.total_travel_time
 
 
 def test_pigou_non_integer_degree():
     d = 2.5
-    assert price_of_anarchy(pigou(d)) == pytest.approx(roughgarden(d), abs=1e-6)
+    assert price_of_anarchy(pigou(d)).ratio == pytest.approx(roughgarden(d), abs=1e-6)
+    assert pigou_poa(d) == pytest.approx(roughgarden(d), rel=1e-12)
 
 
 @pytest.mark.parametrize("u, R", [(1.0, 0.5), (2.0, 1.9), (5.0, 1.0)])
 def test_mm1_two_link_poa(u, R):
-    assert price_of_anarchy(mm1_two_link(u, R)) == pytest.approx(
-        0.5 * (1 + np.sqrt(u / (u - R))), abs=1e-6)
+    ref = mm1_two_link_oracle(u, R)
+    assert price_of_anarchy(mm1_two_link(u, R)).ratio == pytest.approx(ref, abs=1e-6)
+    assert mm1_two_link_poa(u, R) == pytest.approx(ref, rel=1e-12)
+
+
+def test_mm1_poa_closed_form_rejects_bad_demand():
+    with pytest.raises(ModelError, match="expected 0 <= r < u"):
+        mm1_two_link_poa(1.0, 1.0)
 
 
 def test_braess_published_values():
@@ -97,40 +130,74 @@ def test_wardrop_condition_on_every_used_path(seed):
 
 
 def _random_parallel(seed, family):
-    """Random parallel-link game s → t; half the links have no constant term (Pigou-like)."""
+    """Random parallel-link game s → t; half the links have no constant term (Pigou-like).
+
+    Returns the game and its PoA by an independent oracle: on parallel links ℓ_i = a_i + b_i x^p
+    the Wardrop flows equalise the cost at a level L with Σ_i ((L − a_i)/b_i)_+^{1/p} = d (the
+    SO the same with marginal costs a_i + (p+1) b_i x^p), solved by brentq.
+    """
     from lbtheory.games import Commodity, GameArc, Polynomial, RoutingGame
 
     rng = np.random.default_rng(seed)
     k = int(rng.integers(2, 5))
-    arcs = []
-    for i in range(k):
-        a = 0.0 if i % 2 == 0 else rng.uniform(0.0, 2.0)
-        b = rng.uniform(0.1, 2.0)
-        power = 1.0 if family == "affine" else 4.0
-        arcs.append(GameArc("s", "t", Polynomial(a, b, 1.0, power)))
-    return RoutingGame(["s", "t"], arcs, [Commodity("s", "t", rng.uniform(0.1, 3.0))])
+    power = 1.0 if family == "affine" else 4.0
+    a = np.where(np.arange(k) % 2 == 0, 0.0, rng.uniform(0.0, 2.0, k))
+    b = rng.uniform(0.1, 2.0, k)
+    d = rng.uniform(0.1, 3.0)
+    arcs = [GameArc("s", "t", Polynomial(a[i], b[i], 1.0, power)) for i in range(k)]
+
+    def flows(mult):
+        def x_at(L):
+            return np.maximum((L - a) / (mult * b), 0.0) ** (1.0 / power)
+
+        L = brentq(lambda L: x_at(L).sum() - d, a.min(), a.max() + mult * b.max() * d ** power
+                   + 1.0, xtol=1e-15, rtol=1e-15)
+        return x_at(L)
+
+    tstt = [float(np.sum(x * (a + b * x ** power))) for x in (flows(1.0), flows(power + 1.0))]
+    game = RoutingGame(["s", "t"], arcs, [Commodity("s", "t", d)])
+    return game, tstt[0] / tstt[1]
+
+
+def _check_poa(poa, bound):
+    # both solutions pass the shortest-path optimality check (independent of the CVXPY program)
+    assert poa.status is SolveStatus.OPTIMAL
+    assert poa.wardrop.relative_gap < 1e-8 and poa.optimum.relative_gap < 1e-8
+    assert 1.0 - 1e-9 <= poa.ratio <= bound + 1e-9
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_affine_games_poa_at_most_four_thirds(seed):
-    for game in (grid_game(3, 4, seed=seed, n_origins=4, family="affine",
-                           congestion=(0.1, 0.3)[seed % 2]), _random_parallel(seed, "affine")):
-        poa = price_of_anarchy(game)
-        assert 1.0 - 1e-9 <= poa <= 4.0 / 3.0 + 1e-9
+    game = grid_game(3, 4, seed=seed, n_origins=4, family="affine",
+                     congestion=(0.1, 0.3)[seed % 2])
+    _check_poa(price_of_anarchy(game), 4.0 / 3.0)
+    game, ref = _random_parallel(seed, "affine")
+    poa = price_of_anarchy(game)
+    _check_poa(poa, 4.0 / 3.0)
+    assert poa.ratio == pytest.approx(ref, rel=1e-7)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_bpr4_games_poa_below_degree4_bound(seed):
-    for game in (grid_game(3, 4, seed=seed, n_origins=4), _random_parallel(seed, "bpr")):
-        poa = price_of_anarchy(game)
-        assert 1.0 - 1e-9 <= poa <= roughgarden(4) + 1e-9
+    _check_poa(price_of_anarchy(grid_game(3, 4, seed=seed, n_origins=4)), roughgarden(4))
+    game, ref = _random_parallel(seed, "bpr")
+    poa = price_of_anarchy(game)
+    _check_poa(poa, roughgarden(4))
+    assert poa.ratio == pytest.approx(ref, rel=1e-7)
+
+
+def test_random_parallel_oracle_is_not_trivial():
+    # the seeded games above are not all at PoA 1 (where any solver pair would pass the bound)
+    refs = [_random_parallel(seed, fam)[1] for seed in range(6) for fam in ("affine", "bpr")]
+    assert max(refs) > 1.01
 
 
 def test_relative_gap_and_aec_of_a_non_equilibrium():
     # all flow on the constant link of Pigou: TSTT = 1, SPTT = 0 (the x link costs 0) → gap 1
-    from lbtheory.games import evaluate_flow
+    from lbtheory.games import Objective, evaluate_flow
 
     res = evaluate_flow(pigou(1), np.array([[1.0, 0.0]]), "wardrop")
+    assert res.objective is Objective.WARDROP
     assert res.relative_gap == pytest.approx(1.0)
     assert res.average_excess_cost == pytest.approx(1.0)
 
@@ -138,7 +205,8 @@ def test_relative_gap_and_aec_of_a_non_equilibrium():
 def test_unknown_objective():
     from lbtheory.games import evaluate_flow
 
-    with pytest.raises(ModelError, match="objective: expected one of"):
+    with pytest.raises(ModelError, match=r"objective must be 'wardrop' or 'system_optimum', "
+                                         r"got 'nash'"):
         evaluate_flow(pigou(1), np.array([[1.0, 0.0]]), "nash")
 
 
@@ -170,3 +238,26 @@ def test_unavailable_solver_is_typed():
 
     with pytest.raises(SolverError, match="solver NOT_A_SOLVER failed"):
         wardrop_equilibrium(pigou(1), solver="NOT_A_SOLVER")
+
+
+def test_only_the_inaccurate_warning_is_silenced(monkeypatch):
+    import warnings
+
+    import cvxpy as cp
+
+    real = cp.Problem.solve
+
+    def noisy(self, *args, **kwargs):
+        warnings.warn("Solution may be inaccurate. Try another solver, ...", UserWarning,
+                      stacklevel=2)
+        warnings.warn("some other cvxpy warning", UserWarning, stacklevel=2)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", noisy)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = wardrop_equilibrium(pigou(1))
+    msgs = [str(w.message) for w in seen]
+    assert "some other cvxpy warning" in msgs
+    assert not any(m.startswith("Solution may be inaccurate") for m in msgs)
+    assert res.total_travel_time == pytest.approx(1.0, abs=1e-9)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from lbtheory.errors import ModelError
 from lbtheory.models import (
+    MODEL_REGISTRY,
     ExpSaturation,
     MM1Latency,
     ModelBank,
@@ -100,11 +101,16 @@ def test_softplus_requires_theta0_above_theta1_theta2():
         SoftplusLatency(base_latency=0.2, slope=0.01, knee=30.0, softness=5.0)
     with pytest.raises(ModelError, match=r"base_latency > slope\*knee"):
         SoftplusLatency(base_latency=0.3, slope=0.01, knee=30.0, softness=5.0)  # equality
-    # the reason: with θ0 < θ1θ2 the implied μ overshoots 1/θ1 (THEORY §4 [D])
-    t0, t1, t2, t3 = 0.2, 0.01, 30.0, 5.0
-    N = np.linspace(0, 500, 5001)
-    mu = N / (t0 + t1 * t3 * np.logaddexp(0, (N - t2) / t3))
-    assert mu.max() > 1 / t1
+    # the reason: with θ0 < θ1θ2 the library's own μ = N/ℓ overshoots μ̄ = 1/θ1 (THEORY §4 [D]).
+    # Build the refused model without its constructor check and evaluate the library's μ:
+    # at N = θ2 = 30, ℓ = θ0 + θ1·θ3·log 2 = 0.2 + 0.05·log 2 (hand), μ = 30/ℓ ≈ 127.8 > 100.
+    m = object.__new__(SoftplusLatency)
+    for f, v in dict(base_latency=0.2, slope=0.01, knee=30.0, softness=5.0).items():
+        object.__setattr__(m, f, v)
+    assert float(m.rate(30.0)) == pytest.approx(30 / (0.2 + 0.05 * math.log(2)), rel=1e-14)
+    assert float(m.rate(30.0)) > float(m.max_rate) == pytest.approx(100.0)
+    with pytest.raises(ModelError, match="strictly increasing|exceeds max_rate"):
+        check_assumption_1(m)
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -187,6 +193,106 @@ def test_model_dict_round_trip_and_errors():
         model_from_dict({"model": "mm1", "capacity": "fast", "K": 1.0})
 
 
+def test_registering_an_existing_name_needs_replace():
+    with pytest.raises(ModelError, match="service model name 'mm1' is already registered by "
+                                         "lbtheory.models.MM1Latency; .*replace=True"):
+        @service_model
+        class Impostor(ServiceModel):
+            capacity: float
+            K: float
+            name = "mm1"
+
+    assert MODEL_REGISTRY["mm1"] is MM1Latency            # the refused class did not get in
+    try:
+        @service_model(replace=True)
+        class MM1Twice(MM1Latency):
+            name = "mm1"
+
+        assert MODEL_REGISTRY["mm1"] is MM1Twice
+        assert isinstance(model_from_dict({"model": "mm1", "capacity": 2.0, "K": 1.0}), MM1Twice)
+    finally:
+        MODEL_REGISTRY["mm1"] = MM1Latency
+    # a new name registers as before
+    @service_model
+    class Fresh(ServiceModel):
+        b: float
+        name = "test-fresh-affine"
+
+        @property
+        def max_rate(self):
+            return 1.0 / self.b
+
+        def latency(self, N):
+            return 1.0 + self.b * N
+
+    try:
+        assert model_from_dict({"model": "test-fresh-affine", "b": 0.5}) == Fresh(0.5)
+    finally:
+        del MODEL_REGISTRY["test-fresh-affine"]
+
+
 def test_exp_saturation_passes_assumption_1_despite_float_saturation():
+    # K = 0.01: e^{-N/K} < 2^-53 for N ≥ 0.37, so μ(N) = μ̄(1 − e^{-N/K}) rounds to exactly μ̄
+    # (hand: e^{-100} ≈ 3.7e-44) — μ is flat in floating point, which Assumption 1's check must
+    # accept because the flat part sits at μ̄ itself.
+    m = ExpSaturation(capacity=10.0, K=0.01)
+    assert float(m.rate(1.0)) == 10.0 and float(m.rate(0.5)) == 10.0
+    assert float(m.rate(0.01)) == pytest.approx(10.0 * (1 - math.exp(-1.0)), rel=1e-15)
     for K in (0.01, 1.0, 5.0, 100.0):
-        check_assumption_1(ExpSaturation(capacity=10.0, K=K), label="exp")
+        model = ExpSaturation(capacity=10.0, K=K)
+        check_assumption_1(model, label="exp")  # accepted: returns None, raises nothing
+        # μ⁻¹(μ̄/2) = K·log 2 (closed form: 1 − e^{-N/K} = 1/2)
+        assert float(model.inverse_rate(5.0)) == pytest.approx(K * math.log(2), rel=1e-12)
+
+    # the same check does reject a flat step *below* μ̄ (so the acceptance above is not vacuous)
+    @service_model
+    class Plateau(ServiceModel):
+        @property
+        def max_rate(self):
+            return 10.0
+
+        def latency(self, N):
+            # μ = N/ℓ = 4N on [0, 1], flat at 4 on [1, 2], then 4 + 6(1 − e^{-(N−2)}) → 10
+            n = np.asarray(N, dtype=float)
+            mu = np.where(n < 1, 4 * n, 4 - 6 * np.expm1(-np.maximum(n - 2, 0)))
+            return np.where(n > 0, n / np.where(n > 0, mu, 1.0), 0.25)
+
+    with pytest.raises(ModelError, match="plateau: .*strictly increasing"):
+        check_assumption_1(Plateau(), label="plateau")
+
+
+SECOND_ORDER_MODELS = [SoftplusLatency(base_latency=0.5, slope=0.01, knee=30.0, softness=5.0),
+                       SoftplusLatency(base_latency=0.8, slope=0.02, knee=10.0, softness=0.5),
+                       ExpSaturation(capacity=10.0, K=5.0), ExpSaturation(capacity=3.0, K=0.7),
+                       MM1Latency(capacity=10.0, K=5.0)]
+
+
+@pytest.mark.parametrize("model", SECOND_ORDER_MODELS, ids=lambda m: repr(m))
+def test_second_derivatives_match_sympy(model):
+    """ℓ'', μ'', d(1/μ')/dN against sympy's symbolic derivatives of ℓ and μ = N/ℓ."""
+    lat = _sympy_latency(model)
+    mu = N_sym / lat
+    d2lat = sp.diff(lat, N_sym, 2)
+    d2mu = sp.diff(mu, N_sym, 2)
+    dgrad = sp.diff(1 / sp.diff(mu, N_sym), N_sym)
+    for N in POINTS:
+        sub = {N_sym: sp.Float(N, 30)}
+        N_arr = np.array([N])
+        assert np.asarray(model.latency_second(N_arr))[0] == pytest.approx(
+            float(d2lat.subs(sub)), rel=1e-7, abs=1e-15)
+        assert np.asarray(model.rate_second(N_arr))[0] == pytest.approx(
+            float(d2mu.subs(sub)), rel=1e-7, abs=1e-15)
+        assert np.asarray(model.gradient_cost_prime(N_arr))[0] == pytest.approx(
+            float(dgrad.subs(sub)), rel=1e-7)
+
+
+@pytest.mark.parametrize("model", SECOND_ORDER_MODELS, ids=lambda m: repr(m))
+def test_inverse_rate_matches_sympy_root(model):
+    """μ⁻¹(z) against a 30-digit root of N/ℓ(N) = z found by sympy (independent of the code)."""
+    lat = _sympy_latency(model)
+    mubar = float(model.max_rate)
+    for frac in (0.05, 0.5, 0.95):
+        z = frac * mubar
+        N = float(model.inverse_rate(z))
+        root = sp.nsolve(N_sym - sp.Float(z, 30) * lat, N_sym, N * (1 + 1e-3), prec=30)
+        assert N == pytest.approx(float(root), rel=1e-11)

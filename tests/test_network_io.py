@@ -52,11 +52,12 @@ def test_issue_schema_loads_and_round_trips(tmp_path):
      r"arcs\[3\] \(a -> zz\): unknown cell 'zz' in 'target'"),
     (lambda d: d["cells"][1].update(name="a"), TopologyError, "duplicate cell name 'a'"),
     (lambda d: d["cells"][0].update(arrival_rate=-1.0), TopologyError,
-     r"cell 'a': arrival_rate \(req/s\): expected a non-negative finite number, got -1.0"),
+     r"cell 'a': arrival_rate must be non-negative, got -1.0 \(cell 'a': arrival_rate: "
+     r"expected a non-negative finite number of req/s\)"),
     (lambda d: d["cells"][0].update(arrival_rate=float("nan")), TopologyError,
-     "arrival_rate.*non-negative finite number, got nan"),
+     "arrival_rate must be finite and non-negative, got nan"),
     (lambda d: d["arcs"][1].update(delay=-0.5), TopologyError,
-     r"arc a -> b: delay \(s\): expected a non-negative finite number, got -0.5"),
+     r"arc a -> b: delay must be non-negative, got -0.5 \(.*finite number of s\)"),
     (lambda d: d["arcs"][1].update(delay=float("inf")), TopologyError, "arc a -> b: delay"),
     (lambda d: d["cells"][0]["service"].update(capacity=-40.0), ModelError,
      r"cells\[0\] \(a\).service: MM1Latency.capacity must be positive, got -40.0"),
@@ -136,3 +137,14 @@ def test_atomic_write_leaves_no_temporary_and_normal_permissions(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["r.json"]
     mode = stat.S_IMODE(os.stat(path).st_mode)
     assert mode & stat.S_IRGRP  # readable by the group (not mkstemp's 0600)
+
+
+def test_feasibility_report_slack_hand_case():
+    # a: λ = 30, μ̄ = 40; b: λ = 10, μ̄ = 100; arcs a→a, a→b, b→b. Slack on a is 40 − f_aa and on
+    # b is 90 − f_ab with f_aa + f_ab = 30: both ≥ 40 at f_aa = 0, so s* = 40 req/s.
+    rep = topology_from_dict(BASE).check_feasibility()
+    assert rep.slack == pytest.approx(40.0) and rep.feasible is True
+    # λ_a = 150: the two slacks sum to 130 − 150 = −20 at best, split evenly: s* = −10 req/s
+    net = topology_from_dict(variant(lambda d: d["cells"][0].update(arrival_rate=150.0)))
+    rep = net.check_feasibility(raise_error=False)
+    assert rep.slack == pytest.approx(-10.0) and rep.feasible is False

@@ -20,8 +20,8 @@ def write(tmp_path, net, name="net.yaml"):
     return str(path)
 
 
-def run_json(capsys, argv):
-    assert main(argv) == 0
+def run_json(capsys, argv, code=0):
+    assert main(argv) == code
     return json.loads(capsys.readouterr().out)
 
 
@@ -32,7 +32,9 @@ def sym_path(tmp_path_factory):
 
 @pytest.mark.parametrize("eta,verdict", [(0.5, "stable"), (0.6, "unstable")])
 def test_json_contract_and_verdict(capsys, sym_path, eta, verdict):
-    out = run_json(capsys, ["stepsize", sym_path, "--stepsize", str(eta), "--json"])
+    # exit code 1 when the verdict is unstable (the check failed), 0 when stable
+    out = run_json(capsys, ["stepsize", sym_path, "--stepsize", str(eta), "--json"],
+                   code=0 if verdict == "stable" else 1)
     assert abs(out["critical_stepsize"] - 0.536158) < 1e-6
     # THEORY §7.6 rule = μ'/(Λ f' 2τ) = 0.32/(12·0.5·0.1)
     assert abs(out["empirical_rule"] - 0.32 / 0.6) < 1e-9
@@ -41,10 +43,12 @@ def test_json_contract_and_verdict(capsys, sym_path, eta, verdict):
     assert (re < 0) == (verdict == "stable") and im > 0
     assert abs(out["margin"] - 0.536158128 / eta) < 1e-6
     assert abs(out["closed_form_two_cell"] - out["critical_stepsize"]) < 1e-9
+    assert out["status"] == "verified" and out["critical_verified"] is True
 
 
 def test_text_report(capsys, tmp_path):
-    assert main(["stepsize", write(tmp_path, spill_example()), "--stepsize", "0.02"]) == 0
+    # exit code 1: the verdict is UNSTABLE
+    assert main(["stepsize", write(tmp_path, spill_example()), "--stepsize", "0.02"]) == 1
     text = capsys.readouterr().out
     assert "exact critical stepsize: 0.0143024" in text
     assert "NOT a guarantee" in text

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import lambertw
 
-from lbtheory.errors import SolverError
+from lbtheory.errors import ModelError
 from lbtheory.stability import (
     LinearDDE,
     critical_scale,
@@ -120,7 +120,22 @@ def test_second_order_ratio_table(aT, ratio):
     assert abs(cross.scale * T * T / aT - ratio) < 1e-4
 
 
-@pytest.mark.parametrize("bad", [0, 1, 2.5])
+@pytest.mark.parametrize("bad", [0, 1, 2.5, "8"])
 def test_bad_node_count(bad):
-    with pytest.raises(SolverError, match="n_nodes: expected an integer ≥ 2"):
+    with pytest.raises(ModelError, match="n_nodes: expected an integer ≥ 2"):
         rightmost_roots(scalar(1.0, 1.0), n_nodes=bad)
+
+
+def test_newton_root_convergence_flag_matches_its_docstring():
+    """Singular Δ at the start (s0 = −1 is the root of s + 1 = 0): a converged root. A Newton
+    run cut off after one step far from the root: not converged. The Lambert-W root of
+    x' = −k x(t − τ), s = W₀(−kτ)/τ, is found from nearby and flagged converged."""
+    ode = LinearDDE.from_terms(1, [(0.0, np.array([[-1.0]])), (0.5, np.array([[0.0]]))])
+    s, ok = newton_root(ode, -1.0)
+    assert ok and s == -1.0
+    k, tau = 1.0, 1.0
+    exact = complex(lambertw(-k * tau, 0)) / tau
+    s, ok = newton_root(scalar(k, tau), exact + 0.05)
+    assert ok and abs(s - exact) < 1e-13
+    _, ok = newton_root(scalar(k, tau), exact + 0.5, max_iter=1)
+    assert not ok

@@ -8,8 +8,9 @@ import pytest
 import sympy as sp
 from scipy.optimize import brentq
 
-from lbtheory.costs import cell_cost_prime
+from lbtheory.equilibrium import EquilibriumProblem, polish_on_support, solve_system_optimum
 from lbtheory.errors import InfeasibleDemandError
+from lbtheory.fluid import simulate_fluid
 from lbtheory.instances import random_network, spill_example, symmetric_two_cell
 from lbtheory.models import MM1Latency
 from lbtheory.network import Arc, Cell, CellNetwork
@@ -21,6 +22,7 @@ from lbtheory.stability import (
     critical_stepsize,
     empirical_rule,
     linearise,
+    operating_point,
     rightmost_roots,
     spectrum,
     symmetric_threshold,
@@ -90,12 +92,32 @@ def test_spill_reduced_characteristic_equation():
     fp, a = pt.cost_prime, pt.rate_prime
     val = s + 0.5 * eta * lam1 * (fp[0] / (s + a[0]) + fp[1] * np.exp(-2 * s * tau) / (s + a[1]))
     assert abs(val) < 1e-9 * abs(s)
-    # x*_11 from the equal-cost condition solved independently with brentq
+    assert abs(pt.routing[0, 0] - spill_split_brentq()) < 1e-10
+
+
+def spill_split_brentq():
+    """x*_11 of the spill example from its equal-cost condition, solved independently (brentq):
+    f(N(14x)) = f(N(14(1 − x) + 4)) + 2τ with f = (N + K)²/(μ̄K), N(z) = Kz/(μ̄ − z)."""
     f = lambda N: (N + 5.0) ** 2 / 50.0  # noqa: E731 - gradient cost of MM1Latency(10, 5)
     Ninv = lambda z: 5.0 * z / (10.0 - z)  # noqa: E731
-    x = brentq(lambda x: f(Ninv(14 * x)) - f(Ninv(14 * (1 - x) + 4)) - 0.1, 0.5, 0.7,
-               xtol=1e-15)
-    assert abs(pt.routing[0, 0] - x) < 1e-10
+    return brentq(lambda x: f(Ninv(14 * x)) - f(Ninv(14 * (1 - x) + 4)) - 0.1, 0.5, 0.7,
+                  xtol=1e-15)
+
+
+def test_operating_point_uses_the_one_polish():
+    """An unpolished solver result (routing off by ~1e-8) is Newton-polished to the brentq root;
+    an already polished EquilibriumResult is taken as is (zero Newton steps)."""
+    net = spill_example()
+    raw = EquilibriumProblem(net, "gradient").solve(polish=False)
+    x = spill_split_brentq()
+    assert not raw.polished and abs(raw.routing[0, 0] - x) > 1e-10
+    pt = operating_point(net, "gradient", equilibrium=raw)
+    assert abs(pt.routing[0, 0] - x) < 1e-13 and pt.residual < 1e-12
+    eq = solve_system_optimum(net)
+    assert eq.polished
+    kept = polish_on_support(net, "gradient", eq.routing, eq.workload, polished=True)
+    assert kept.steps == 0 and abs(kept.routing[0, 0] - x) < 1e-13
+    assert operating_point(net, "gradient", equilibrium=eq).routing[0, 0] == kept.routing[0, 0]
 
 
 def test_two_cell_characteristic_equation_derived_with_sympy():
@@ -178,13 +200,35 @@ def test_empirical_rule_symmetric_is_the_lower_bound():
     assert np.isinf(per[net.index("c1")])
 
 
-def test_derivatives_come_from_costs_module():
-    net = spill_example()
-    lin = linearise(net, "latency")
-    pt = lin.point
-    for j, m in enumerate(net.services):
-        assert abs(pt.cost_prime[j] - float(cell_cost_prime("latency", m, pt.workload[j]))) < 1e-14
-        assert abs(pt.rate_prime[j] - float(m.rate_prime(pt.workload[j]))) < 1e-14
+def test_derivatives_match_sympy_and_finite_differences():
+    """f'_j and μ'_j at N*: sympy derivatives of the M/M/1 closed forms (μ = μ̄N/(N + K),
+    latency ℓ = N/μ, gradient cost 1/μ'), and central differences of a softplus service
+    model's ℓ(N) and μ(N) (second differences of μ for the gradient cost −μ''/μ'²)."""
+    Ns, mbar, K = sp.symbols("N mubar K", positive=True)
+    mu = mbar * Ns / (Ns + K)
+    net = spill_example()  # MM1Latency(10, 5) in both cells
+    for cost, f in (("latency", Ns / mu), ("gradient", 1 / sp.diff(mu, Ns))):
+        pt = linearise(net, cost).point
+        for j in range(net.n):
+            at = {Ns: pt.workload[j], mbar: 10.0, K: 5.0}
+            assert pt.cost_prime[j] == pytest.approx(float(sp.diff(f, Ns).subs(at)), rel=1e-12)
+            assert pt.rate_prime[j] == pytest.approx(float(sp.diff(mu, Ns).subs(at)), rel=1e-12)
+    soft = random_network(np.random.default_rng(0), 3, softplus_share=1.0, arc_prob=1.0,
+                          utilisation=0.8)
+    h = 1e-3
+    for cost in ("latency", "gradient"):
+        pt = operating_point(soft, cost)
+        assert pt.workload.min() > 10 * h
+        for j, m in enumerate(soft.services):
+            N = pt.workload[j]
+            mu1 = (m.rate(N + h) - m.rate(N - h)) / (2 * h)
+            if cost == "latency":
+                fd, rtol = (m.latency(N + h) - m.latency(N - h)) / (2 * h), 1e-7
+            else:
+                mu2 = (m.rate(N + h) - 2 * m.rate(N) + m.rate(N - h)) / h**2
+                fd, rtol = -mu2 / mu1**2, 1e-4
+            assert pt.cost_prime[j] == pytest.approx(fd, rel=rtol)
+            assert pt.rate_prime[j] == pytest.approx(mu1, rel=1e-7)
 
 
 def test_no_free_routing_means_stable_for_every_stepsize():
@@ -207,7 +251,19 @@ def test_assess_stepsize_verdicts():
     assert below.verdict == "stable" and below.decay_rate > 0
     assert above.verdict == "unstable" and above.rightmost_root.real > 0
     assert abs(below.margin - 0.536158128 / 0.5) < 1e-7
-    assert above.period == pytest.approx(2 * math.pi / above.rightmost_root.imag)
+    # the period, measured independently: zero crossings of N_c1 − N_c2 in the nonlinear fluid
+    # model at the same stepsize (just above the threshold), started near the equilibrium
+    x0 = eq.routing.copy()
+    x0[2, :2] = [0.5 + 1e-4, 0.5 - 1e-4]
+    sol = simulate_fluid(net, cost="gradient", stepsize=0.6, t1=30.0, dt=1e-3, x0=x0,
+                         N0=eq.workload)
+    t, W = np.asarray(sol.t), np.asarray(sol.workload)
+    d = W[:, 0] - W[:, 1]
+    k = np.flatnonzero(np.sign(d[1:]) != np.sign(d[:-1]))
+    k = k[t[k] > 5.0]  # after the transient of the faster modes
+    crossings = t[k] - d[k] * (t[k + 1] - t[k]) / (d[k + 1] - d[k])
+    assert len(crossings) >= 10
+    assert above.period == pytest.approx(2 * np.mean(np.diff(crossings)), rel=1e-5)
     d = below.to_dict()
     for key in ("critical_stepsize", "empirical_rule", "rightmost_root", "verdict"):
         assert key in d

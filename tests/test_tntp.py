@@ -177,8 +177,13 @@ def test_cli_table_and_errors(capsys, tmp_path):
     assert run_tntp(NET, TRIPS, as_json=False) == 0
     text = capsys.readouterr().out
     assert "price of anarchy: 1.10843" in text and "total travel time 552" in text
-    with pytest.raises(DataFormatError, match="needs its trip table"):
+    with pytest.raises(DataFormatError, match="needs its trip table") as info:
         run_tntp(NET, None, as_json=True)
+    assert info.value.field == "--trips"
+    # the CLI reports a missing --trips with that same one error (exit code 2)
+    assert main(["equilibrium", str(NET)]) == 2
+    err = capsys.readouterr().err
+    assert "needs its trip table: add --trips TRIPS.tntp" in err and "Braess_net.tntp" in err
     bad = _net(tmp_path, ["1 2 -5 1 1 0.15 4 0 0 1 ;"])
     assert main(["equilibrium", str(bad), "--trips", str(TRIPS)]) == 2
     assert "capacity must be non-negative" in capsys.readouterr().err

@@ -12,7 +12,7 @@ different thing and live in :mod:`lbtheory.routers`.
 
 from __future__ import annotations
 
-from .baselines import jsq, jsq_tokens, power_of_two, random_router, round_robin
+from .baselines import Seed, jsq, jsq_tokens, power_of_two, random_router, rng_factory, round_robin
 from .compare import compare_policies, summary_table
 from .fscore import (
     best_subset,
@@ -31,6 +31,7 @@ from .imbalance import (
     bottleneck,
     calibrate_step_time,
     idle_fraction,
+    imbalance_from_totals,
     margins,
     run_idle_fraction,
     step_imbalance,
@@ -38,20 +39,21 @@ from .imbalance import (
     tpot_per_request,
     tpot_percentiles,
 )
-from .policies import BARRIER_POLICIES, make_router, parse_policies
+from .policies import BARRIER_POLICIES, Policy, make_router, parse_policies
 from .predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
 from .protocol import ClusterView, Router
-from .schedulers import BRParams, allocate, br0, brh
+from .schedulers import BRParams, GuardScope, allocate, br0, brh
 from .sim import DecodeConfig, DecodeResult, decode_steps, simulate_decode
 
 __all__ = [
     "best_subset", "discount_vector", "expected_contribution", "fscore_br0", "fscore_horizon",
     "projected_loads", "projected_margins", "score_peak", "subset_table",
     "StepTimeModel", "as_load_matrix", "bottleneck", "calibrate_step_time", "idle_fraction",
-    "margins", "run_idle_fraction", "step_imbalance", "throughput", "tpot_per_request",
-    "tpot_percentiles", "ExactMatchPredictor", "OraclePredictor", "SurvivalPredictor",
+    "imbalance_from_totals", "margins", "run_idle_fraction", "step_imbalance", "throughput",
+    "tpot_per_request", "tpot_percentiles", "ExactMatchPredictor", "OraclePredictor",
+    "SurvivalPredictor",
     "ClusterView", "Router", "DecodeConfig", "DecodeResult", "decode_steps", "simulate_decode",
     "BARRIER_POLICIES", "make_router", "parse_policies", "BRParams", "allocate", "br0", "brh",
     "jsq", "jsq_tokens", "power_of_two", "random_router", "round_robin",
-    "compare_policies", "summary_table",
+    "compare_policies", "summary_table", "Policy", "GuardScope", "Seed", "rng_factory",
 ]

@@ -10,19 +10,29 @@ Each takes pool requests in arrival order (FIFO) and places each on a replica wi
 * ``jsq-tokens`` — least token load ``L_g``; ties: lowest index.
 
 Every factory returns a :class:`~lbtheory.barrier.protocol.Router`; randomness comes from a
-``numpy.random.Generator`` seeded by the factory's ``seed`` and carried in the state.
+``numpy.random.Generator`` carried in the state. ``seed`` is an ``int >= 0`` or a
+``numpy.random.SeedSequence`` (preferred), or a ``Generator``; the router's ``init()`` builds a
+*fresh* Generator from it on every run (a Generator argument is copied when the router is made, and
+each run starts from a copy of that snapshot; the caller's Generator is never advanced). So one
+router object reused for several runs gives identical runs.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..errors import ModelError
 from .protocol import ClusterView, Router
 
-__all__ = ["random_router", "round_robin", "power_of_two", "jsq", "jsq_tokens"]
+__all__ = ["random_router", "round_robin", "power_of_two", "jsq", "jsq_tokens", "Seed",
+           "rng_factory"]
+
+#: What a seeded router accepts as its seed.
+Seed = int | np.random.SeedSequence | np.random.Generator
 
 # pick(free, inflight, loads, prompt) -> replica; the lists are updated by _fifo.
 _Pick = Callable[[list[int], list[int], list[int], int], int]
@@ -53,11 +63,34 @@ def _eligible(free: list[int]) -> list[int]:
     return [g for g, f in enumerate(free) if f > 0]
 
 
-def _seeded(name: str, seed: int | np.random.Generator,
+def rng_factory(seed: Seed, name: str = "seed") -> Callable[[], np.random.Generator]:
+    """A zero-argument callable returning a fresh, identically seeded Generator on every call.
+
+    Args:
+        seed: ``int >= 0``, ``numpy.random.SeedSequence`` or ``numpy.random.Generator`` (copied
+            now; later draws from the caller's Generator do not change the runs).
+        name: parameter name for error messages.
+
+    Raises:
+        ModelError: any other seed (bool, float, negative int, ...).
+    """
+    if isinstance(seed, np.random.Generator):
+        snapshot = copy.deepcopy(seed)
+        return lambda: copy.deepcopy(snapshot)
+    if isinstance(seed, np.random.SeedSequence):
+        return lambda: np.random.default_rng(seed)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        value = int(seed)
+        return lambda: np.random.default_rng(value)
+    raise ModelError(f"{name}: expected an int >= 0, a numpy SeedSequence or a numpy Generator, "
+                     f"got {seed!r}")
+
+
+def _seeded(name: str, seed: Seed,
             choose: Callable[[np.random.Generator, list[int], list[int]], int]) -> Router:
-    """A FIFO router whose choice ``choose(rng, eligible, inflight)`` draws from a seeded rng."""
-    def init() -> np.random.Generator:
-        return np.random.default_rng(seed)
+    """A FIFO router whose choice ``choose(rng, eligible, inflight)`` draws from a seeded rng;
+    ``init()`` returns a fresh Generator (same seed) for every run."""
+    init = rng_factory(seed)
 
     def schedule(rng: np.random.Generator, view: ClusterView) -> tuple[Any, Any, Any]:
         pos, reps = _fifo(view, lambda free, infl, loads, s: choose(rng, _eligible(free), infl))
@@ -66,8 +99,8 @@ def _seeded(name: str, seed: int | np.random.Generator,
     return Router(name, init, schedule)
 
 
-def random_router(seed: int | np.random.Generator = 0) -> Router:
-    """Uniformly random replica among those with a free slot."""
+def random_router(seed: Seed = 0) -> Router:
+    """Uniformly random replica among those with a free slot (``seed``: see module doc)."""
     return _seeded("random", seed, lambda rng, el, infl: el[int(rng.integers(len(el)))])
 
 
@@ -79,8 +112,8 @@ def _two_choices(rng: np.random.Generator, el: list[int], infl: list[int]) -> in
     return gb if infl[gb] < infl[ga] else ga
 
 
-def power_of_two(seed: int | np.random.Generator = 0) -> Router:
-    """Power-of-two-choices on requests in flight (ties: the first drawn)."""
+def power_of_two(seed: Seed = 0) -> Router:
+    """Power-of-two-choices on requests in flight (ties: the first drawn; ``seed``: module doc)."""
     return _seeded("p2c", seed, _two_choices)
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..workloads import Trace
-from .policies import BRParams, make_router, parse_policies
+from .baselines import Seed
+from .policies import BRParams, Policy, make_router, parse_policies
 from .sim import DecodeConfig, DecodeResult, simulate_decode
 
 __all__ = ["compare_policies", "summary_table"]
 
 
-def compare_policies(trace: Trace, policies: Sequence[str] | str, *, config: DecodeConfig,
-                     seed: int = 0, horizon: int = 80, gamma: float = 1.0,
+def compare_policies(trace: Trace, policies: Sequence[Policy | str] | str, *,
+                     config: DecodeConfig, seed: Seed = 0, horizon: int = 80, gamma: float = 1.0,
                      params: BRParams | None = None) -> dict[str, DecodeResult]:
     """Simulate every policy on ``trace`` under ``config``; results keyed by policy name.
 

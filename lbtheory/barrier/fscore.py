@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._checks import check_real
 from ..errors import ModelError
 
 __all__ = [
@@ -63,9 +64,8 @@ def discount_vector(horizon: int, gamma: float) -> np.ndarray:
     """
     if int(horizon) != horizon or horizon < 0:
         raise ModelError(f"horizon H must be an integer >= 0 steps, got {horizon}")
-    if not 0.0 < gamma <= 1.0:
-        raise ModelError(f"discount gamma must be in (0, 1], got {gamma}")
-    return float(gamma) ** np.arange(int(horizon) + 1, dtype=float)
+    gamma = check_real(gamma, "discount gamma", low=0.0, high=1.0, low_open=True)
+    return gamma ** np.arange(int(horizon) + 1, dtype=float)
 
 
 def fscore_horizon(delta_s: float | np.ndarray, margins_h: np.ndarray, discount: np.ndarray,

@@ -27,7 +27,8 @@ from ..errors import ModelError
 from ..stats import percentile
 
 __all__ = [
-    "as_load_matrix", "bottleneck", "step_imbalance", "margins", "idle_fraction",
+    "as_load_matrix", "bottleneck", "step_imbalance", "imbalance_from_totals", "margins",
+    "idle_fraction",
     "run_idle_fraction", "StepTimeModel", "calibrate_step_time", "throughput",
     "tpot_per_request", "tpot_percentiles",
 ]
@@ -68,8 +69,24 @@ def step_imbalance(loads: np.ndarray) -> np.ndarray | float:
         9.0
     """
     arr = as_load_matrix(loads)
-    out = arr.shape[1] * arr.max(axis=1) - arr.sum(axis=1)
+    out = imbalance_from_totals(arr.max(axis=1), arr.sum(axis=1), arr.shape[1])
     return _squeeze_like(out, loads)
+
+
+def imbalance_from_totals(max_load: np.ndarray, sum_load: np.ndarray,
+                          replicas: int) -> np.ndarray:
+    """``I(k) = G·M(k) − Σ_g L_g(k)`` (tokens) from the per-step totals a simulator records.
+
+    Args:
+        max_load: ``M(k)`` per step (tokens).
+        sum_load: ``Σ_g L_g(k)`` per step (tokens).
+        replicas: ``G``.
+
+    Example:
+        >>> imbalance_from_totals([10.0], [21.0], 3).tolist()
+        [9.0]
+    """
+    return replicas * np.asarray(max_load, dtype=float) - np.asarray(sum_load, dtype=float)
 
 
 def margins(loads: np.ndarray) -> np.ndarray:
@@ -83,7 +100,7 @@ def idle_fraction(loads: np.ndarray) -> np.ndarray | float:
     """Per-step barrier idle fraction ``I(k) / (G·M(k))`` (0 when ``M(k) = 0``)."""
     arr = as_load_matrix(loads)
     cap = arr.shape[1] * arr.max(axis=1)
-    imb = cap - arr.sum(axis=1)
+    imb = imbalance_from_totals(arr.max(axis=1), arr.sum(axis=1), arr.shape[1])
     out = np.divide(imb, cap, out=np.zeros_like(imb), where=cap > 0)
     return _squeeze_like(out, loads)
 
@@ -97,7 +114,8 @@ def run_idle_fraction(max_load: np.ndarray, sum_load: np.ndarray, replicas: int)
         replicas: ``G``.
     """
     cap = replicas * float(np.sum(max_load, dtype=float))
-    return (cap - float(np.sum(sum_load, dtype=float))) / cap if cap > 0 else 0.0
+    imb = float(np.sum(imbalance_from_totals(max_load, sum_load, replicas)))
+    return imb / cap if cap > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -122,10 +140,13 @@ class StepTimeModel:
                              f"(got a={self.a_s_per_token}, b={self.b_s})")
 
     def __call__(self, max_load: np.ndarray | float) -> np.ndarray | float:
-        """Step time (s) at bottleneck load ``max_load`` (tokens)."""
-        if np.ndim(max_load):
-            return self.a_s_per_token * np.asarray(max_load, dtype=float) + self.b_s
-        return self.a_s_per_token * float(max_load) + self.b_s
+        """Step time (s) at bottleneck load ``max_load`` (tokens); an array for array input.
+
+        The simulator calls this once per decode step, so a plain ``int``/``float`` skips the
+        numpy conversion.
+        """
+        x = max_load if isinstance(max_load, (int, float)) else np.asarray(max_load, dtype=float)
+        return self.a_s_per_token * x + self.b_s
 
 
 def calibrate_step_time(max_load: np.ndarray, step_time_s: np.ndarray) -> StepTimeModel:

@@ -23,6 +23,8 @@ exactly the decisions of BR-0 (tested).
 
 from __future__ import annotations
 
+import copy
+import enum
 import heapq
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._checks import check_option
 from ..errors import ModelError
 from .fscore import (
     best_subset,
@@ -44,7 +47,16 @@ from .fscore import (
 )
 from .protocol import ClusterView, Router
 
-__all__ = ["BRParams", "br0", "brh", "allocate"]
+__all__ = ["BRParams", "GuardScope", "br0", "brh", "allocate"]
+
+
+class GuardScope(enum.StrEnum):
+    """Where the Stage-2 starvation guard looks for the best single request ([R])."""
+
+    #: Among the ``R_max`` Stage-2 candidates (the longest prompts).
+    CANDIDATES = "candidates"
+    #: Over the whole pool, as Stage 1 does.
+    POOL = "pool"
 
 
 @dataclass(frozen=True)
@@ -56,14 +68,15 @@ class BRParams:
         r_max: Stage-2 candidates per replica (the paper's 4).
         max_wait: [R] age-guard threshold in ticks (``None`` disables the age guard).
         guard_scope: [R] where the starvation guard looks for the best single request when no
-            subset scores positive: ``"candidates"`` (the ``R_max`` candidates; default) or
-            ``"pool"`` (the whole pool, as Stage 1 does). The source does not say which.
+            subset scores positive: :class:`GuardScope` or its value, ``"candidates"`` (the
+            ``R_max`` candidates; default) or ``"pool"`` (the whole pool, as Stage 1 does). The
+            source does not say which. Stored as the enum.
     """
 
     s_greedy: int | None = None
     r_max: int = 4
     max_wait: int | None = 2000
-    guard_scope: str = "candidates"
+    guard_scope: GuardScope | str = GuardScope.CANDIDATES
 
     def __post_init__(self) -> None:
         if self.r_max < 1:
@@ -72,9 +85,8 @@ class BRParams:
             raise ModelError(f"S_greedy must be >= 0 slots, got {self.s_greedy}")
         if self.max_wait is not None and self.max_wait < 0:
             raise ModelError(f"max_wait must be >= 0 ticks, got {self.max_wait}")
-        if self.guard_scope not in ("candidates", "pool"):
-            raise ModelError(f"guard_scope must be 'candidates' or 'pool', got "
-                             f"{self.guard_scope!r}")
+        object.__setattr__(self, "guard_scope",
+                           check_option(GuardScope, self.guard_scope, "guard_scope"))
 
 
 class _BR0Scorer:
@@ -198,7 +210,7 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
                                lambda ds, g=g: scorer.f_many(g, ds), tables[n])
         chosen = [idx[c] for c in q]
         if score <= 0:  # starvation guard: best single request
-            if params.guard_scope == "pool":
+            if params.guard_scope is GuardScope.POOL:
                 chosen = [_best_single(pool.ps, scorer, g)]
             else:
                 singles = scorer.f_many(g, sizes)
@@ -226,7 +238,10 @@ def br0(params: BRParams | None = None) -> Router:
 
 
 class BRHState(NamedTuple):
-    """BR-H state: the predictor (learns online from finished requests)."""
+    """BR-H state of one run: its own predictor (learns online from finished requests).
+
+    ``init()`` builds it afresh for every run, so the predictor's learning never leaks from one
+    run into the next."""
 
     predictor: Any
 
@@ -238,7 +253,9 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
 
     Args:
         predictor_factory: zero-argument callable building a predictor
-            (:mod:`lbtheory.barrier.predictors`).
+            (:mod:`lbtheory.barrier.predictors`); ``init()`` deep-copies what it returns, so
+            even a factory that hands out one shared predictor object leaves that object
+            untouched and every run starts from the same predictor state.
         horizon: ``H`` (steps; the paper's 80).
         gamma: discount ``γ ∈ (0, 1]``.
         alpha: reward weight ``α``.
@@ -252,7 +269,7 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
     tables = [subset_table(n, prm.r_max) for n in range(prm.r_max + 1)]
 
     def init() -> BRHState:
-        return BRHState(predictor_factory())
+        return BRHState(copy.deepcopy(predictor_factory()))
 
     def schedule(state: BRHState, view: ClusterView) -> tuple[Any, Any, Any]:
         pred = state.predictor

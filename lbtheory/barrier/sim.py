@@ -30,10 +30,17 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_real
 from ..errors import ModelError
 from ..stats import mean
 from ..workloads import Trace
-from .imbalance import StepTimeModel, run_idle_fraction, tpot_per_request, tpot_percentiles
+from .imbalance import (
+    StepTimeModel,
+    imbalance_from_totals,
+    run_idle_fraction,
+    tpot_per_request,
+    tpot_percentiles,
+)
 from .protocol import ClusterView, Router
 
 __all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps"]
@@ -67,9 +74,8 @@ class DecodeConfig:
                              "request (need an integer >= 1)")
         if int(self.window) != self.window or self.window < 1:
             raise ModelError(f"pool window must be an integer >= 1 requests, got {self.window}")
-        if self.time_scale is not None and not (np.isfinite(self.time_scale)
-                                                and self.time_scale > 0):
-            raise ModelError(f"time scale must be > 0, got {self.time_scale}")
+        if self.time_scale is not None:
+            check_real(self.time_scale, "time_scale", low=0.0, low_open=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for manifests)."""
@@ -112,8 +118,8 @@ class DecodeResult:
 
     @property
     def imbalance(self) -> np.ndarray:
-        """``I(k) = G·M(k) − Σ_g L_g(k)`` per step (tokens)."""
-        return self.config.replicas * self.max_load - self.sum_load
+        """``I(k) = G·M(k) − Σ_g L_g(k)`` per step (tokens; :func:`.imbalance_from_totals`)."""
+        return imbalance_from_totals(self.max_load, self.sum_load, self.config.replicas)
 
     def tpot_s(self) -> np.ndarray:
         """Time per output token of each request (s)."""
@@ -224,7 +230,7 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
     prompt = trace.prompt_tokens
     steps = decode_steps(trace)
     arrive = trace.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
-    a_tok, b_s = cfg.step_model.a_s_per_token, cfg.step_model.b_s
+    step_time = cfg.step_model  # t = a·M + b (s): the one definition, StepTimeModel.__call__
     cl = _Cluster(G, S)
     state = router.init()
     enter = np.zeros(n, dtype=np.int64)
@@ -281,7 +287,7 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
         rec_tok.append(total_inflight)
         if cfg.record_loads:
             rec_loads.append(cl.loads.copy())
-        clock += a_tok * m + b_s
+        clock += step_time(m)
         cl.loads += cl.inflight
         done += cl.finish(tick, prompt, steps, done_ids, done_steps)
         tick += 1
@@ -289,7 +295,7 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
     return DecodeResult(
         policy=router.name, config=cfg, max_load=max_load,
         sum_load=np.asarray(rec_sum, dtype=float), tokens=np.asarray(rec_tok, dtype=float),
-        step_time_s=a_tok * max_load + b_s, start_step=start, replica=replica,
+        step_time_s=np.asarray(step_time(max_load), dtype=float), start_step=start, replica=replica,
         n_steps=steps,
         measure_steps=measure or tick,
         loads=np.asarray(rec_loads) if cfg.record_loads else None,

@@ -8,43 +8,45 @@ from __future__ import annotations
 
 import os
 
-from ..games import system_optimum, wardrop_equilibrium
+from ..errors import DataFormatError
+from ..games import price_of_anarchy
+from ..games.tntp import load_tntp_game
 from ..io import dumps_json
 
 __all__ = ["run_tntp", "tntp_report"]
 
 
-def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike) -> dict:
-    """Solve Wardrop and system optimum; the CLI's JSON object.
+def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike, *,
+                solver: str | None = None) -> dict:
+    """Solve Wardrop and system optimum (with CVXPY ``solver``, default Clarabel); the CLI's JSON
+    object.
 
     Returns:
         ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p}`` with G as
         :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
-        in the file's units).
+        in the file's units) and p the ratio of :func:`lbtheory.games.price_of_anarchy` (a
+        number).
     """
-    from ..games.tntp import load_tntp_game
-
-    game = load_tntp_game(net_path, trips_path)
-    ue = wardrop_equilibrium(game)
-    so = system_optimum(game)
-    return {"equilibria": {"wardrop": ue.to_dict(), "system_optimum": so.to_dict()},
-            "price_of_anarchy": ue.total_travel_time / so.total_travel_time}
+    poa = price_of_anarchy(load_tntp_game(net_path, trips_path), solver=solver)
+    return {"equilibria": {"wardrop": poa.wardrop.to_dict(),
+                           "system_optimum": poa.optimum.to_dict()},
+            "price_of_anarchy": float(poa.ratio)}
 
 
 def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, *,
-             as_json: bool) -> int:
+             as_json: bool, solver: str | None = None) -> int:
     """Print the equilibria of a TNTP game (a table, or the JSON object); returns exit code 0.
 
-    Raises:
-        DataFormatError: ``trips_path`` missing, or malformed files (the CLI prints it and
-            exits with code 2).
-    """
-    from ..errors import DataFormatError
+    ``solver``: the CVXPY solver (``None``: Clarabel).
 
+    Raises:
+        DataFormatError: ``trips_path`` missing (the one error for a missing ``--trips``, field
+            ``--trips``), or malformed files (the CLI prints it and exits with code 2).
+    """
     if trips_path is None:
         raise DataFormatError("a TNTP network needs its trip table: add --trips TRIPS.tntp",
                               path=str(net_path), field="--trips")
-    rep = tntp_report(net_path, trips_path)
+    rep = tntp_report(net_path, trips_path, solver=solver)
     if as_json:
         print(dumps_json(rep))
         return 0

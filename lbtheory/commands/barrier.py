@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="saturation replay: prompt-pool size (requests)")
     parser.add_argument("--time-scale", type=float, default=None,
                         help="replay timestamps compressed by this factor instead of saturation")
-    parser.add_argument("--limit", type=int, default=None, help="use the first N requests")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="use the first N requests (N ≥ 1; default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines")
     parser.add_argument("--horizon", type=int, default=80, help="BR-H horizon H (steps)")
     parser.add_argument("--gamma", type=float, default=1.0, help="BR-H discount")
@@ -49,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run every policy and print a table (or JSON with ``policies.{name}.{...}``)."""
+    if args.limit is not None and args.limit < 1:  # refused before the trace is read
+        from ..errors import ModelError
+
+        raise ModelError(f"--limit must be an integer ≥ 1 (requests), got {args.limit}")
     names = parse_policies(args.policies)
     cfg = DecodeConfig(replicas=args.replicas, slots=args.slots, window=args.window,
                        time_scale=args.time_scale,
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                       max_wait=None if args.max_wait < 0 else args.max_wait)
     trace = read_trace(args.trace, on_unsorted=args.unsorted)
     if args.limit is not None:
-        trace = trace.head(max(args.limit, 1))
+        trace = trace.head(args.limit)
     out = summary_table(compare_policies(trace, names, config=cfg, seed=args.seed,
                                          horizon=args.horizon, gamma=args.gamma, params=params))
     if args.json:

@@ -20,43 +20,77 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trips", help="TNTP trips file (with a .tntp network)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--solver", default=None,
-                        help="CVXPY solver (default CLARABEL; e.g. SCS, ECOS)")
-    parser.add_argument("--tol", type=float, default=1e-6,
-                        help="target relative Definition-1 residual (default 1e-6)")
+                        help="CVXPY solver, one of the installed ones (default CLARABEL, falling "
+                             "back to SCS; e.g. SCS, ECOS)")
+    parser.add_argument("--tol", type=float, default=None,
+                        help="target relative Definition-1 residual, dimensionless, in (0, 1) "
+                             "(default 1e-6; cell networks only)")
     parser.add_argument("--plot", metavar="FILE.png",
-                        help="write a figure: per-cell load and PoA as demand grows")
+                        help="write a figure (.png/.pdf/.svg): per-cell load and PoA as demand "
+                             "grows (cell networks only)")
+
+
+#: Default of ``--tol`` (relative Definition-1 residual).
+DEFAULT_TOL = 1e-6
+
+
+def check_solver(name: str | None) -> str | None:
+    """``name`` upper-cased if CVXPY has it installed (``None``: the default), else ModelError."""
+    if name is None:
+        return None
+    import cvxpy as cp
+
+    from ..errors import ModelError
+
+    installed = cp.installed_solvers()
+    if name.upper() not in installed:
+        raise ModelError(f"--solver must be one of the installed CVXPY solvers "
+                         f"{', '.join(installed)}, got {name!r}")
+    return name.upper()
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._checks import check_real
     from ..errors import TopologyError
+    from ..io import FIGURE_FORMATS, check_output_path
 
     if args.topology.lower().endswith(".tntp"):
-        if not args.trips:
-            raise TopologyError(f"{args.topology}: a TNTP network needs --trips TRIPS.tntp")
-        from ._tntp import run_tntp
+        from ._tntp import run_tntp  # raises DataFormatError (field --trips) without --trips
 
-        return run_tntp(args.topology, args.trips, as_json=args.json)
+        for flag, value in (("--tol", args.tol), ("--plot", args.plot)):
+            if value is not None:
+                raise TopologyError(f"{flag} applies to cell networks only; a TNTP game "
+                                    f"({args.topology}) is solved to its relative gap, and "
+                                    f"has no per-cell figure: drop {flag}")
+        return run_tntp(args.topology, args.trips, as_json=args.json,
+                        solver=check_solver(args.solver))
     if args.trips:
         raise TopologyError("--trips is only used with a TNTP network (.tntp)")
+    # refuse bad options and outputs before any work (nothing printed, nothing written)
+    tol = DEFAULT_TOL if args.tol is None else check_real(
+        args.tol, "--tol", low=0.0, high=1.0, low_open=True, high_open=True)
+    solver = check_solver(args.solver)
+    if args.plot:
+        check_output_path(args.plot, what="figure", flag="--plot", formats=FIGURE_FORMATS)
     from ..equilibrium import price_of_anarchy
     from ..io import dumps_json, load_topology
 
     net = load_topology(args.topology)
-    poa = price_of_anarchy(net, solver=args.solver, tol=args.tol)
+    poa = price_of_anarchy(net, solver=solver, tol=tol)
+    sweep = None
+    if args.plot:  # solve the sweep before printing, so a failure prints no partial result
+        from ..equilibrium import demand_sweep
+
+        util = net.total_demand / float(net.max_rates.sum())
+        sweep = demand_sweep(net, np.linspace(0.05, 0.98, 40) / util, solver=solver, tol=tol)
     if args.json:
         print(dumps_json(_as_json(net, poa)))
     else:
         print(format_table(net, poa))
     if args.plot:
-        import numpy as np
-
-        from ..equilibrium import demand_sweep
         from ..io import save_figure_atomic
         from ..plotting import plot_equilibria
 
-        util = net.total_demand / float(net.max_rates.sum())
-        sweep = demand_sweep(net, np.linspace(0.05, 0.98, 40) / util, solver=args.solver,
-                             tol=args.tol)
         save_figure_atomic(plot_equilibria(net, poa, sweep), args.plot)
         if not args.json:
             print(f"figure written to {args.plot}")

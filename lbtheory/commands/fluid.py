@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from ..io import dumps_json, load_topology, save_figure_atomic
+from ..io import FIGURE_FORMATS, check_output_path, dumps_json, load_topology, save_figure_atomic
 
 NAME = "fluid"
 HELP = ("Delayed fluid model (THEORY §2–3): flow or discrete routing with the rif/latency/gradient "
@@ -17,8 +17,13 @@ HELP = ("Delayed fluid model (THEORY §2–3): flow or discrete routing with the
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory fluid``."""
     parser.add_argument("topology", help="topology file (YAML/JSON)")
-    parser.add_argument("--mechanism", choices=("flow", "discrete"), default="flow")
-    parser.add_argument("--cost", choices=("rif", "latency", "gradient"), default="gradient")
+    parser.add_argument("--mechanism", choices=("flow", "discrete"), default="flow",
+                        help="flow: routing probabilities move by the projected-gradient step "
+                             "x ← Π(x − η·ĉ) (THEORY §3 (2)); discrete: every source sends all of "
+                             "its demand to its cheapest cell (THEORY §3 (1))")
+    parser.add_argument("--cost", choices=("rif", "latency", "gradient"), default="gradient",
+                        help="cost signal (THEORY §4): rif = N_j/k_j (requests per replica); "
+                             "latency = ℓ_j(N_j) + 2τ_ij (s); gradient = 1/μ_j'(N_j) + 2τ_ij (s)")
     parser.add_argument("--stepsize", type=float, default=None,
                         help="flow-routing stepsize η, 1/(cost unit·s) (required for flow)")
     parser.add_argument("--t1", type=float, required=True, help="horizon (s)")
@@ -34,38 +39,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _moving_average(t: np.ndarray, y: np.ndarray, window: float) -> np.ndarray:
+    """Trailing moving average of ``y`` (rows = time) over ``window`` seconds."""
+    dt = float(np.median(np.diff(t))) if t.size > 1 else window
+    w = max(1, int(round(window / dt)))
+    c = np.cumsum(np.concatenate([np.zeros((1,) + y.shape[1:]), y]), axis=0)
+    idx = np.arange(1, y.shape[0] + 1)
+    lo = np.maximum(idx - w, 0)
+    return (c[idx] - c[lo]) / (idx - lo).reshape((-1,) + (1,) * (y.ndim - 1))
+
+
 def _plot(sol, path: str) -> None:
     from ..plotting import figure
 
-    fig, (ax1, ax2) = figure(nrows=2, height=5.0, sharex=True)
+    fig, (ax1, ax2) = figure(nrows=2, height=5.5, sharex=True)
     for j, name in enumerate(sol.names):
-        ax1.plot(sol.t, sol.workload[:, j], label=name)
+        ax1.plot(sol.t, sol.workload[:, j], label=f"$N$ at {name}", color=f"C{j}")
         if sol.equilibrium_workload is not None:
-            ax1.axhline(sol.equilibrium_workload[j], ls=":", lw=0.8, color=f"C{j}")
-    ax1.set_ylabel("workload N_j (requests)")
-    ax1.legend(ncol=3)
+            ax1.axhline(sol.equilibrium_workload[j], ls=":", lw=0.9, color=f"C{j}",
+                        label=f"$N^*$ at {name} (equilibrium)")
+    ax1.set_ylabel("workload $N_j$ (requests)")
+    ax1.legend(ncol=2, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     adj = np.any(sol.routing > 0, axis=0)
+    routing = sol.routing
+    ylabel = "routing $x_{ij}$"
+    if sol.mechanism == "discrete" and sol.t.size > 1:
+        # discrete routing switches between vertices every few steps: a raw plot is a solid
+        # block, so show the share of time each arc was chosen over a trailing window
+        window = max(float(sol.t[-1]) / 50.0, float(sol.t[1] - sol.t[0]))
+        routing = _moving_average(sol.t, sol.routing, window)
+        ylabel = f"share of time on arc\n(trailing {window:.3g} s mean)"
     for i, j in zip(*np.nonzero(adj)):
-        ax2.plot(sol.t, sol.routing[:, i, j], lw=1, label=f"{sol.names[i]}→{sol.names[j]}")
-    ax2.set_ylabel("routing x_ij")
-    ax2.set_xlabel("t (s)")
-    ax2.legend(ncol=3, fontsize=7)
+        ax2.plot(sol.t, routing[:, i, j], lw=1, label=f"{sol.names[i]}→{sol.names[j]}")
+    ax2.set_ylabel(ylabel)
+    ax2.set_xlabel("time t (s)")
+    ax2.legend(ncol=1, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save_figure_atomic(fig, path)
 
 
 def run(args: argparse.Namespace) -> int:
     """Simulate and print a summary or JSON."""
-    import jax
-
     from ..fluid import simulate_fluid
 
+    if args.plot:  # refuse an unwritable figure path before any work
+        check_output_path(args.plot, what="figure", flag="--plot", formats=FIGURE_FORMATS)
     net = load_topology(args.topology)
-    with jax.enable_x64(True):  # float64 for this run only (no global state change)
-        sol = simulate_fluid(net, mechanism=args.mechanism, cost=args.cost,
-                             stepsize=args.stepsize, t1=args.t1, dt=args.dt,
-                             save_every=args.save_every,
-                             delay_mode="interpolate" if args.interpolate_delays else "snap",
-                             equilibrium=None if args.no_equilibrium else "auto")
+    sol = simulate_fluid(net, mechanism=args.mechanism, cost=args.cost, stepsize=args.stepsize,
+                         t1=args.t1, dt=args.dt, save_every=args.save_every,
+                         delay_mode="interpolate" if args.interpolate_delays else "snap",
+                         equilibrium=None if args.no_equilibrium else "auto")
     if args.plot:
         _plot(sol, args.plot)
     if args.json:

@@ -4,7 +4,11 @@ Prints the exact critical stepsize (a common scale on the per-source stepsizes, 
 empirical rule (NOT a guarantee), the margin of ``--stepsize`` and the verdict from the exact
 linear analysis: locally stable (with the decay rate) or unstable (rightmost root and period).
 JSON keys ``critical_stepsize``, ``empirical_rule``, ``rightmost_root`` ([re, im]) and ``verdict``
-(``"stable"``/``"unstable"``) are a stable contract.
+(``"stable"``/``"unstable"``) are a stable contract. Exit code 0 when the verdict is stable, 1 when
+it is unstable (so scripts and CI can test it), 2 on bad input.
+
+Units: η is in 1/(cost unit·s); the latency and gradient costs are in seconds, so there η is in
+1/s²; the RIF cost is in requests per replica, so η is in replicas/(request·s).
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cost", default="gradient", choices=["gradient", "latency", "rif"],
                         help="cost signal routed on (default gradient)")
     parser.add_argument("--stepsize", type=float, default=None,
-                        help="stepsize η to assess (same for every source; default: the "
-                             "empirical rule)")
+                        help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
+                             "and gradient costs, whose unit is s); same for every source "
+                             "(default: the empirical rule)")
     parser.add_argument("--nodes", type=int, default=16,
                         help="Chebyshev degree of the collocation (default 16)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -44,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(dumps_json(out))
     else:
         print(format_report(out, stepsize_given=args.stepsize is not None))
-    return 0
+    return 0 if out["verdict"] == "stable" else 1  # exit 1: the check failed (UNSTABLE)
 
 
 def _num(v: float | None, unit: str = "") -> str:
@@ -65,7 +70,10 @@ def format_report(d: dict, *, stepsize_given: bool = True) -> str:
     rule = d["empirical_rule"]
     lines.append(f"empirical rule (§7.6):   {_num(rule)}  "
                  "(an empirical rule from random tests, NOT a guarantee)")
-    what = "stepsize" if stepsize_given else "stepsize (= empirical rule)"
+    unbounded = rule is None or (isinstance(rule, float) and math.isinf(rule))
+    what = "stepsize" if stepsize_given else (
+        "stepsize (placeholder 1: the empirical rule is unbounded; pass --stepsize)" if unbounded
+        else "stepsize (= empirical rule)")
     lines.append(f"{what}: {d['stepsize']:.6g}; margin critical/stepsize = {_num(d['margin'])}")
     re, im = d["rightmost_root"]
     if d["verdict"] == "stable":

@@ -2,10 +2,12 @@
 
 Modules: :mod:`._solve` (the CVXPY programs, built once with parameters; the DCP-form registry;
 the verbs), :mod:`._result` (:class:`EquilibriumResult`, Definition-1 residuals) and
-:mod:`._polish` (the one active-set Newton polish of the KKT system, used here and by
-:mod:`lbtheory.stability` for its operating point).
+:mod:`._polish` (the one Newton polish of the KKT system: :func:`polish_flows`, the active-set
+method the solvers use, and :func:`polish_on_support`, which keeps tied arcs and is what
+:mod:`lbtheory.stability` uses for its operating point).
 """
 
+from ._polish import SupportPoint, polish_flows, polish_on_support, tied_support
 from ._result import EquilibriumResult, optimality_residuals
 from ._solve import (
     DCP_FORMS,
@@ -33,4 +35,8 @@ __all__ = [
     "DCP_FORMS",
     "dcp_potential_value",
     "demand_sweep",
+    "polish_flows",
+    "polish_on_support",
+    "tied_support",
+    "SupportPoint",
 ]

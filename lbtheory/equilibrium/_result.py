@@ -14,10 +14,13 @@ from ..costs import CostKind, cell_cost, static_cost
 from ..costs import total_latency_rate as _total_latency_rate
 from ..errors import SolveStatus
 from ..network import CellNetwork, min_cost_routing
+from ..simplex import simplex_argmin
 from ._polish import polish_flows
 
 #: routing weight above which an arc counts as "used" in the cost-spread residual
 USED_ARC_TOL = 1e-6
+#: default target relative Definition-1 residual (``tol`` of the solvers)
+DEFAULT_TOL = 1e-6
 
 
 # ----------------------------------------------------------------------------- results
@@ -38,10 +41,15 @@ class EquilibriumResult:
         residual: max of the relative residuals below (target ≤ 1e-6).
         cs_residual: max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij (complementary slackness).
         cost_spread: max_i (max cost on a used arc − c*_i)/c*_i, arcs with x_ij > 1e-6.
-        flow_residual: max_j |z_j − μ_j(N_j)|/μ̄_j (flow balance (5)).
+        flow_residual: max_j |z_j − μ_j(N_j)|/μ̄_j (flow balance (5)); an inflow at or above
+            capacity μ̄_j (no finite N_j) shows here as (z_j − μ̄_j)/μ̄_j, never clipped away.
         demand_residual: max_i |Σ_j λ_i x_ij − λ_i|/λ_i.
-        status: solver status (``SolveStatus.OPTIMAL`` on success).
+        status: ``OPTIMAL`` if the solver returned a solution and ``residual`` ≤ the requested
+            ``tol``; ``OPTIMAL_INACCURATE`` if it returned one with a larger residual; otherwise
+            the solver's word (``FAILED``, ``MAX_ITERATIONS``, ...).
         solver: solver name; iterations: outer (cutting-plane) iterations.
+        polished: the flows are the KKT point found by the Newton polish
+            (:func:`~lbtheory.equilibrium.polish_flows`), not the solver's raw flows.
     """
 
     kind: str
@@ -61,6 +69,7 @@ class EquilibriumResult:
     status: SolveStatus
     solver: str
     iterations: int = 1
+    polished: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the CLI contract (plus extra diagnostic keys)."""
@@ -89,54 +98,61 @@ _KIND_OF_COST = {CostKind.LATENCY: "wardrop", CostKind.GRADIENT: "system_optimum
 
 
 # ----------------------------------------------------------------------------- assembly
+def honest_status(solver_status: SolveStatus, residual: float, tol: float) -> SolveStatus:
+    """The status a result may claim: a returned solution is ``OPTIMAL`` only if its
+    Definition-1 residual is at most ``tol`` (else ``OPTIMAL_INACCURATE``), whatever the solver
+    said; a failed solve keeps the solver's word."""
+    if not solver_status.solved:
+        return solver_status
+    return SolveStatus.OPTIMAL if residual <= tol else SolveStatus.OPTIMAL_INACCURATE
+
+
 def _assemble(net: CellNetwork, cost: CostKind, flows: np.ndarray, src: np.ndarray,
               dst: np.ndarray, status: SolveStatus, solver: str, iterations: int,
-              polish: bool = True) -> EquilibriumResult:
+              polish: bool = True, tol: float = DEFAULT_TOL) -> EquilibriumResult:
     n = net.n
     F = np.zeros((n, n))
     np.add.at(F, (src, dst), flows)
-    raw = _assemble_flows(net, cost, F, status, solver, iterations)
+    raw = _assemble_flows(net, cost, F, status, solver, iterations, tol=tol)
     if not polish or not status.solved or raw.residual < 1e-12:
         return raw
     Fp = polish_flows(net, cost, F)
     if Fp is None:
         return raw
-    pol = _assemble_flows(net, cost, Fp, status, solver, iterations)
+    pol = _assemble_flows(net, cost, Fp, status, solver, iterations, tol=tol)
     if pol.residual < raw.residual:
-        return dataclasses.replace(pol, status=SolveStatus.OPTIMAL if pol.residual <= 1e-6
-                                   else pol.status)
+        return dataclasses.replace(pol, polished=True)
     return raw
 
 
 def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: SolveStatus,
-                    solver: str, iterations: int) -> EquilibriumResult:
+                    solver: str, iterations: int, tol: float = DEFAULT_TOL) -> EquilibriumResult:
     n = net.n
     lam = net.arrival_rates
-    # renormalise each source's flows to its demand (removes solver-level infeasibility ~1e-9)
+    # renormalise each source's flows to its demand (removes solver-level infeasibility ~1e-9;
+    # the shortfall before renormalising is reported as demand_residual)
     out = F.sum(axis=1)
     demand_residual = float(np.max(np.abs(out - lam) / np.maximum(lam, 1e-300),
                                    where=lam > 0, initial=0.0))
     scale = np.divide(lam, out, out=np.zeros(n), where=out > 0)
     F = F * scale[:, None]
     z = F.sum(axis=0)
-    caps = net.max_rates
-    z = np.minimum(z, caps * (1 - 1e-15))
-    N = np.asarray(net.models.inverse_rate(z), dtype=float)
+    # an inflow at or above capacity has no workload: N is evaluated just below capacity, and
+    # the excess stays in the reported inflow, so flow_residual (and the status) show it
+    N = np.asarray(net.models.inverse_rate(np.minimum(z, net.max_rates * (1 - 1e-15))),
+                   dtype=float)
     routing = _routing_from_flows(net, F, N, cost)
-    return _finish(net, cost, routing, z, N, status, solver, iterations, demand_residual)
+    return _finish(net, cost, routing, z, N, status, solver, iterations, demand_residual, tol)
 
 
 def _routing_from_flows(net: CellNetwork, F: np.ndarray, N: np.ndarray,
                         cost: CostKind) -> np.ndarray:
     lam = net.arrival_rates
     routing = np.divide(F, lam[:, None], out=np.zeros_like(F), where=lam[:, None] > 0)
-    C = _arc_cost_matrix(net, cost, N)
-    for i in np.flatnonzero(lam <= 0):  # pure destinations: cheapest arcs, ties split evenly
-        if net.adjacency[i].any():
-            row = C[i]
-            best = np.nanmin(row)
-            tie = net.adjacency[i] & (row <= best * (1 + 1e-12) + 1e-300)
-            routing[i] = tie / tie.sum()
+    idle = lam <= 0  # pure destinations: cheapest arcs, ties split evenly (routing rule (1))
+    if idle.any():
+        C = _arc_cost_matrix(net, cost, N)
+        routing[idle] = simplex_argmin(C[idle], net.adjacency[idle])
     return routing
 
 
@@ -148,7 +164,7 @@ def _arc_cost_matrix(net: CellNetwork, cost: CostKind, N: np.ndarray) -> np.ndar
 
 def _finish(net: CellNetwork, cost: CostKind, routing: np.ndarray, z: np.ndarray, N: np.ndarray,
             status: SolveStatus, solver: str, iterations: int,
-            demand_residual: float) -> EquilibriumResult:
+            demand_residual: float, tol: float = DEFAULT_TOL) -> EquilibriumResult:
     C = _arc_cost_matrix(net, cost, N)
     res = optimality_residuals(net, routing, cost, workload=N, inflow=z)
     tlr = float(_total_latency_rate(N, routing, net.arrival_rates, net.delays))
@@ -161,11 +177,12 @@ def _finish(net: CellNetwork, cost: CostKind, routing: np.ndarray, z: np.ndarray
         kind=_KIND_OF_COST[cost], cost=cost, routing=routing, inflow=z, workload=N, arc_cost=C,
         min_cost=cmin, total_latency_rate=tlr, mean_latency=tlr / Lam if Lam > 0 else math.nan,
         residual=float(residual), cs_residual=res["cs_residual"], cost_spread=res["cost_spread"],
-        flow_residual=res["flow_residual"], demand_residual=demand_residual, status=status,
-        solver=solver, iterations=iterations)
+        flow_residual=res["flow_residual"], demand_residual=demand_residual,
+        status=honest_status(status, float(residual), tol), solver=solver, iterations=iterations)
 
 
-def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult) -> EquilibriumResult:
+def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult,
+                            tol: float = DEFAULT_TOL) -> EquilibriumResult:
     """Among RIF equilibria (inflows z* are unique, routing is not: the RIF cost has no network
     term), pick the routing with the least network time Σ 2τ_ij f_ij (an LP, HiGHS).
 
@@ -179,7 +196,7 @@ def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult) -> Equilibr
         return eq
     F = np.zeros((n, n))
     np.add.at(F, (src, dst), f)
-    out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations)
+    out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations, tol=tol)
     # same inflows, so the same costs; the residual may move within the solver's accuracy
     return out if out.residual <= max(10.0 * eq.residual, 1e-9) else eq
 
@@ -191,13 +208,17 @@ def optimality_residuals(net: CellNetwork, routing: np.ndarray, cost: CostKind |
 
     Returns ``cs_residual`` = max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij, ``cost_spread`` =
     max_i (max used-arc cost − c*_i)/c*_i (used: x_ij > 1e-6), and ``flow_residual`` =
-    max_j |z_j − μ_j(N_j)|/μ̄_j, where by default z = λᵀx and N = μ⁻¹(z).
+    max_j |z_j − μ_j(N_j)|/μ̄_j, where by default z = λᵀx and N = μ⁻¹(z) (an inflow at or above
+    capacity counts as (z_j − μ̄_j)/μ̄_j there).
     """
     cost = CostKind.parse(cost)
     lam = net.arrival_rates
     routing = np.asarray(routing, dtype=float)
     z = lam @ routing if inflow is None else np.asarray(inflow, dtype=float)
-    N = np.asarray(net.models.inverse_rate(z), dtype=float) if workload is None else workload
+    # an inflow at or above capacity has no workload: evaluate just below capacity, so the
+    # excess shows in flow_residual as (z_j − μ̄_j)/μ̄_j
+    N = np.asarray(net.models.inverse_rate(np.minimum(z, net.max_rates * (1 - 1e-15))),
+                   dtype=float) if workload is None else workload
     C = _arc_cost_matrix(net, cost, N)
     flow_res = float(np.max(np.abs(z - net.models.rate(N)) / net.max_rates))
     cs, spread = 0.0, 0.0

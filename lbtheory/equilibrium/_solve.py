@@ -9,9 +9,10 @@ With the gradient cost this is the **system optimum** (p_j = μ_j⁻¹, total la
 latency cost the **Wardrop** (Beckmann) equilibrium; with the RIF cost (g = 0) the RIF equilibrium.
 Formulas for the three programs are [R] (direct substitution, THEORY §5).
 
-Exact convex forms live in a registry keyed by service-model class (:data:`DCP_FORMS`; models
-never import cvxpy). Models with no DCP closed form (softplus, and the exponential model's latency
-potential, a dilogarithm) use an outer approximation: epigraph variables above tangent cuts of
+Exact convex forms live in the one registry keyed by class, :data:`DCP_FORMS` of
+:mod:`lbtheory.games._cvxforms` (shared with the routing games; models never import cvxpy).
+Models with no DCP closed form (softplus, and the exponential model's latency potential, a
+dilogarithm) use an outer approximation: epigraph variables above tangent cuts of
 the 1-D convex potential, refined at the current solution (Kelley) until the Definition-1
 residual is below ``tol`` — exact in the limit, and the residual is reported.
 
@@ -22,18 +23,18 @@ re-solves with new arrival rates or delays without recompiling.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import cvxpy as cp
 import numpy as np
-import scipy.sparse as sp
 
 from ..costs import CostKind, flow_cost, flow_potential, static_cost
-from ..errors import SolverError, SolveStatus
-from ..models import ExpSaturation, MM1Latency, ServiceModel
-from ..network import CellNetwork, max_slack_flows
+from ..errors import SolverError, SolveStatus, TopologyError
+from ..games._cvxforms import DCP_FORMS, DCPForm, dcp_potential_value, form_terms
+from ..models import ServiceModel
+from ..network import CellNetwork, arc_incidence, max_slack_flows
 from ._result import (
     _KIND_OF_COST,
     EquilibriumResult,
@@ -55,55 +56,17 @@ __all__ = [
     "price_of_anarchy",
     "optimality_residuals",
     "DCP_FORMS",
+    "DCPForm",
+    "dcp_potential_value",
     "demand_sweep",
 ]
 
 DEFAULT_SOLVER = "CLARABEL"
 
 # ----------------------------------------------------------------------------- DCP registry
-# A DCP form maps (cost kind) → builder(z_expr, params) → (objective expr, {param: value fn}).
-# Value functions take (models in the group, replicas) and return the parameter arrays.
-@dataclasses.dataclass(frozen=True)
-class DCPForm:
-    """Exact convex potential for a family: p(z) = Σ coef·φ(cap − z) + lin·z (+ const).
-
-    ``phi`` is ``"inv_pos"`` or ``"neg_log"``; parameter values come from ``params(models, k)``
-    returning (cap, coef, lin) arrays.
-    """
-
-    phi: str
-    params: Callable[[list[ServiceModel], np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def _arr(models: list[ServiceModel], field: str) -> np.ndarray:
-    return np.array([float(getattr(m, field)) for m in models])
-
-
-#: (model class, cost kind) → exact DCP form. MM1: THEORY §5 "DCP status".
-DCP_FORMS: dict[tuple[type, CostKind], DCPForm] = {
-    # gradient: p = Kz/(μ̄ − z) = Kμ̄·inv_pos(μ̄ − z) − K
-    (MM1Latency, CostKind.GRADIENT): DCPForm(
-        "inv_pos", lambda ms, k: (_arr(ms, "capacity"), _arr(ms, "K") * _arr(ms, "capacity"),
-                                  np.zeros(len(ms)))),
-    # latency: p = −K log(1 − z/μ̄) = −K log(μ̄ − z) + K log μ̄
-    (MM1Latency, CostKind.LATENCY): DCPForm(
-        "neg_log", lambda ms, k: (_arr(ms, "capacity"), _arr(ms, "K"), np.zeros(len(ms)))),
-    # RIF: p = (K/k)[−μ̄ log(1 − z/μ̄) − z]
-    (MM1Latency, CostKind.RIF): DCPForm(
-        "neg_log", lambda ms, k: (_arr(ms, "capacity"), _arr(ms, "K") * _arr(ms, "capacity") / k,
-                                  -_arr(ms, "K") / k)),
-    # exponential saturation, gradient: p = μ⁻¹(z) = −K log(1 − z/μ̄)
-    (ExpSaturation, CostKind.GRADIENT): DCPForm(
-        "neg_log", lambda ms, k: (_arr(ms, "capacity"), _arr(ms, "K"), np.zeros(len(ms)))),
-}
-
-
-def dcp_potential_value(form: DCPForm, models: list[ServiceModel], replicas: np.ndarray,
-                        z: np.ndarray) -> np.ndarray:
-    """Value of a DCP form at z (numpy), up to the form's additive constant (for tests)."""
-    cap, coef, lin = form.params(models, replicas)
-    phi = 1.0 / (cap - z) if form.phi == "inv_pos" else -np.log(cap - z)
-    return coef * phi + lin * z
+# The exact convex forms (keyed by service-model class and cost kind) are the one registry of
+# lbtheory.games._cvxforms, shared with the routing games' M/M/1 arcs: DCP_FORMS, DCPForm,
+# form_terms (coef·φ(cap − z) + lin·z) and dcp_potential_value are imported from there.
 
 
 # ----------------------------------------------------------------------------- problem
@@ -158,8 +121,8 @@ class EquilibriumProblem:
         # m-vector of flows makes CVXPY's DPP tensors grow like m² (61 GiB at n = 300 full mesh).
         # Changing delays therefore rebuilds the program; changing demand does not.
         self._g = np.asarray(static_cost(self.cost, net.delays[src, dst]), dtype=float)
-        B_out = sp.csr_matrix((np.ones(m), (src, np.arange(m))), shape=(n, m))
-        B_in = sp.csr_matrix((np.ones(m), (dst, np.arange(m))), shape=(n, m))
+        B_out = arc_incidence(src, n)  # B_out[i, a] = 1 if arc a leaves cell i
+        B_in = arc_incidence(dst, n)  # B_in[j, a] = 1 if arc a enters cell j
         constraints = [B_out @ self.flow == self.lam]
         objective = self._g @ self.flow
         # group cells by (class) → exact form or cuts
@@ -172,15 +135,14 @@ class EquilibriumProblem:
         for cls, idx in groups.items():
             idx_arr = np.asarray(idx, dtype=int)
             form = DCP_FORMS[(cls, self.cost)]
-            cap_v, coef_v, lin_v = form.params([net.services[j] for j in idx], k[idx_arr])
+            cap_v, coef_v, lin_v, _ = form.params([net.services[j] for j in idx], k[idx_arr])
             zJ = B_in[idx_arr] @ self.flow
             cap = cp.Parameter(len(idx), pos=True, value=cap_v)
             coef = cp.Parameter(len(idx), nonneg=True, value=coef_v)
             lin = cp.Parameter(len(idx), value=lin_v)
             room = cp.Variable(len(idx), name="spare_capacity")  # μ̄ − z, keeps the program DPP
             constraints.append(room == cap - zJ)
-            phi = cp.inv_pos(room) if form.phi == "inv_pos" else -cp.log(room)
-            objective = objective + coef @ phi + lin @ zJ
+            objective = objective + cp.sum(form_terms(form.phi, room, zJ, coef, lin))
         self._cuts_A = self._cuts_S = None
         if len(self._cut_cells):
             C = self._cut_cells
@@ -254,8 +216,9 @@ class EquilibriumProblem:
             throw: raise :class:`SolverError` on failure (else return a result whose status
                 says so).
             check_feasibility: check Assumption 2 first (raises InfeasibleDemandError).
-            polish: Newton-polish the solver's flows on their support (:mod:`lbtheory._polish`)
-                when that lowers the Definition-1 residual.
+            polish: Newton-polish the solver's flows on their support
+                (:func:`~lbtheory.equilibrium.polish_flows`) when that lowers the Definition-1
+                residual; the status is ``OPTIMAL`` only if the final residual is ≤ ``tol``.
             **solver_options: passed to ``cvxpy.Problem.solve``.
         """
         if delays is not None and not np.array_equal(np.asarray(delays, dtype=float),
@@ -303,10 +266,10 @@ class EquilibriumProblem:
                 fsrc, fdst = full.arc_pairs
                 F = res.routing * lam[:, None]
                 out = _assemble(full, self.cost, F[fsrc, fdst], fsrc, fdst, res.status,
-                                res.solver, res.iterations, polish=True)
+                                res.solver, res.iterations, polish=True, tol=tol)
                 if out.residual <= tol:
                     if self.cost is CostKind.RIF:
-                        out = _rif_least_network_time(full, out)
+                        out = _rif_least_network_time(full, out, tol)
                     used = out.routing > 0
                     if (used & ~self._mask).any():  # keep the support for later re-solves
                         self._mask |= used
@@ -316,9 +279,9 @@ class EquilibriumProblem:
             if not cheaper.any():
                 F = res.routing * lam[:, None]
                 out = _assemble_flows(full, self.cost, F, res.status, res.solver,
-                                      res.iterations)
+                                      res.iterations, tol=tol)
                 if self.cost is CostKind.RIF:
-                    out = _rif_least_network_time(full, out)
+                    out = _rif_least_network_time(full, out, tol)
                 return out
             # add the few most violated arcs per source (all violators would re-add most of a
             # full mesh at an early, far-from-equilibrium iterate)
@@ -339,19 +302,18 @@ class EquilibriumProblem:
             it += 1
             status = self._solve_once(throw, **solver_options)
             flows = self._flows()
+            # the result's status is honest: OPTIMAL only if its residual is ≤ tol
             result = _assemble(net, self.cost, flows, self._src, self._dst, status, self.solver,
-                               it, polish=polish)
+                               it, polish=polish, tol=tol)
             if self.cost is CostKind.RIF and status.solved:
-                result = _rif_least_network_time(net, result)
+                result = _rif_least_network_time(net, result, tol)
             if result.residual <= tol or not status.solved:
                 break
             if not len(self._cut_cells):
                 if self.solver == "CLARABEL" and not solver_options and it == 1:
                     solver_options = dict(_TIGHT_CLARABEL)  # one tighter solve, then polish
                     continue
-                # still above tol: say so in the status (the residual is reported either way)
-                result = dataclasses.replace(result, status=SolveStatus.OPTIMAL_INACCURATE)
-                break
+                break  # still above tol: the status already says OPTIMAL_INACCURATE
             if it >= max_iterations:
                 msg = (f"cutting-plane refinement for the {_KIND_OF_COST[self.cost]} program did "
                        f"not reach residual {tol:g} in {max_iterations} iterations (residual "
@@ -374,8 +336,10 @@ class EquilibriumProblem:
         failures = []
         for solver, opts in attempts:
             try:
-                with warnings.catch_warnings():  # statuses are checked (and polished) below
-                    warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                # statuses are checked (and polished) below, so solver warnings (inaccurate
+                # solution, overflow on hard instances) are not shown to the user
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
                     self.problem.solve(solver=solver, **opts)
             except cp.error.SolverError as exc:
                 failures.append(f"{solver}: {str(exc).split('.')[0]}")
@@ -471,10 +435,20 @@ def solve_rif(net: CellNetwork, **kwargs: Any) -> EquilibriumResult:
 
 @dataclasses.dataclass(frozen=True)
 class PoAResult:
-    """Price of anarchy of latency routing and the same ratio for RIF routing.
+    """Price of anarchy of latency routing on a cell network, and the same ratio for RIF routing.
 
-    ``price_of_anarchy`` = C(Wardrop)/C(system optimum); ``rif_ratio`` = C(RIF)/C(system optimum),
-    with C the total latency rate (THEORY §5).
+    Attributes:
+        wardrop, system_optimum, rif: the three equilibria (THEORY §5).
+        price_of_anarchy: C(Wardrop)/C(system optimum), dimensionless, ≥ 1 up to solver
+            tolerance, with C the total latency rate (request-seconds per second); also
+            :attr:`ratio`.
+        rif_ratio: C(RIF)/C(system optimum) (a lower bound over RIF equilibria, see
+            :func:`solve_rif`).
+
+    Example:
+        >>> from lbtheory.instances import mm1_pigou
+        >>> round(price_of_anarchy(mm1_pigou(u=1.0, r=0.5)).ratio, 6)
+        1.207107
     """
 
     wardrop: EquilibriumResult
@@ -483,15 +457,46 @@ class PoAResult:
     price_of_anarchy: float
     rif_ratio: float
 
+    @classmethod
+    def from_equilibria(cls, wardrop: EquilibriumResult, system_optimum: EquilibriumResult,
+                        rif: EquilibriumResult) -> PoAResult:
+        """The ratios of three solved equilibria (the one definition of the PoA here)."""
+        so = system_optimum.total_latency_rate
+        if so <= 0:  # no demand: 0/0, the ratios are undefined (NaN)
+            return cls(wardrop=wardrop, system_optimum=system_optimum, rif=rif,
+                       price_of_anarchy=math.nan, rif_ratio=math.nan)
+        return cls(wardrop=wardrop, system_optimum=system_optimum, rif=rif,
+                   price_of_anarchy=wardrop.total_latency_rate / so,
+                   rif_ratio=rif.total_latency_rate / so)
+
+    @property
+    def ratio(self) -> float:
+        """The price of anarchy C(Wardrop)/C(system optimum) (same name as the routing-game
+        :class:`~lbtheory.games.GamePoAResult`)."""
+        return self.price_of_anarchy
+
+    @property
+    def status(self) -> SolveStatus:
+        """``OPTIMAL`` when all three equilibria are, else the first status that is not."""
+        for eq in (self.wardrop, self.system_optimum, self.rif):
+            if eq.status is not SolveStatus.OPTIMAL:
+                return eq.status
+        return SolveStatus.OPTIMAL
+
 
 def price_of_anarchy(net: CellNetwork, **kwargs: Any) -> PoAResult:
-    """Solve the three programs and return both ratios (≥ 1 up to solver tolerance)."""
-    w = solve_wardrop(net, **kwargs)
-    so = solve_system_optimum(net, **kwargs)
-    r = solve_rif(net, **kwargs)
-    return PoAResult(wardrop=w, system_optimum=so, rif=r,
-                     price_of_anarchy=w.total_latency_rate / so.total_latency_rate,
-                     rif_ratio=r.total_latency_rate / so.total_latency_rate)
+    """Solve the Wardrop, system-optimum and RIF programs and return both ratios (≥ 1 up to
+    solver tolerance); ``kwargs`` go to :func:`solve_equilibrium`.
+
+    Raises:
+        TopologyError: every arrival rate is 0 (the ratios are 0/0, undefined).
+    """
+    if not net.total_demand > 0:
+        raise TopologyError("every arrival_rate is 0, so the price of anarchy C(Wardrop)/C(opt) "
+                            "is 0/0, undefined: give at least one cell a positive arrival_rate "
+                            "(req/s)")
+    return PoAResult.from_equilibria(solve_wardrop(net, **kwargs),
+                                     solve_system_optimum(net, **kwargs), solve_rif(net, **kwargs))
 
 
 def demand_sweep(net: CellNetwork, scales: np.ndarray | list[float], *,
@@ -508,16 +513,19 @@ def demand_sweep(net: CellNetwork, scales: np.ndarray | list[float], *,
     probs = {k: EquilibriumProblem(net, c, solver=solver) for k, c in
              (("wardrop", CostKind.LATENCY), ("system_optimum", CostKind.GRADIENT),
               ("rif", CostKind.RIF))}
-    out = {k: np.full(len(scales), np.nan) for k in probs}
+    keys = (*probs, "price_of_anarchy", "rif_ratio")
+    out = {k: np.full(len(scales), np.nan) for k in keys}
     for s_i, s in enumerate(scales):
         lam = net.arrival_rates * s
         try:
             net.with_arrival_rates(lam).check_feasibility()
         except InfeasibleDemandError:
             continue
-        for k, prob in probs.items():
-            out[k][s_i] = prob.solve(arrival_rates=lam, tol=tol,
-                                     check_feasibility=False).mean_latency
+        eqs = {k: prob.solve(arrival_rates=lam, tol=tol, check_feasibility=False)
+               for k, prob in probs.items()}
+        poa = PoAResult.from_equilibria(**eqs)
+        for k, eq in eqs.items():
+            out[k][s_i] = eq.mean_latency
+        out["price_of_anarchy"][s_i], out["rif_ratio"][s_i] = poa.ratio, poa.rif_ratio
     return {"scale": scales, "utilisation": scales * net.total_demand / net.max_rates.sum(),
-            "price_of_anarchy": out["wardrop"] / out["system_optimum"],
-            "rif_ratio": out["rif"] / out["system_optimum"], **out}
+            **out}

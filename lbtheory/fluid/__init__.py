@@ -10,12 +10,22 @@ Public API:
   detection of the oscillating regime where the long-horizon derivative is not meaningful.
 * :func:`fluid_problem`, :class:`FluidParams`, :func:`fluid_objective` — the differentiable
   functional interface (``jax.grad``/``jax.vmap`` of ``fluid_objective(params, cfg)``).
+* :class:`Mechanism`, :class:`DelayMode`, :class:`BatchStrategy`, :class:`SensitivityMode` —
+  the options (a member or its string value).
+
+Precision: the entry points compute in float64 whatever the ``jax_enable_x64`` setting (scoped,
+the setting is left unchanged), so the API and ``lbtheory fluid`` agree bit for bit.
 """
 
-from ._batch import simulate_fluid_batch
-from ._integrator import FluidParams, StaticConfig
+from ._batch import BatchStrategy, simulate_fluid_batch
+from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig
 from ._model import simulate_fluid
-from ._sensitivity import FluidSensitivity, fluid_objective, fluid_sensitivity
+from ._sensitivity import (
+    FluidSensitivity,
+    SensitivityMode,
+    fluid_objective,
+    fluid_sensitivity,
+)
 from ._setup import fluid_problem
 from ._solution import FluidSolution, diagnose_trajectory
 
@@ -29,5 +39,9 @@ __all__ = [
     "FluidSolution",
     "FluidParams",
     "StaticConfig",
+    "Mechanism",
+    "DelayMode",
+    "BatchStrategy",
+    "SensitivityMode",
     "diagnose_trajectory",
 ]

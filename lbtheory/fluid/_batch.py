@@ -8,12 +8,14 @@ differ in arrival rates λ, delays τ, stepsizes η, service parameters and init
 * ``"map"`` — ``lax.map`` over scenarios inside one program (a loop; best for large n, where a
   naive vmap of the gathers and the projection's while loop was slower per scenario — issue 4);
 * ``"chunked"`` — ``lax.map`` with ``batch_size`` (vmap over chunks of scenarios);
-* ``"auto"`` — by n, thresholds from ``benchmarks/bench_fluid.py`` (:data:`AUTO_BATCH`).
+* ``"auto"`` — by n, thresholds from ``benchmarks/bench_fluid.py`` (:data:`AUTO_BATCH`), in
+  chunks small enough for :data:`MAX_BATCH_BYTES` of working memory.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -22,36 +24,81 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_option
+from ..costs import CostKind
 from ..errors import ModelError, TopologyError
 from ..network import CellNetwork
-from ._integrator import FluidParams, StaticConfig, initial_observation, integrate
+from ._integrator import (
+    DelayMode,
+    FluidParams,
+    Mechanism,
+    StaticConfig,
+    initial_observation,
+    integrate,
+)
 from ._model import assemble, equilibrium_workload
-from ._setup import build
+from ._setup import build, in_float64
 from ._solution import FluidSolution
 
-__all__ = ["simulate_fluid_batch", "STRATEGIES", "AUTO_BATCH", "choose_batch_size"]
+__all__ = ["simulate_fluid_batch", "BatchStrategy", "STRATEGIES", "AUTO_BATCH", "MAX_BATCH_BYTES",
+           "choose_batch_size", "scenario_bytes"]
 
-STRATEGIES = ("auto", "vmap", "map", "chunked")
+
+
+class BatchStrategy(enum.StrEnum):
+    """How :func:`simulate_fluid_batch` runs its scenarios (module docstring); the member or its
+    value is accepted."""
+
+    AUTO = "auto"
+    VMAP = "vmap"
+    MAP = "map"
+    CHUNKED = "chunked"
+
+
+
+STRATEGIES = tuple(s.value for s in BatchStrategy)
 #: ``strategy="auto"``: scenarios vmapped together per chunk, by network size (n ≤ key); None =
 #: all at once, 1 = a plain ``lax.map`` loop. From ``benchmarks/bench_fluid.py`` on a shared
 #: 2-core CPU (BENCHMARKS.md, fluid): full vmap gave 4.6–8× single-scenario throughput at n = 4;
 #: at n = 16 it gave 0.6–1.4× (run-to-run noise) while ``lax.map`` gave 1.1–1.25×; at n = 64
 #: every vmapped variant was slower than a loop (0.25–0.36×) and ``lax.map`` ≈ 0.9×.
 AUTO_BATCH = ((8, None), (10**9, 1))
+#: ``strategy="auto"`` vmaps at most this many bytes of per-scenario working memory at once
+#: (:func:`scenario_bytes` × scenarios per chunk), bytes.
+MAX_BATCH_BYTES = 2**30
 
 
-def choose_batch_size(n: int, B: int, strategy: str, batch_size: int | None = None) -> int | None:
-    """Scenarios per vmapped chunk (None = all of them at once)."""
+def scenario_bytes(cfg: StaticConfig) -> int:
+    """Working memory of one scenario, bytes (float64): ring buffers L·(n + n²), the other
+    carried arrays ≈ 5n² + 2n, and the saved trajectory n_chunks·(2n² + 2n + 1)."""
+    n, L = cfg.n, cfg.buffer_len
+    saved = cfg.n_chunks * (2 * n * n + 2 * n + 1) if cfg.save else cfg.n_chunks * n
+    return 8 * (L * (n + n * n) + 5 * n * n + 2 * n + saved)
+
+
+def choose_batch_size(n: int, B: int, strategy: BatchStrategy | str,
+                      batch_size: int | None = None, *,
+                      scenario_bytes: int | None = None) -> int | None:
+    """Scenarios per vmapped chunk (None = all B at once, 1 = a loop).
+
+    ``"auto"`` follows :data:`AUTO_BATCH` by network size n, then caps the chunk so that
+    chunk × ``scenario_bytes`` ≤ :data:`MAX_BATCH_BYTES` (when ``scenario_bytes`` is given).
+    """
+    strategy = check_option(BatchStrategy, strategy, "strategy")
     if strategy == "vmap":
         return None
     if strategy == "map":
         return 1
     if strategy == "chunked":
         return batch_size or 8
-    for n_max, bs in AUTO_BATCH:
+    bs = 1
+    for n_max, size in AUTO_BATCH:
         if n <= n_max:
-            return None if bs is None or bs >= B else bs
-    return 1  # pragma: no cover
+            bs = B if size is None else size
+            break
+    if scenario_bytes:
+        bs = max(1, min(bs, MAX_BATCH_BYTES // int(scenario_bytes)))
+    return None if bs >= B else bs
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "batch_size"))
@@ -78,11 +125,14 @@ def _per_scenario(value: Any, B: int, ndim_one: int, name: str) -> list[Any]:
                      f"{B} scenarios, got shape {arr.shape}")
 
 
-def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *, mechanism: str = "flow",
-                         cost: str = "gradient", stepsize: Any = None, t1: float,
+@in_float64  # the precision policy: float64, scoped (_setup.float64)
+def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *,
+                         mechanism: Mechanism | str = "flow", cost: CostKind | str = "gradient",
+                         stepsize: Any = None, t1: float,
                          dt: float = 1e-3, x0: Any = None, N0: Any = None,
                          save_every: int | None = None, equilibrium: Any = None,
-                         delay_mode: str = "snap", strategy: str = "auto",
+                         delay_mode: DelayMode | str = "snap",
+                         strategy: BatchStrategy | str = "auto",
                          batch_size: int | None = None, throw: bool = True) -> FluidSolution:
     """Simulate B scenarios at once; arguments as :func:`~lbtheory.fluid.simulate_fluid`.
 
@@ -102,9 +152,10 @@ def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *, mechanism
     Raises:
         TopologyError: networks of different structure. ModelError: bad shapes or strategy.
         UnstableError: a non-finite state (naming scenario, step and cell) when ``throw``.
+        Any error of one scenario (e.g. from its equilibrium) propagates unchanged, with a note
+        naming the scenario.
     """
-    if strategy not in STRATEGIES:
-        raise ModelError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+    strategy = check_option(BatchStrategy, strategy, "strategy")
     eta = None if stepsize is None else np.asarray(stepsize, dtype=float)
     if isinstance(nets, CellNetwork):
         if eta is None or eta.ndim == 0:
@@ -139,19 +190,20 @@ def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *, mechanism
         if jax.tree_util.tree_structure(p) != struct:
             raise TopologyError(f"nets[{b}]: service-model families differ from nets[0]")
     params = jax.tree_util.tree_map(lambda *ls: jnp.stack([jnp.asarray(v) for v in ls]), *trees)
-    bs = choose_batch_size(cfg.n, B, strategy, batch_size)
+    bs = choose_batch_size(cfg.n, B, strategy, batch_size, scenario_bytes=scenario_bytes(cfg))
     obs0, res = _run_batch(params, cfg, bs)
     sols = []
     for b in range(B):
         ob = jax.tree_util.tree_map(lambda a, b=b: a[b], obs0)
         rb = jax.tree_util.tree_map(lambda a, b=b: a[b], res)
         eq_b = equilibrium[b] if isinstance(equilibrium, list | tuple) else equilibrium
-        Nstar = equilibrium_workload(nets[b], built[b][2]["kind"], eq_b)
         try:
-            sols.append(assemble(nets[b], ob, rb, built[b][2], mechanism=mechanism,
-                                 Nstar=Nstar, throw=throw))
-        except Exception as exc:
-            raise type(exc)(f"scenario {b}: {exc}") from None
+            Nstar = equilibrium_workload(nets[b], built[b][2]["kind"], eq_b)
+            sols.append(assemble(nets[b], ob, rb, built[b][2], Nstar=Nstar, throw=throw,
+                                 scenario=b))
+        except Exception as exc:  # the same object (type, fields, traceback), with a note
+            exc.add_note(f"simulate_fluid_batch: raised for scenario {b} of {B}")
+            raise
     return _stack(sols)
 
 

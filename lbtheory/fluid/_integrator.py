@@ -14,28 +14,61 @@ Scheme (Heun / explicit trapezoid, second order), step h = dt, state (N_k, x_k):
 3. stage 1: ĉ_ij = c_ij(N_j(t_k − τ_ij)), inflow₁_j = Σ_i λ_i x_ij(t_k − τ_ij); predictor
    Ñ = max(0, N + h(inflow₁ − μ(N)));
 4. stage 2 at t_{k+1}: arcs with d = 0 read the predictor; flow routing
-   ``x_{k+1} = Π_Δ(x_k − h η (ĉ₁ + ĉ₂)/2)`` (the router update (2) with the trapezoidal cost;
-   → tangent-cone ODE (9) as h → 0); discrete routing ``x_{k+1} = argmin-vertex(ĉ₂)`` (1);
+   ``x_{k+1} = Π_Δ(x_k − h η (ĉ₁ + ĉ₂)/2)`` (the router update (2),
+   :func:`lbtheory.simplex.flow_update`, with the trapezoidal cost; → tangent-cone ODE (9) as
+   h → 0); discrete routing ``x_{k+1} = argmin-vertex(ĉ₂)`` (1,
+   :func:`~lbtheory.simplex.simplex_argmin`);
 5. inflow₂ uses x_{k+1} itself on d = 0 arcs, so what is sent equals what arrives (exact discrete
    conservation); departures ``min(h(μ(N) + μ(Ñ))/2, N + h(inflow₁ + inflow₂)/2)`` keep N ≥ 0.
 
 A non-finite state records the first step and cell (reported by the caller as a typed error).
+
+The history handling of steps 1–2 (ring layout, write, gather, interpolation, carried reads) is
+written once, in :func:`_history_init`, :func:`_ring_write`, :func:`_ring_read` and
+:func:`_delayed`; :func:`solve_dde` drives the same functions with the same Heun stages on a
+scalar delay equation ``y' = F(y(t), y(t − τ))``, so the closed-form oracles of THEORY §7.4/§12
+(π/2 limit, sin-history solution, order 2) test the integrator's history code.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import enum
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..costs import arc_costs, total_latency_rate
+from ..errors import ModelError
 from ..models import ModelBank
-from ..simplex import project_simplex, simplex_argmin
+from ..simplex import flow_update, simplex_argmin
 
-__all__ = ["FluidParams", "StaticConfig", "integrate", "initial_observation"]
+__all__ = ["Mechanism", "DelayMode", "FluidParams", "StaticConfig", "Carry", "integrate",
+           "initial_observation", "solve_dde"]
+
+
+class Mechanism(enum.StrEnum):
+    """Routing rule of the sources (THEORY §3); functions accept the member or its value."""
+
+    #: the router update (2) x ← Π_Δ(x − η·dt·ĉ) (→ tangent-cone dynamics (9)).
+    FLOW = "flow"
+    #: everything to the cheapest admissible arcs (1), ties split evenly.
+    DISCRETE = "discrete"
+
+
+
+class DelayMode(enum.StrEnum):
+    """How delays that are not multiples of dt are handled."""
+
+    #: every delay must be a multiple of dt (to DELAY_TOL), else ModelError.
+    SNAP = "snap"
+    #: linear interpolation of the history (differentiable in τ).
+    INTERPOLATE = "interpolate"
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +106,7 @@ class StaticConfig:
 
     n: int
     mask: tuple[tuple[bool, ...], ...]
-    mechanism: str
+    mechanism: Mechanism
     cost: str
     round_delays: bool
     buffer_len: int
@@ -85,54 +118,119 @@ class StaticConfig:
     unroll: int = 1
 
 
+class Carry(NamedTuple):
+    """State carried from step k to step k + 1 (a pytree).
+
+    Attributes:
+        k: step index (int32).
+        workload: N_k (n,), requests.
+        routing: x_k (n, n).
+        buf_workload, buf_routing: ring buffers (L, n), (L, n, n); slot m holds step m mod L.
+        read_workload, read_routing: H[k − d] per arc (gathered on the previous step), (n, n).
+        prev_workload, prev_routing: exact values at k − 1 − d per arc (for the interpolation).
+        departed: cumulative departures (n,), requests.
+        latency_integral: Σ h·C over the steps so far, request·s.
+        bad_step, bad_cell: first non-finite step and cell (−1 while every state is finite).
+    """
+
+    k: Any
+    workload: Any
+    routing: Any
+    buf_workload: Any
+    buf_routing: Any
+    read_workload: Any
+    read_routing: Any
+    prev_workload: Any
+    prev_routing: Any
+    departed: Any
+    latency_integral: Any
+    bad_step: Any
+    bad_cell: Any
+
+
+# ---- history handling, shared by the fluid step and solve_dde ---------------------------------
+
+def _delay_split(delays: Any, dt: float, round_delays: bool) -> tuple[Any, Any]:
+    """(d, φ): d = ⌊τ/h⌋ (or round(τ/h) when snapping) as int32, φ = τ/h − d (differentiable)."""
+    q = delays / dt
+    d = jax.lax.stop_gradient(jnp.round(q) if round_delays else jnp.floor(q))
+    return d.astype(jnp.int32), q - d
+
+
+def _history_init(hist: Any, d: Any, offset: Any) -> tuple[Any, Any, Any]:
+    """Ring buffer and carried reads before step 0 from history values.
+
+    Args:
+        hist: y at steps 0, −1, …, −(L + 1) (L + 2, *shape); L = buffer length ≥ max d.
+        d: whole delay steps (broadcast with ``offset``); offset: flat indices within one slot.
+
+    Returns:
+        (buffer (L, *shape) with slot m holding step −((L − m) mod L), the read at −d, the read
+        at −d − 1).
+    """
+    L = hist.shape[0] - 2
+    stride = math.prod(hist.shape[1:])
+    buf = hist[(L - np.arange(L)) % L]
+    flat = hist.reshape(-1)
+    return buf, flat[d * stride + offset], flat[(d + 1) * stride + offset]
+
+
+def _ring_write(buf: Any, k: Any, value: Any) -> Any:
+    """Store the state of step k in slot k mod L (done before the step's read)."""
+    slot = k % buf.shape[0]
+    z = jnp.zeros((), dtype=slot.dtype)
+    return jax.lax.dynamic_update_slice(buf, value[None], (slot,) + (z,) * value.ndim)
+
+
+def _ring_read(buf: Any, k: Any, d: Any, offset: Any) -> Any:
+    """One gather of the history at step k + 1 − d: ``H[(k + 1 − d) mod L]`` at ``offset``."""
+    stride = math.prod(buf.shape[1:])
+    return buf.reshape(-1)[((k + 1 - d) % buf.shape[0]) * stride + offset]
+
+
+def _delayed(zero: Any, phi: Any, now: Any, raw: Any, prev: Any) -> tuple[Any, Any]:
+    """(value at step k − d − φ, exact value at k − d): ``now`` where d = 0, else the read ``raw``;
+    ``(1 − φ)·V[k − d] + φ·V[k − d − 1]`` with ``prev`` = V[k − d − 1]."""
+    exact = jnp.where(zero, now, raw)
+    return (1.0 - phi) * exact + phi * prev, exact
+
+
+# ---- the fluid step -----------------------------------------------------------------------------
+
 def _derived(p: FluidParams, cfg: StaticConfig) -> dict[str, Any]:
-    n, L = cfg.n, cfg.buffer_len
-    q = p.delays / cfg.dt
-    d = jnp.round(q) if cfg.round_delays else jnp.floor(q)
-    d = jax.lax.stop_gradient(d)
-    di = d.astype(jnp.int32)
-    cols = jnp.arange(n)[None, :]
-    flat = jnp.arange(n * n).reshape(n, n)
-    return {"mask": jnp.asarray(np.array(cfg.mask, dtype=bool)), "d": di, "phi": q - d,
-            "zero": di == 0, "cols": cols, "flat": flat, "L": L}
+    n = cfg.n
+    di, phi = _delay_split(p.delays, cfg.dt, cfg.round_delays)
+    return {"mask": jnp.asarray(np.array(cfg.mask, dtype=bool)), "d": di, "phi": phi,
+            "zero": di == 0, "cols": jnp.arange(n)[None, :],
+            "flat": jnp.arange(n * n).reshape(n, n)}
 
 
 def _costs(p: FluidParams, cfg: StaticConfig, Nhat: Any) -> Any:
     return arc_costs(cfg.cost, p.models, Nhat, p.replicas, p.delays)
 
 
-def _delayed(dv: dict, now: Any, raw: Any, prev: Any) -> tuple[Any, Any]:
-    """(value at k − d − φ, exact value at k − d): ``now`` on d = 0 arcs, else the carried read."""
-    exact = jnp.where(dv["zero"], now, raw)
-    return (1.0 - dv["phi"]) * exact + dv["phi"] * prev, exact
-
-
-def _step(p: FluidParams, cfg: StaticConfig, dv: dict, carry: tuple) -> tuple:
-    (k, N, x, bufN, bufx, AN, Ax, BNp, Bxp, dep, sumC, bad, badcell) = carry
-    h, L, n = cfg.dt, dv["L"], cfg.n
-    lam = p.arrival_rates
-    slot = k % L
-    z = jnp.zeros((), dtype=slot.dtype)
-    bufN = jax.lax.dynamic_update_slice(bufN, N[None, :], (slot, z))
-    bufx = jax.lax.dynamic_update_slice(bufx, x[None, :, :], (slot, z, z))
-    s_next = (k + 1 - dv["d"]) % L
-    AN_new = bufN.reshape(-1)[s_next * n + dv["cols"]]
-    Ax_new = bufx.reshape(-1)[s_next * (n * n) + dv["flat"]]
+def _step(p: FluidParams, cfg: StaticConfig, dv: dict, c: Carry) -> Carry:
+    h, n = cfg.dt, cfg.n
+    lam, d, phi, zero = p.arrival_rates, dv["d"], dv["phi"], dv["zero"]
+    N, x = c.workload, c.routing
+    bufN = _ring_write(c.buf_workload, c.k, N)
+    bufx = _ring_write(c.buf_routing, c.k, x)
+    AN_new = _ring_read(bufN, c.k, d, dv["cols"])
+    Ax_new = _ring_read(bufx, c.k, d, dv["flat"])
     Nrow = jnp.broadcast_to(N[None, :], (n, n))
-    Nhat1, BN = _delayed(dv, Nrow, AN, BNp)
-    xhat1, Bx = _delayed(dv, x, Ax, Bxp)
+    Nhat1, BN = _delayed(zero, phi, Nrow, c.read_workload, c.prev_workload)
+    xhat1, Bx = _delayed(zero, phi, x, c.read_routing, c.prev_routing)
     c1 = _costs(p, cfg, Nhat1)
     inflow1 = jnp.sum(lam[:, None] * xhat1, axis=0)
     mu_N = p.models.rate(N)
     Ntil = jnp.maximum(N + h * (inflow1 - mu_N), 0.0)
-    Nhat2 = (1.0 - dv["phi"]) * jnp.where(dv["zero"], Ntil[None, :], AN_new) + dv["phi"] * BN
+    Nhat2, _ = _delayed(zero, phi, jnp.broadcast_to(Ntil[None, :], (n, n)), AN_new, BN)
     c2 = _costs(p, cfg, Nhat2)
-    if cfg.mechanism == "flow":
-        v = x - h * p.stepsize[:, None] * 0.5 * (c1 + c2)
-        x_new = project_simplex(v, dv["mask"], hint=x > 0)
+    if cfg.mechanism is Mechanism.FLOW:
+        x_new = flow_update(x, 0.5 * (c1 + c2), h * p.stepsize, dv["mask"])
     else:
         x_new = simplex_argmin(c2, dv["mask"])
-    xhat2 = (1.0 - dv["phi"]) * jnp.where(dv["zero"], x_new, Ax_new) + dv["phi"] * Bx
+    xhat2, _ = _delayed(zero, phi, x_new, Ax_new, Bx)
     inflow2 = jnp.sum(lam[:, None] * xhat2, axis=0)
     avail = N + 0.5 * h * (inflow1 + inflow2)
     out = jnp.minimum(0.5 * h * (mu_N + p.models.rate(Ntil)), avail)
@@ -140,36 +238,37 @@ def _step(p: FluidParams, cfg: StaticConfig, dv: dict, carry: tuple) -> tuple:
     C = total_latency_rate(N, x, lam, p.delays)
     finite = (jnp.isfinite(N_new) & jnp.isfinite(jnp.sum(x_new, axis=1))
               & jnp.all(jnp.isfinite(c2) | ~dv["mask"], axis=0))
-    newly = (bad < 0) & ~jnp.all(finite)
-    bad = jnp.where(newly, k, bad).astype(bad.dtype)
-    badcell = jnp.where(newly, jnp.argmin(finite).astype(badcell.dtype), badcell)
-    return (k + 1, N_new, x_new, bufN, bufx, AN_new, Ax_new, BN, Bx, dep + out, sumC + h * C,
-            bad, badcell)
+    newly = (c.bad_step < 0) & ~jnp.all(finite)
+    bad = jnp.where(newly, c.k, c.bad_step).astype(c.bad_step.dtype)
+    badcell = jnp.where(newly, jnp.argmin(finite).astype(c.bad_cell.dtype), c.bad_cell)
+    return Carry(c.k + 1, N_new, x_new, bufN, bufx, AN_new, Ax_new, BN, Bx, c.departed + out,
+                 c.latency_integral + h * C, bad, badcell)
 
 
-def _observe(p: FluidParams, cfg: StaticConfig, dv: dict, carry: tuple) -> dict[str, Any]:
-    (k, N, x, _, _, AN, _, BNp, _, dep, _, _, _) = carry
-    Nrow = jnp.broadcast_to(N[None, :], (cfg.n, cfg.n))
-    Nhat, _ = _delayed(dv, Nrow, AN, BNp)
-    return {"workload": N, "routing": x, "arc_cost": _costs(p, cfg, Nhat),
-            "total_latency_rate": total_latency_rate(N, x, p.arrival_rates, p.delays),
-            "departed": dep}
+def _observe(p: FluidParams, cfg: StaticConfig, dv: dict, c: Carry) -> dict[str, Any]:
+    Nrow = jnp.broadcast_to(c.workload[None, :], (cfg.n, cfg.n))
+    Nhat, _ = _delayed(dv["zero"], dv["phi"], Nrow, c.read_workload, c.prev_workload)
+    return {"workload": c.workload, "routing": c.routing, "arc_cost": _costs(p, cfg, Nhat),
+            "total_latency_rate": total_latency_rate(c.workload, c.routing, p.arrival_rates,
+                                                     p.delays),
+            "departed": c.departed}
 
 
-def _init_carry(p: FluidParams, cfg: StaticConfig) -> tuple:
+def _init_carry(p: FluidParams, cfg: StaticConfig, dv: dict) -> Carry:
     n, L = cfg.n, cfg.buffer_len
     N0 = jnp.asarray(p.workload0, dtype=float)
     x0 = jnp.asarray(p.routing0, dtype=float)
-    Nrow = jnp.broadcast_to(N0[None, :], (n, n))
-    zero_i = jnp.asarray(0, dtype=jnp.int32)
-    return (zero_i, N0, x0, jnp.broadcast_to(N0, (L, n)), jnp.broadcast_to(x0, (L, n, n)),
-            Nrow, x0, Nrow, x0, jnp.zeros(n, dtype=N0.dtype), jnp.zeros((), dtype=N0.dtype),
-            jnp.asarray(-1, dtype=jnp.int32), jnp.asarray(-1, dtype=jnp.int32))
+    bufN, AN, BN = _history_init(jnp.broadcast_to(N0, (L + 2, n)), dv["d"], dv["cols"])
+    bufx, Ax, Bx = _history_init(jnp.broadcast_to(x0, (L + 2, n, n)), dv["d"], dv["flat"])
+    minus1 = jnp.asarray(-1, dtype=jnp.int32)
+    return Carry(jnp.asarray(0, dtype=jnp.int32), N0, x0, bufN, bufx, AN, Ax, BN, Bx,
+                 jnp.zeros(n, dtype=N0.dtype), jnp.zeros((), dtype=N0.dtype), minus1, minus1)
 
 
 def initial_observation(p: FluidParams, cfg: StaticConfig) -> dict[str, Any]:
     """Saved quantities at t = 0 (constant history)."""
-    return _observe(p, cfg, _derived(p, cfg), _init_carry(p, cfg))
+    dv = _derived(p, cfg)
+    return _observe(p, cfg, dv, _init_carry(p, cfg, dv))
 
 
 def integrate(p: FluidParams, cfg: StaticConfig) -> dict[str, Any]:
@@ -195,15 +294,71 @@ def integrate(p: FluidParams, cfg: StaticConfig) -> dict[str, Any]:
 
     def outer(carry, _):
         carry = chunk(carry)
-        obs = _observe(p, cfg, dv, carry) if cfg.save else {"workload": carry[1]}
+        obs = _observe(p, cfg, dv, carry) if cfg.save else {"workload": carry.workload}
         return carry, obs
 
-    carry0 = _init_carry(p, cfg)
+    carry0 = _init_carry(p, cfg, dv)
     carry, saved = jax.lax.scan(outer, carry0, None, length=cfg.n_chunks)
     h = cfg.dt
     T = h * cfg.n_chunks * cfg.chunk_len
-    C0 = total_latency_rate(carry0[1], carry0[2], p.arrival_rates, p.delays)
-    CK = total_latency_rate(carry[1], carry[2], p.arrival_rates, p.delays)
-    objective = (carry[10] + 0.5 * h * (CK - C0)) / T
-    return {"objective": objective, "bad_step": carry[11], "bad_cell": carry[12],
-            "workload": carry[1], "routing": carry[2], "saved": saved}
+    C0 = total_latency_rate(carry0.workload, carry0.routing, p.arrival_rates, p.delays)
+    CK = total_latency_rate(carry.workload, carry.routing, p.arrival_rates, p.delays)
+    objective = (carry.latency_integral + 0.5 * h * (CK - C0)) / T
+    return {"objective": objective, "bad_step": carry.bad_step, "bad_cell": carry.bad_cell,
+            "workload": carry.workload, "routing": carry.routing, "saved": saved}
+
+
+def solve_dde(rhs: Callable[[Any, Any], Any], history: Callable[[Any], Any], *, delay: float,
+              t1: float, dt: float, save_every: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Integrate ``y' = rhs(y(t), y(t − delay))`` on [0, t1] with the fluid integrator's scheme.
+
+    Same history code as the fluid step (:func:`_history_init`, :func:`_ring_write`,
+    :func:`_ring_read`, :func:`_delayed`, d = ⌊τ/h⌋ with linear interpolation) and the same Heun
+    stages (the d = 0 stage-2 read takes the predictor). For verification against closed forms.
+
+    Args:
+        rhs: ``(y_now, y_delayed) -> dy/dt``, JAX-traceable, arrays of shape (m,).
+        history: ``s -> y(s)`` for s ≤ 0 (called on the grid 0, −h, −2h, …).
+        delay: τ ≥ 0 (s); need not be a multiple of dt.
+        t1, dt: horizon and step (s); t1/dt a whole number of steps divisible by save_every.
+
+    Returns:
+        (t (S,), y (S, m)) every ``save_every`` steps, including t = 0.
+
+    Raises:
+        ModelError: negative delay, non-positive t1/dt, or t1/dt not a whole multiple of
+            save_every steps.
+    """
+    if not (delay >= 0 and dt > 0 and t1 > 0):
+        raise ModelError(f"solve_dde: need delay ≥ 0, dt > 0, t1 > 0; got delay={delay}, "
+                         f"dt={dt}, t1={t1}")
+    K = round(t1 / dt)
+    if K < 1 or abs(t1 / dt - K) > 1e-9 * K or K % save_every:
+        raise ModelError(f"solve_dde: t1/dt = {t1 / dt:.9g} must be a whole number of steps "
+                         f"divisible by save_every = {save_every}")
+    d, phi = _delay_split(jnp.asarray(float(delay)), dt, False)
+    L = max(int(d), 1)
+    hist = jnp.asarray(np.stack([np.atleast_1d(np.asarray(history(-j * dt), dtype=float))
+                                 for j in range(L + 2)]))
+    offset = jnp.arange(hist.shape[1])
+    zero = d == 0
+    buf, A, B = _history_init(hist, d, offset)
+
+    def step(c, _):
+        k, y, buf, A, Bp = c
+        buf = _ring_write(buf, k, y)
+        A_new = _ring_read(buf, k, d, offset)
+        yd1, B = _delayed(zero, phi, y, A, Bp)
+        f1 = rhs(y, yd1)
+        ytil = y + dt * f1
+        yd2, _ = _delayed(zero, phi, ytil, A_new, B)
+        return (k + 1, y + 0.5 * dt * (f1 + rhs(ytil, yd2)), buf, A_new, B), None
+
+    def chunk(c, _):
+        c = jax.lax.scan(step, c, None, length=save_every)[0]
+        return c, c[1]
+
+    carry0 = (jnp.asarray(0, dtype=jnp.int32), hist[0], buf, A, B)
+    _, ys = jax.jit(lambda c: jax.lax.scan(chunk, c, None, length=K // save_every))(carry0)
+    ys = np.concatenate([np.asarray(hist[0])[None], np.asarray(ys)])
+    return np.arange(len(ys)) * save_every * dt, ys

@@ -8,10 +8,18 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..costs import CostKind
 from ..errors import DynamicsStatus, ModelError, UnstableError
 from ..network import CellNetwork
-from ._integrator import FluidParams, StaticConfig, initial_observation, integrate
-from ._setup import build
+from ._integrator import (
+    DelayMode,
+    FluidParams,
+    Mechanism,
+    StaticConfig,
+    initial_observation,
+    integrate,
+)
+from ._setup import build, in_float64
 from ._solution import FluidSolution, diagnose_trajectory
 
 __all__ = ["simulate_fluid", "equilibrium_workload", "run_compiled"]
@@ -46,20 +54,24 @@ def equilibrium_workload(net: CellNetwork, cost: Any, equilibrium: Any) -> np.nd
     return W
 
 
-def _nonfinite_error(net: CellNetwork, step: int, cell: int, dt: float) -> UnstableError:
-    return UnstableError(f"fluid model: non-finite state at step {step} (t = {step * dt:g} s) in "
-                         f"cell {net.names[cell]!r}; the dynamics diverged — reduce the stepsize "
-                         f"or dt")
+def _nonfinite_error(net: CellNetwork, step: int, cell: int, dt: float,
+                     scenario: int | None = None) -> UnstableError:
+    where = "" if scenario is None else f"scenario {scenario}: "
+    return UnstableError(f"{where}fluid model: non-finite state at step {step} (t = "
+                         f"{step * dt:g} s) in cell {net.names[cell]!r}; the dynamics diverged — "
+                         f"reduce the stepsize or dt")
 
 
-def assemble(net: CellNetwork, obs0: dict, res: dict, info: dict, *, mechanism: str,
-             Nstar: np.ndarray | None, throw: bool) -> FluidSolution:
-    """Turn device arrays into a :class:`FluidSolution` (one scenario); raise on non-finite."""
+def assemble(net: CellNetwork, obs0: dict, res: dict, info: dict, *,
+             Nstar: np.ndarray | None, throw: bool,
+             scenario: int | None = None) -> FluidSolution:
+    """Turn device arrays into a :class:`FluidSolution` (one scenario); raise on non-finite
+    (naming ``scenario``, the index in a batch, when given)."""
     saved = {k: np.concatenate([np.asarray(obs0[k])[None], np.asarray(v)])
              for k, v in res["saved"].items()}
     bad = int(res["bad_step"])
     if bad >= 0 and throw:
-        raise _nonfinite_error(net, bad, int(res["bad_cell"]), info["dt"])
+        raise _nonfinite_error(net, bad, int(res["bad_cell"]), info["dt"], scenario)
     status, _, _ = diagnose_trajectory(saved["workload"])
     if bad >= 0:
         status = DynamicsStatus.DIVERGED
@@ -71,16 +83,18 @@ def assemble(net: CellNetwork, obs0: dict, res: dict, info: dict, *, mechanism: 
         t=t, workload=saved["workload"], routing=saved["routing"], arc_cost=cost,
         total_latency_rate=saved["total_latency_rate"], departed=saved["departed"],
         mean_total_latency_rate=float(res["objective"]), distance_to_equilibrium=dist,
-        equilibrium_workload=Nstar, status=status, names=net.names, mechanism=mechanism,
+        equilibrium_workload=Nstar, status=status, names=net.names, mechanism=info["mechanism"],
         cost=info["kind"].value, dt=info["dt"], stepsize=info["stepsize"],
         delay_steps=info["d"], bad_step=bad,
         bad_cell=net.names[int(res["bad_cell"])] if bad >= 0 else None)
 
 
-def simulate_fluid(net: CellNetwork, *, mechanism: str = "flow", cost: str = "gradient",
+@in_float64  # the precision policy: float64, scoped (_setup.float64)
+def simulate_fluid(net: CellNetwork, *, mechanism: Mechanism | str = "flow",
+                   cost: CostKind | str = "gradient",
                    stepsize: Any = None, t1: float, dt: float = 1e-3, x0: Any = None,
                    N0: Any = None, save_every: int | None = None, equilibrium: Any = None,
-                   delay_mode: str = "snap", throw: bool = True) -> FluidSolution:
+                   delay_mode: DelayMode | str = "snap", throw: bool = True) -> FluidSolution:
     """Simulate the delayed fluid model of THEORY §2–3 on ``net`` over [0, t1].
 
     Workloads follow (8), ``dN_j/dt = Σ_i λ_i x_ij(t − τ_ij) − μ_j(N_j)``; source i sees
@@ -88,11 +102,12 @@ def simulate_fluid(net: CellNetwork, *, mechanism: str = "flow", cost: str = "gr
     router update (2) ``x_i ← Π_{Δ_i}(x_i − η_i·dt·ĉ_i)`` (trapezoidal cost, second order), whose
     limit as dt → 0 is the tangent-cone dynamics (9); discrete routing (1) sends everything to the
     cheapest admissible arc (ties split evenly). History is constant: N(s) = N0, x(s) = x0 for
-    s ≤ 0. Residency: routing is zero off the admissible arcs.
+    s ≤ 0. Residency: routing is zero off the admissible arcs. Computed in float64 whatever the
+    ``jax_enable_x64`` setting (scoped; the CLI gives the same numbers).
 
     Args:
         net: the cell network (arrival rates λ, one-way delays τ, service models).
-        mechanism: ``"flow"`` or ``"discrete"``.
+        mechanism: :class:`Mechanism` or its value, ``"flow"`` or ``"discrete"``.
         cost: ``"rif"``, ``"latency"`` or ``"gradient"`` (:mod:`lbtheory.costs`).
         stepsize: η (scalar or one per source), 1/(cost unit·s): s⁻² for latency/gradient costs,
             s⁻¹ for RIF. Its meaning does not change with dt. Ignored by discrete routing.
@@ -121,5 +136,5 @@ def simulate_fluid(net: CellNetwork, *, mechanism: str = "flow", cost: str = "gr
                               dt=dt, x0=x0, N0=N0, save_every=save_every, delay_mode=delay_mode)
     Nstar = equilibrium_workload(net, info["kind"], equilibrium)
     obs0, res = run_compiled(params, cfg)
-    return assemble(net, obs0, res, info, mechanism=mechanism, Nstar=Nstar, throw=throw)
+    return assemble(net, obs0, res, info, Nstar=Nstar, throw=throw)
 

@@ -22,6 +22,7 @@ returned flagged ``well_posed=False`` — never a silent huge number.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 from collections.abc import Sequence
@@ -32,13 +33,30 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .._checks import check_option
+from ..costs import CostKind
 from ..errors import DynamicsStatus, ModelError, UnstableError
 from ..network import CellNetwork
-from ._integrator import FluidParams, StaticConfig, integrate
-from ._setup import build
+from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig, integrate
+from ._setup import build, in_float64
 from ._solution import diagnose_trajectory
 
-__all__ = ["FluidSensitivity", "fluid_sensitivity", "fluid_objective", "WRT", "FORWARD_MAX"]
+__all__ = ["SensitivityMode", "FluidSensitivity", "fluid_sensitivity", "fluid_objective", "WRT",
+           "FORWARD_MAX"]
+
+
+
+class SensitivityMode(enum.StrEnum):
+    """Differentiation mode of :func:`fluid_sensitivity`; the member or its value is accepted."""
+
+    #: forward for at most FORWARD_MAX input scalars, else reverse.
+    AUTO = "auto"
+    #: one JVP per input scalar (memory O(history)).
+    FORWARD = "forward"
+    #: reverse mode with √K-step checkpoints (memory O(√K) carries).
+    REVERSE = "reverse"
+
+
 
 WRT = ("stepsize", "arrival_rates", "delays", "service")
 #: ``mode="auto"`` uses forward mode up to this many input scalars.
@@ -59,15 +77,16 @@ class FluidSensitivity:
         value: J (request·s/s); ``value / Λ`` is the mean latency (s).
         gradient: ``{"stepsize": (n,) or scalar, "arrival_rates": (n,), "delays": (n, n) (0
             off-arc), "service": {cell: {parameter: dJ/dθ}}}`` for the requested names.
-        mode: "forward" or "reverse".
-        status: diagnosis of the trajectory (CONVERGED = derivative well posed).
+        mode: ``SensitivityMode.FORWARD`` or ``SensitivityMode.REVERSE`` (the mode used).
+        status: diagnosis of the trajectory (CONVERGED = derivative well posed; OSCILLATING,
+            MAX_STEPS (still moving monotonically at t1) or DIVERGED = not).
         well_posed: status is CONVERGED and every derivative is finite.
         amplitudes: (3rd-quarter, last-quarter) workload oscillation amplitude, requests.
     """
 
     value: float
     gradient: dict[str, Any]
-    mode: str
+    mode: SensitivityMode
     status: DynamicsStatus
     well_posed: bool
     amplitudes: tuple[float, float]
@@ -126,10 +145,13 @@ def _n_scalars(sub: dict) -> int:
     return sum(int(np.size(leaf)) for leaf in jax.tree_util.tree_leaves(sub))
 
 
+@in_float64  # the precision policy: float64, scoped (_setup.float64)
 def fluid_sensitivity(net: CellNetwork, *, wrt: Sequence[str] = ("stepsize",),
-                      mechanism: str = "flow", cost: str = "gradient", stepsize: Any = None,
+                      mechanism: Mechanism | str = "flow", cost: CostKind | str = "gradient",
+                      stepsize: Any = None,
                       t1: float, dt: float = 1e-3, x0: Any = None, N0: Any = None,
-                      delay_mode: str = "snap", mode: str = "auto",
+                      delay_mode: DelayMode | str = "snap",
+                      mode: SensitivityMode | str = "auto",
                       throw: bool = True) -> FluidSensitivity:
     """J = (1/t1)∫C dt and dJ/dθ for θ in ``wrt`` (see module docstring).
 
@@ -148,8 +170,7 @@ def fluid_sensitivity(net: CellNetwork, *, wrt: Sequence[str] = ("stepsize",),
     unknown = [w for w in wrt if w not in WRT]
     if unknown or not wrt:
         raise ModelError(f"wrt: expected a non-empty subset of {WRT}, got {list(wrt)}")
-    if mode not in ("auto", "forward", "reverse"):
-        raise ModelError(f"mode: expected 'auto', 'forward' or 'reverse', got {mode!r}")
+    mode = check_option(SensitivityMode, mode, "mode")
     params, cfg, info = build(net, mechanism=mechanism, cost=cost, stepsize=stepsize, t1=t1,
                               dt=dt, x0=x0, N0=N0, save_every=None, delay_mode=delay_mode)
     nc, cl = _chunking(info["K"])
@@ -163,7 +184,8 @@ def fluid_sensitivity(net: CellNetwork, *, wrt: Sequence[str] = ("stepsize",),
         else:
             sub[w] = getattr(params, w)
     if mode == "auto":
-        mode = "forward" if _n_scalars(sub) <= FORWARD_MAX else "reverse"
+        mode = (SensitivityMode.FORWARD if _n_scalars(sub) <= FORWARD_MAX
+                else SensitivityMode.REVERSE)
     cfg = dataclasses.replace(cfg, n_chunks=nc, chunk_len=cl, save=False,
                               checkpoint=mode == "reverse")
     v, g, W = _value_and_grad(sub, params, cfg, mode)
@@ -182,8 +204,9 @@ def fluid_sensitivity(net: CellNetwork, *, wrt: Sequence[str] = ("stepsize",),
     well = finite and status is DynamicsStatus.CONVERGED
     if not well and throw:
         why = ("a derivative is not finite" if not finite else
-               f"the trajectory does not converge within t1 = {info['t1']:g} s (workload "
-               f"oscillation amplitude {a3:.3g} → {a4:.3g} requests over the last two quarters)")
+               f"the trajectory does not converge within t1 = {info['t1']:g} s (status "
+               f"{status.value}; workload amplitude {a3:.3g} → {a4:.3g} requests over the last "
+               f"two quarters)")
         raise UnstableError(
             f"fluid sensitivity is not well posed: {why}; past the stability limit the "
             f"derivative of a long-horizon average grows with the horizon. Reduce the stepsize "

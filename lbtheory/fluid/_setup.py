@@ -5,23 +5,27 @@ Every bad input raises a typed error naming the parameter (and cell or arc) and 
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_option, check_real
 from ..costs import CostKind
 from ..errors import ModelError, TopologyError
 from ..network import CellNetwork
 from ..simplex import simplex_argmin
-from ._integrator import FluidParams, StaticConfig
+from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig
 
-__all__ = ["MECHANISMS", "DELAY_MODES", "DELAY_TOL", "build", "fluid_problem", "default_save_every",
-           "delay_steps", "check_delays", "as_stepsize"]
+__all__ = ["float64", "in_float64", "MECHANISMS", "DELAY_MODES", "DELAY_TOL", "build",
+           "fluid_problem", "default_save_every", "delay_steps", "check_delays", "as_stepsize"]
 
-MECHANISMS = ("flow", "discrete")
-DELAY_MODES = ("snap", "interpolate")
+MECHANISMS = tuple(m.value for m in Mechanism)
+DELAY_MODES = tuple(m.value for m in DelayMode)
 #: Largest |τ/dt − round(τ/dt)| accepted by ``delay_mode="snap"`` (in units of dt).
 DELAY_TOL = 1e-6
 #: Round-off tolerated in a given x0 (e.g. a CVXPY routing): entries ≥ −X0_TOL, off-arc mass ≤
@@ -31,20 +35,45 @@ X0_TOL = 1e-9
 MAX_DEFAULT_SAVES = 1000
 
 
-def _positive_float(value: Any, name: str, unit: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ModelError(f"{name}: expected a positive number of {unit}, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ModelError(f"{name}: expected a positive finite number of {unit}, got {value!r}")
-    return v
+def float64() -> Any:
+    """The precision policy of the fluid entry points: a scope computing in float64.
+
+    ``simulate_fluid``, ``simulate_fluid_batch`` and ``fluid_sensitivity`` run (input
+    validation, compilation, integration, conversion to numpy) inside ``jax.enable_x64(True)``:
+    float64 whatever the caller's ``jax_enable_x64`` setting, without changing it, so the API and
+    the CLI give the same numbers bit for bit. (float32 drifts by ~1e-5 relative over a few
+    thousand steps — too coarse for the closed-form oracles and for derivatives.) The functional
+    interface (``fluid_problem`` → ``fluid_objective``) follows the caller's setting.
+    """
+    return jax.enable_x64(True)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def in_float64(fn: _F) -> _F:
+    """Decorator: run an entry point under :func:`float64` (the precision policy)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with float64():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+#: Most integration steps one run may take (t1/dt); far beyond any sensible horizon (≈ hours of
+#: wall time at 1e9), it keeps absurd horizons (t1 = 1e308 s) a clear error instead of an overflow.
+MAX_STEPS = 10**9
 
 
 def n_steps(t1: Any, dt: Any) -> tuple[float, float, int]:
     """(t1, dt, K) with K = t1/dt steps; t1 must be a whole number of steps (to 1e-9)."""
-    t1 = _positive_float(t1, "t1", "seconds")
-    dt = _positive_float(dt, "dt", "seconds")
+    t1 = check_real(t1, "t1", unit="seconds", low=0.0, low_open=True)
+    dt = check_real(dt, "dt", unit="seconds", low=0.0, low_open=True)
+    if not t1 / dt <= MAX_STEPS:
+        raise ModelError(f"t1: the horizon t1 = {t1:g} s needs t1/dt = {t1 / dt:.3g} steps of "
+                         f"dt = {dt:g} s; at most {MAX_STEPS:.0e} steps are allowed "
+                         f"(shorten t1 or enlarge dt)")
     K = round(t1 / dt)
     if K < 1 or abs(t1 / dt - K) > 1e-9 * max(1.0, t1 / dt):
         raise ModelError(f"t1: the horizon t1 = {t1:g} s must be a whole number of steps "
@@ -74,11 +103,13 @@ def check_save_every(save_every: Any, K: int) -> int:
     return int(save_every)
 
 
-def check_delays(net: CellNetwork, delays: np.ndarray, dt: float, mode: str) -> None:
-    """``snap`` mode: every arc delay must be a multiple of dt to DELAY_TOL (else ModelError)."""
-    if mode not in DELAY_MODES:
-        raise ModelError(f"delay_mode: expected one of {DELAY_MODES}, got {mode!r}")
-    if mode != "snap":
+def check_delays(net: CellNetwork, delays: np.ndarray, dt: float,
+                 mode: DelayMode | str) -> DelayMode:
+    """Parse ``mode``; in ``snap`` mode every arc delay must be a multiple of dt to DELAY_TOL
+    (else ModelError). Returns the mode as a :class:`DelayMode`."""
+    mode = check_option(DelayMode, mode, "delay_mode")
+    if mode is not DelayMode.SNAP:
+        return mode
         return
     q = np.asarray(delays, dtype=float) / dt
     off = np.abs(q - np.round(q)) * net.adjacency
@@ -88,6 +119,7 @@ def check_delays(net: CellNetwork, delays: np.ndarray, dt: float, mode: str) -> 
             f"delay of arc {net.names[i]} -> {net.names[j]}: τ = {delays[i, j]:g} s is not a "
             f"multiple of dt = {dt:g} s (τ/dt = {q[i, j]:.9g}); choose dt dividing every delay "
             f"or pass delay_mode='interpolate' (linear history interpolation)")
+    return mode
 
 
 def delay_steps(delays: np.ndarray, dt: float, mode: str) -> np.ndarray:
@@ -161,18 +193,17 @@ def _initial_routing(net: CellNetwork, x0: Any, mechanism: str, kind: CostKind,
     return np.divide(x0, rows, out=np.zeros_like(x0), where=rows > 0)
 
 
-def build(net: CellNetwork, *, mechanism: str, cost: Any, stepsize: Any, t1: Any, dt: Any,
-          x0: Any, N0: Any, save_every: Any, delay_mode: str,
+def build(net: CellNetwork, *, mechanism: Mechanism | str, cost: CostKind | str, stepsize: Any,
+          t1: Any, dt: Any, x0: Any, N0: Any, save_every: Any, delay_mode: DelayMode | str,
           buffer_delays: np.ndarray | None = None) -> tuple[FluidParams, StaticConfig, dict]:
     """Validate inputs; return (params, static config, info dict with K, save_every, d)."""
     if not isinstance(net, CellNetwork):
         raise TopologyError(f"net: expected a CellNetwork, got {type(net).__name__}")
-    if mechanism not in MECHANISMS:
-        raise ModelError(f"mechanism: expected one of {MECHANISMS}, got {mechanism!r}")
+    mechanism = check_option(Mechanism, mechanism, "mechanism")
     kind = CostKind.parse(cost)
     t1, dt, K = n_steps(t1, dt)
     se = check_save_every(save_every, K)
-    check_delays(net, net.delays, dt, delay_mode)
+    delay_mode = check_delays(net, net.delays, dt, delay_mode)
     eta = as_stepsize(stepsize, net.n, mechanism)
     N0a = _initial_workload(net, N0)
     x0a = _initial_routing(net, x0, mechanism, kind, N0a)
@@ -180,7 +211,8 @@ def build(net: CellNetwork, *, mechanism: str, cost: Any, stepsize: Any, t1: Any
     d = delay_steps(net.delays, dt, delay_mode)
     L = max(1, int(np.max(np.ceil(np.asarray(bd) / dt - 1e-9))) + 1)
     cfg = StaticConfig(n=net.n, mask=tuple(tuple(bool(v) for v in r) for r in net.adjacency),
-                       mechanism=mechanism, cost=kind.value, round_delays=delay_mode == "snap",
+                       mechanism=mechanism, cost=kind.value,
+                       round_delays=delay_mode is DelayMode.SNAP,
                        buffer_len=L, dt=dt, n_chunks=K // se, chunk_len=se)
     params = FluidParams(arrival_rates=jnp.asarray(net.arrival_rates),
                          delays=jnp.asarray(np.asarray(net.delays, dtype=float)),
@@ -188,17 +220,20 @@ def build(net: CellNetwork, *, mechanism: str, cost: Any, stepsize: Any, t1: Any
                          replicas=jnp.asarray(net.replicas), workload0=jnp.asarray(N0a),
                          routing0=jnp.asarray(x0a))
     return params, cfg, {"K": K, "save_every": se, "d": d * net.adjacency, "t1": t1, "dt": dt,
-                         "kind": kind, "stepsize": eta}
+                         "kind": kind, "stepsize": eta, "mechanism": mechanism}
 
 
-def fluid_problem(net: CellNetwork, *, mechanism: str = "flow", cost: Any = "gradient",
+def fluid_problem(net: CellNetwork, *, mechanism: Mechanism | str = "flow",
+                  cost: CostKind | str = "gradient",
                   stepsize: Any = None, t1: float, dt: float = 1e-3, x0: Any = None,
                   N0: Any = None, save_every: int | None = None,
-                  delay_mode: str = "snap") -> tuple[FluidParams, StaticConfig]:
+                  delay_mode: DelayMode | str = "snap") -> tuple[FluidParams, StaticConfig]:
     """Validated ``(params, cfg)`` for the functional interface (arguments as ``simulate_fluid``).
 
     ``params`` is a pytree of the differentiable inputs; ``cfg`` is static. Then
-    ``fluid_objective(params, cfg)`` is a jittable, differentiable scalar.
+    ``fluid_objective(params, cfg)`` is a jittable, differentiable scalar. Its precision follows
+    the caller's ``jax_enable_x64`` (build and evaluate inside :func:`float64` to match the
+    float64 entry points).
     """
     params, cfg, _ = build(net, mechanism=mechanism, cost=cost, stepsize=stepsize, t1=t1, dt=dt,
                            x0=x0, N0=N0, save_every=save_every, delay_mode=delay_mode)

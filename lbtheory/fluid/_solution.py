@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DynamicsStatus
+from ._integrator import Mechanism
 
 __all__ = ["FluidSolution", "diagnose_trajectory", "DECAY_RATIO", "SETTLED_RTOL"]
 
@@ -31,25 +32,40 @@ def _amplitude(W: np.ndarray) -> float:
     return float(np.max(R.max(axis=0) - R.min(axis=0)))
 
 
+def _monotone(W: np.ndarray, tol: float) -> bool:
+    """Every cell's workload moves one way only (steps smaller than ``tol`` ignored)."""
+    dW = np.diff(W, axis=0)
+    return bool(np.all(np.all(dW >= -tol, axis=0) | np.all(dW <= tol, axis=0)))
+
+
 def diagnose_trajectory(workload: np.ndarray) -> tuple[DynamicsStatus, float, float]:
-    """Classify saved workloads (S, n) as converging or not, from the last two quarters.
+    """Classify saved workloads (S, n) from their last two quarters.
 
     Returns:
         (status, amplitude of the 3rd quarter, amplitude of the last quarter), amplitudes in
-        requests (max over cells of the peak-to-peak about the linear trend of the quarter).
-        ``DynamicsStatus.CONVERGED`` if the last quarter is settled (amplitude ≤
-        SETTLED_RTOL·(1 + mean N)) or still decaying (≤ DECAY_RATIO × the 3rd quarter);
-        ``DynamicsStatus.DIVERGED`` for a non-finite state; otherwise
-        ``DynamicsStatus.OSCILLATING`` (a sustained or growing oscillation).
+        requests: for a monotone last quarter the peak-to-peak movement of the workloads, else
+        the peak-to-peak about the linear trend of the quarter (max over cells). Status:
+
+        * ``DynamicsStatus.DIVERGED`` — a non-finite state;
+        * ``DynamicsStatus.CONVERGED`` — the last quarter is settled (amplitude ≤
+          SETTLED_RTOL·(1 + mean N)) or still decaying (≤ DECAY_RATIO × the 3rd quarter's);
+        * ``DynamicsStatus.MAX_STEPS`` — every workload still moves monotonically at the horizon
+          and the movement is not decaying (a slow approach: run longer);
+        * ``DynamicsStatus.OSCILLATING`` — a sustained or growing oscillation.
     """
     W = np.asarray(workload, dtype=float)
     if not np.all(np.isfinite(W)):
         return DynamicsStatus.DIVERGED, float("nan"), float("nan")
     S = len(W)
     q3, q4 = W[S // 2: (3 * S) // 4 + 1], W[(3 * S) // 4:]
+    tol = SETTLED_RTOL * (1.0 + float(np.mean(np.abs(W[-1]))))
+    if len(q4) >= 2 and _monotone(q4, tol / len(q4)):
+        a3, a4 = (float(np.max(q.max(axis=0) - q.min(axis=0))) for q in (q3, q4))
+        if a4 <= tol or a4 <= DECAY_RATIO * a3:
+            return DynamicsStatus.CONVERGED, a3, a4
+        return DynamicsStatus.MAX_STEPS, a3, a4
     a3, a4 = _amplitude(q3), _amplitude(q4)
-    settled = a4 <= SETTLED_RTOL * (1.0 + float(np.mean(np.abs(W[-1]))))
-    if settled or a4 <= DECAY_RATIO * a3:
+    if a4 <= tol or a4 <= DECAY_RATIO * a3:
         return DynamicsStatus.CONVERGED, a3, a4
     return DynamicsStatus.OSCILLATING, a3, a4
 
@@ -72,8 +88,9 @@ class FluidSolution:
         distance_to_equilibrium: ‖N(t) − N*‖₂ (S,), requests, or None when no equilibrium was
             given or computed. Workloads N* are unique (Lemma 1); routing need not be.
         equilibrium_workload: N* (n,) or None.
-        status: CONVERGED / MAX_ITERATIONS (sustained oscillation) / DIVERGED (non-finite),
-            from :func:`diagnose_trajectory`.
+        status: CONVERGED / OSCILLATING / MAX_STEPS (still moving monotonically at t1) /
+            DIVERGED (non-finite), from :func:`diagnose_trajectory`; a tuple of them (one per
+            scenario) from :func:`~lbtheory.fluid.simulate_fluid_batch`.
         names: cell names; mechanism, cost, dt (s), delay_steps (d_ij = τ_ij/dt on arcs).
         bad_step, bad_cell: first step and cell with a non-finite state (−1 / None if none).
     """
@@ -87,9 +104,9 @@ class FluidSolution:
     mean_total_latency_rate: Any
     distance_to_equilibrium: np.ndarray | None
     equilibrium_workload: np.ndarray | None
-    status: Any
+    status: DynamicsStatus | tuple[DynamicsStatus, ...]
     names: tuple[str, ...]
-    mechanism: str
+    mechanism: Mechanism
     cost: str
     dt: float
     stepsize: np.ndarray
@@ -114,8 +131,8 @@ class FluidSolution:
             "mean_total_latency_rate": np.asarray(self.mean_total_latency_rate).tolist(),
             "distance_to_equilibrium": self.distance_to_equilibrium,
             "equilibrium_workload": self.equilibrium_workload,
-            "status": np.asarray(self.status, dtype=object).tolist() if not isinstance(
-                self.status, DynamicsStatus) else self.status.value,
-            "cells": list(self.names), "mechanism": self.mechanism, "cost": self.cost,
+            "status": self.status.value if isinstance(self.status, DynamicsStatus) else
+            [st.value for st in self.status],
+            "cells": list(self.names), "mechanism": str(self.mechanism), "cost": self.cost,
             "dt": self.dt, "stepsize": self.stepsize,
         }

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 import numpy as np
 
+from .._checks import check_option
 from ..errors import ModelError, SolveStatus
 from .game import RoutingGame
 from .metrics import gap_measures
 
-__all__ = ["GameResult", "evaluate_flow", "Objective"]
+__all__ = ["GameResult", "GamePoAResult", "evaluate_flow", "Objective"]
 
-Objective = str  # "wardrop" | "system_optimum"
-_OBJECTIVES = ("wardrop", "system_optimum")
+
+class Objective(enum.StrEnum):
+    """What a routing-game solver optimises."""
+
+    #: Wardrop (user) equilibrium: minimise the Beckmann potential Σ ∫_0^x ℓ.
+    WARDROP = "wardrop"
+    #: System optimum: minimise the total cost Σ x·ℓ(x).
+    SYSTEM_OPTIMUM = "system_optimum"
+
+    @classmethod
+    def parse(cls, value: Objective | str) -> Objective:
+        """Coerce an ``objective`` argument; raises ModelError listing the allowed values."""
+        return check_option(cls, value, "objective")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,7 +35,7 @@ class GameResult:
     """A routing-game solution.
 
     Attributes:
-        objective: ``"wardrop"`` or ``"system_optimum"``.
+        objective: :class:`Objective` (``"wardrop"`` or ``"system_optimum"``).
         arc_flow: x_a (m,), flow units, arc order of the game.
         origin_flow: f_ka (K × m), flow of origin k on arc a.
         arc_cost: ℓ_a(x_a) (m,).
@@ -35,7 +48,7 @@ class GameResult:
         solver: solver name; seconds: wall time; iterations: solver iterations (if known).
     """
 
-    objective: str
+    objective: Objective
     arc_flow: np.ndarray
     origin_flow: np.ndarray
     arc_cost: np.ndarray
@@ -58,22 +71,44 @@ class GameResult:
                 "status": self.status.value}
 
 
-def _check_objective(objective: str) -> str:
-    if objective not in _OBJECTIVES:
-        raise ModelError(f"objective: expected one of {_OBJECTIVES}, got {objective!r}")
-    return objective
+@dataclasses.dataclass(frozen=True)
+class GamePoAResult:
+    """Price of anarchy of a routing game.
+
+    Attributes:
+        ratio: TSTT(Wardrop)/TSTT(system optimum), dimensionless, ≥ 1.
+        wardrop: the Wardrop equilibrium; optimum: the system optimum.
+        status: OPTIMAL when both solves are, else the first non-optimal status.
+    """
+
+    ratio: float
+    wardrop: GameResult
+    optimum: GameResult
+    status: SolveStatus
+
+    @classmethod
+    def from_results(cls, wardrop: GameResult, optimum: GameResult) -> GamePoAResult:
+        """The PoA of a solved pair (the one definition of the ratio)."""
+        if wardrop.objective is not Objective.WARDROP \
+                or optimum.objective is not Objective.SYSTEM_OPTIMUM:
+            raise ModelError(f"GamePoAResult: expected a wardrop and a system_optimum result, "
+                             f"got {wardrop.objective!r} and {optimum.objective!r}")
+        status = next((r.status for r in (wardrop, optimum)
+                       if r.status is not SolveStatus.OPTIMAL), SolveStatus.OPTIMAL)
+        return cls(wardrop.total_travel_time / optimum.total_travel_time, wardrop, optimum,
+                   status)
 
 
-def evaluate_flow(game: RoutingGame, origin_flow: np.ndarray, objective: str, *,
+def evaluate_flow(game: RoutingGame, origin_flow: np.ndarray, objective: Objective | str, *,
                   status: SolveStatus = SolveStatus.OPTIMAL, solver: str = "", seconds: float = 0.0,
                   iterations: int = 0) -> GameResult:
     """Build a :class:`GameResult` (costs, objectives, gaps) from origin flows (K × m)."""
-    _check_objective(objective)
+    objective = Objective.parse(objective)
     f = np.maximum(np.asarray(origin_flow, dtype=float), 0.0)
     x = f.sum(axis=0)
     bank = game.costs
     cost = bank.cost(x)
-    check = cost if objective == "wardrop" else bank.marginal(x)
+    check = cost if objective is Objective.WARDROP else bank.marginal(x)
     gap, aec = gap_measures(game, x, check)
     return GameResult(objective, x, f, cost, float(bank.potential(x).sum()),
                       float(bank.total(x).sum()), float(gap), float(aec), status, solver,

@@ -1,4 +1,4 @@
-"""Arc-cost families of routing games: cost ℓ(x), Beckmann integral, marginal cost, CVXPY form.
+"""Arc-cost families of routing games: cost ℓ(x), Beckmann integral, marginal cost.
 
 DESIGN.md places the arc-cost families in ``costs.py``; we deviate and keep them in this
 ``lbtheory.games`` subpackage so that the routing-game code stays in small modules and does not
@@ -11,9 +11,10 @@ exposes, elementwise in the arc flow ``x`` (flow units per time unit of the data
 * :meth:`cost` ℓ(x) and :meth:`cost_prime` ℓ'(x);
 * :meth:`potential` the Beckmann integral ∫_0^x ℓ(s) ds;
 * :meth:`marginal` the marginal cost x·ℓ'(x) + ℓ(x) (the cost whose Wardrop equilibrium is the
-  system optimum) and :meth:`total` x·ℓ(x);
-* :meth:`cvx_potential` / :meth:`cvx_total`: exact convex (DCP) CVXPY expressions of the sums of
-  the two above (power cone for non-integer exponents, ``-log`` / ``inv_pos`` for M/M/1).
+  system optimum) and :meth:`total` x·ℓ(x).
+
+The families never import cvxpy: their exact convex (DCP) CVXPY forms live in one registry keyed
+by class, :data:`lbtheory.games._cvxforms.ARC_FORMS`.
 
 Families:
 
@@ -75,17 +76,6 @@ class ArcCost:
     def upper(self, m: int) -> np.ndarray:
         """Flow bound per arc (the cost is finite strictly below it); +inf when none."""
         return np.full(m, np.inf)
-
-    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        """CVXPY expression of Σ potential(x) for a CVXPY vector ``x``.
-
-        ``ref`` (optional, per arc) is a typical flow used only to scale the conic form.
-        """
-        raise NotImplementedError
-
-    def cvx_total(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        """CVXPY expression of Σ x·ℓ(x) (``ref`` as in :meth:`cvx_potential`)."""
-        raise NotImplementedError
 
     def group_key(self) -> Any:
         """Arcs with equal keys are stacked into one vectorised family."""
@@ -162,35 +152,6 @@ class Polynomial(ArcCost):
         p = float(self.power)
         return self.a + self.b * (p + 1.0) * self._r(x) ** p
 
-    def _cvx(self, x: Any, coef_factor: float, ref: np.ndarray | None) -> Any:
-        import cvxpy as cp
-
-        p = float(self.power)
-        a = np.broadcast_to(np.asarray(self.a, dtype=float), x.shape)
-        b = np.broadcast_to(np.asarray(self.b, dtype=float), x.shape)
-        s = np.broadcast_to(np.asarray(self.scale, dtype=float), x.shape)
-        expr = cp.sum(cp.multiply(a, x))
-        if p == 0:  # b·s/(p+1)·(x/s)^{p+1} = b·x for both forms
-            return expr + cp.sum(cp.multiply(b, x))
-        keep = b > 0
-        if not np.any(keep):
-            return expr
-        idx = np.flatnonzero(keep)
-        q = p + 1.0
-        # c·(x/s)^q = c·(R/s)^q·(x/R)^q with R = max(s, ref): keeps the cone's epigraph O(1)
-        R = s[idx] if ref is None else np.maximum(s[idx], np.asarray(ref, dtype=float)[idx])
-        coef = b[idx] * s[idx] * coef_factor * (R / s[idx]) ** q
-        r = cp.multiply(1.0 / R, x[idx])
-        powr = cp.power(r, q) if float(q).is_integer() else cp.power(r, q, approx=False)
-        return expr + cp.sum(cp.multiply(coef, powr))
-
-    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        return self._cvx(x, 1.0 / (float(self.power) + 1.0), ref)
-
-    def cvx_total(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        return self._cvx(x, 1.0, ref)
-
-
 def affine(a: Any, b: Any) -> Polynomial:
     """ℓ(x) = a + b·x."""
     return Polynomial(a, b, 1.0, 1.0)
@@ -257,28 +218,15 @@ class MM1(ArcCost):
     def upper(self, m: int) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.capacity, dtype=float), (m,)).copy()
 
-    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        import cvxpy as cp
-
-        u = np.broadcast_to(np.asarray(self.capacity, dtype=float), x.shape)
-        k = np.broadcast_to(np.asarray(self.scale, dtype=float), x.shape)
-        return cp.sum(cp.multiply(k, np.log(u) - cp.log(u - x)))
-
-    def cvx_total(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        import cvxpy as cp
-
-        u = np.broadcast_to(np.asarray(self.capacity, dtype=float), x.shape)
-        k = np.broadcast_to(np.asarray(self.scale, dtype=float), x.shape)
-        return cp.sum(cp.multiply(k * u, cp.inv_pos(u - x)) - k)
-
 
 @dataclasses.dataclass(frozen=True)
 class ServiceArc(ArcCost):
     """A cell's congestion arc: ℓ(x) = f(μ⁻¹(x)) for cost signal ``kind`` (THEORY §4–5).
 
     Evaluated with :func:`lbtheory.costs.flow_cost` / :func:`~lbtheory.costs.flow_potential`
-    (numpy; one arc per instance). It has no exact convex CVXPY form in general, so the CVXPY
-    solvers raise :class:`~lbtheory.errors.ModelError`; use :func:`lbtheory.games.frank_wolfe`.
+    (numpy; one arc per instance). It has no exact convex CVXPY form in general (no entry in
+    :data:`~lbtheory.games._cvxforms.ARC_FORMS`), so the CVXPY solvers raise
+    :class:`~lbtheory.errors.ModelError`; use :func:`lbtheory.games.frank_wolfe`.
     """
 
     kind: CostKind
@@ -311,14 +259,6 @@ class ServiceArc(ArcCost):
     def upper(self, m: int) -> np.ndarray:
         return np.full(m, float(self.model.max_rate))
 
-    def cvx_potential(self, x: Any, ref: np.ndarray | None = None) -> Any:
-        raise ModelError(f"ServiceArc({type(self.model).__name__}, cost {self.kind.value!r}) has "
-                         "no exact convex CVXPY form; solve this game with "
-                         "lbtheory.games.frank_wolfe, or use MM1Latency cells with the latency "
-                         "cost (exactly DCP, THEORY §5)")
-
-    cvx_total = cvx_potential
-
 
 def _stack(items: list[ArcCost]) -> ArcCost:
     first = items[0]
@@ -337,7 +277,8 @@ def _stack(items: list[ArcCost]) -> ArcCost:
 
 
 class ArcCostBank:
-    """The per-arc cost families of a game, grouped and vectorised (numpy and CVXPY).
+    """The per-arc cost families of a game, grouped and vectorised (numpy; CVXPY forms via
+    :func:`lbtheory.games._cvxforms.bank_objective`).
 
     Args:
         costs: one scalar :class:`ArcCost` per arc, in arc order.
@@ -356,7 +297,6 @@ class ArcCostBank:
         self.groups = tuple((_stack([costs[a] for a in idx]), np.asarray(idx, dtype=int))
                             for idx in groups.values())
         self.costs = tuple(costs)
-        self.has_convex_form = not any(isinstance(f, ServiceArc) for f, _ in self.groups)
         self.upper = np.full(self.m, np.inf)
         for fam, idx in self.groups:
             self.upper[idx] = fam.upper(len(idx))
@@ -387,13 +327,3 @@ class ArcCostBank:
     def marginal(self, x: Any) -> np.ndarray:
         """Marginal costs x_a·ℓ'_a(x_a) + ℓ_a(x_a)."""
         return self._apply("marginal", x)
-
-    def cvx_objective(self, x: Any, *, objective: str, ref: np.ndarray | None = None) -> Any:
-        """Σ_a potential (``"wardrop"``) or Σ_a x_a ℓ_a (``"system_optimum"``) as CVXPY.
-
-        ``ref``: optional typical arc flows (m,), used only to scale the conic forms.
-        """
-        method = "cvx_potential" if objective == "wardrop" else "cvx_total"
-        terms = [getattr(fam, method)(x[idx], None if ref is None else ref[idx])
-                 for fam, idx in self.groups]
-        return sum(terms[1:], terms[0])

@@ -15,18 +15,37 @@ method convergent, so this only affects speed).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import time
 
 import numpy as np
 
-from ..errors import ModelError, SolverError, SolveStatus
-from ._result import GameResult, _check_objective, evaluate_flow
+from .._checks import check_option
+from ..errors import SolverError, SolveStatus
+from ..network import arc_incidence
+from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame
-from .metrics import all_or_nothing, shortest_path_cost, shortest_paths
+from .metrics import all_or_nothing, gap_measures, shortest_paths
 
-__all__ = ["frank_wolfe", "FWTrace"]
+__all__ = ["frank_wolfe", "FWTrace", "FWMethod"]
 
-_METHODS = ("fw", "cfw", "bfw")
+
+class FWMethod(enum.StrEnum):
+    """Search direction of :func:`frank_wolfe`."""
+
+    #: plain Frank–Wolfe (towards the all-or-nothing point)
+    FW = "fw"
+    #: conjugate Frank–Wolfe
+    CFW = "cfw"
+    #: bi-conjugate Frank–Wolfe
+    BFW = "bfw"
+
+    @classmethod
+    def parse(cls, value: FWMethod | str) -> FWMethod:
+        """Coerce a ``method`` argument; raises ModelError listing the allowed values."""
+        return check_option(cls, value, "method")
+
+
 _DELTA = 1e-2  # conjugacy weights are clipped to [0, 1 − δ]
 
 
@@ -38,13 +57,13 @@ class FWTrace:
     relative_gap: np.ndarray
 
 
-def _gradient(game: RoutingGame, objective: str):
+def _gradient(game: RoutingGame, objective: Objective):
     """Gradient of the objective in the arc flows: ℓ (Wardrop) or marginal costs (SO).
 
     Called as ``grad(x)`` or ``grad(x_sub, mask)`` (other arcs at zero flow are irrelevant for
     separable costs: only the masked entries are returned).
     """
-    fam = game.costs.cost if objective == "wardrop" else game.costs.marginal
+    fam = game.costs.cost if objective is Objective.WARDROP else game.costs.marginal
 
     def grad(xv: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         if mask is None:
@@ -90,15 +109,18 @@ def _line_search(grad, x: np.ndarray, d: np.ndarray) -> float:
     return 0.5 * (lo + hi)
 
 
-def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = "bfw",
+def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
+                method: FWMethod | str = FWMethod.BFW,
                 tol: float = 1e-6, max_iter: int = 100_000, time_limit: float = 60.0,
                 throw: bool = False, start: np.ndarray | None = None
                 ) -> tuple[GameResult, FWTrace]:
     """Solve a routing game by Frank–Wolfe traffic assignment.
 
     Args:
-        objective: ``"wardrop"`` or ``"system_optimum"``.
-        method: ``"fw"`` (plain), ``"cfw"`` (conjugate) or ``"bfw"`` (bi-conjugate).
+        objective: :class:`~lbtheory.games.Objective` or its value, ``"wardrop"`` or
+            ``"system_optimum"``.
+        method: :class:`FWMethod` or its value, ``"fw"`` (plain), ``"cfw"`` (conjugate) or
+            ``"bfw"`` (bi-conjugate).
         tol: stop when the relative gap ≤ tol.
         max_iter: iteration limit; time_limit: wall-clock limit (s).
         throw: raise :class:`~lbtheory.errors.SolverError` when a limit stops it first.
@@ -114,9 +136,8 @@ def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = 
         SolverError: the free-flow all-or-nothing start has infinite cost (an M/M/1 capacity is
             exceeded), or a limit is hit with ``throw=True``.
     """
-    if method not in _METHODS:
-        raise ModelError(f"method: expected one of {_METHODS}, got {method!r}")
-    _check_objective(objective)
+    method = FWMethod.parse(method)
+    objective = Objective.parse(objective)
     grad = _gradient(game, objective)
 
     t_start = time.perf_counter()
@@ -142,9 +163,7 @@ def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = 
         it += 1
         c = grad(x)
         dist, pred = shortest_paths(game, c)
-        tstt = float(np.dot(x, c))
-        sptt = shortest_path_cost(game, dist)
-        gap = (tstt - sptt) / tstt if tstt > 0 else 0.0
+        gap, _ = gap_measures(game, x, c, dist=dist)
         times.append(time.perf_counter() - t_start)
         gaps.append(gap)
         if gap < best_gap:  # the gap is not monotone: return the best iterate seen
@@ -156,17 +175,18 @@ def frank_wolfe(game: RoutingGame, *, objective: str = "wardrop", method: str = 
             break
         Y = all_or_nothing(game, pred)
         S = Y
-        if method != "fw" and S_prev is not None:
+        if method is not FWMethod.FW and S_prev is not None:
             S = _conjugate(grad, x, F, Y, S_prev, S_prev2, tau_prev, method)
         D = S - F
         tau = _line_search(grad, x, D.sum(axis=0))
         F = F + tau * D
         x = F.sum(axis=0)
         S_prev2, S_prev, tau_prev = S_prev, S, tau
-    res = evaluate_flow(game, F_best, objective, status=status, solver=f"frank_wolfe:{method}",
+    res = evaluate_flow(game, F_best, objective, status=status,
+                        solver=f"frank_wolfe:{method.value}",
                         seconds=time.perf_counter() - t_start, iterations=it)
     if throw and status is not SolveStatus.OPTIMAL:
-        raise SolverError(f"frank_wolfe ({method}): relative gap {res.relative_gap:.3g} > "
+        raise SolverError(f"frank_wolfe ({method.value}): relative gap {res.relative_gap:.3g} > "
                           f"tol {tol:g} after {it} iterations", solver="frank_wolfe",
                           status=status.value)
     return res, FWTrace(np.asarray(times), np.asarray(gaps))
@@ -185,7 +205,7 @@ def _conjugate(grad, x, F, Y, S1, S2, tau1, method):
     y, s1 = Y.sum(axis=0), S1.sum(axis=0)
     dfw = y - x
     dbar = s1 - x
-    if method == "bfw" and S2 is not None and 0 < tau1 < 1:
+    if method is FWMethod.BFW and S2 is not None and 0 < tau1 < 1:
         s2 = S2.sum(axis=0)
         dbb = tau1 * s1 - x + (1.0 - tau1) * s2
         den_mu = float(np.dot(dbb * H, s2 - s1))
@@ -202,8 +222,8 @@ def _conjugate(grad, x, F, Y, S1, S2, tau1, method):
     return alpha * S1 + (1.0 - alpha) * Y
 
 
-def polish_flows(game: RoutingGame, F: np.ndarray, objective: str, *, max_iter: int = 60,
-                 tol: float = 1e-14) -> np.ndarray:
+def refine_flows(game: RoutingGame, F: np.ndarray, objective: Objective | str, *,
+                 max_iter: int = 60, tol: float = 1e-14) -> np.ndarray:
     """Improve near-optimal origin flows (e.g. an interior-point solution) by BFW steps.
 
     Interior-point solvers leave O(√tol) flow on arcs whose cost ties the shortest path without
@@ -212,18 +232,19 @@ def polish_flows(game: RoutingGame, F: np.ndarray, objective: str, *, max_iter: 
     the start in the objective (exact line search on a convex function).
     """
     F = _fw_steps(game, _repair_conservation(game, F), objective, max_iter=10)
-    res, _ = frank_wolfe(game, objective=objective, method="bfw", tol=tol, max_iter=max_iter,
+    res, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=tol, max_iter=max_iter,
                          start=F)
     return res.origin_flow
 
 
-def _fw_steps(game: RoutingGame, F: np.ndarray, objective: str, *, max_iter: int) -> np.ndarray:
+def _fw_steps(game: RoutingGame, F: np.ndarray, objective: Objective | str, *,
+              max_iter: int) -> np.ndarray:
     """Plain FW steps until the FW gap −∇·(y − x) is at rounding level (≤ 1e-15·∇·x).
 
     The relative gap is blind to flow ε left on a tied arc (it changes the gap by O(ε²)); the
     FW step towards the all-or-nothing point removes it with τ = 1.
     """
-    grad = _gradient(game, objective)
+    grad = _gradient(game, Objective.parse(objective))
     for _ in range(max_iter):
         x = F.sum(axis=0)
         c = grad(x)
@@ -256,10 +277,8 @@ def _repair_conservation(game: RoutingGame, F: np.ndarray) -> np.ndarray:
         arcs = np.flatnonzero(f > 0)
         if arcs.size == 0:
             continue
-        cols = np.arange(arcs.size)
-        A = sp.csr_matrix((np.concatenate([np.ones(arcs.size), -np.ones(arcs.size)]),
-                           (np.concatenate([game.tails[arcs], game.heads[arcs]]),
-                            np.concatenate([cols, cols]))), shape=(n, arcs.size))
+        # node-arc incidence: +1 at the tail, −1 at the head (outflow − inflow)
+        A = sp.csr_matrix(arc_incidence(game.tails[arcs], n) - arc_incidence(game.heads[arcs], n))
         keep = np.arange(n) != o
         r = (A @ f[arcs] - bal[k])[keep]
         w = np.sqrt(f[arcs])

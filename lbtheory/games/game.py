@@ -21,7 +21,31 @@ from scipy.sparse.csgraph import breadth_first_order
 from ..errors import TopologyError
 from .arccosts import ArcCost, ArcCostBank
 
-__all__ = ["GameArc", "Commodity", "RoutingGame"]
+__all__ = ["GameArc", "Commodity", "RoutingGame", "usable_arcs", "reachable_nodes"]
+
+
+def usable_arcs(tails: np.ndarray, heads: np.ndarray, blocked: np.ndarray,
+                non_through: np.ndarray, origin: int | None = None) -> np.ndarray:
+    """The arc-use rule of a routing game (its one definition), as a boolean mask over arcs.
+
+    Flow from node ``origin`` may use an arc when it is unblocked, its tail is a through node or
+    ``origin`` itself (non-through nodes are never passed through), and it does not re-enter
+    ``origin``. With ``origin=None``: the arcs every through origin may use (unblocked, through
+    tail). ``tails``/``heads`` are node indices (m,), ``non_through`` a node mask (n,).
+    """
+    ok = ~blocked & ~non_through[tails]
+    if origin is None:
+        return ok
+    return (ok | (~blocked & (tails == origin))) & (heads != origin)
+
+
+def reachable_nodes(n: int, tails: np.ndarray, heads: np.ndarray, mask: np.ndarray,
+                    origin: int) -> np.ndarray:
+    """Boolean mask of the n nodes reachable from ``origin`` over the arcs in ``mask`` (BFS)."""
+    g = sp.csr_matrix((np.ones(int(mask.sum())), (tails[mask], heads[mask])), shape=(n, n))
+    reach = np.zeros(n, dtype=bool)
+    reach[breadth_first_order(g, int(origin), directed=True, return_predecessors=False)] = True
+    return reach
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,18 +143,13 @@ class RoutingGame:
 
     def usable(self, k: int) -> np.ndarray:
         """Boolean mask of the arcs origin number ``k`` may use (unblocked, through rule)."""
-        o = self.origins[k]
-        ok = ~self.blocked & (~self.non_through[self.tails] | (self.tails == o))
-        return ok & (self.heads != o)
+        return usable_arcs(self.tails, self.heads, self.blocked, self.non_through,
+                           int(self.origins[k]))
 
     def _check_reachability(self) -> None:
         n = len(self.nodes)
         for k, o in enumerate(self.origins):
-            mask = self.usable(k)
-            g = sp.csr_matrix((np.ones(int(mask.sum())), (self.tails[mask], self.heads[mask])),
-                              shape=(n, n))
-            reach = np.zeros(n, dtype=bool)
-            reach[breadth_first_order(g, int(o), directed=True, return_predecessors=False)] = True
+            reach = reachable_nodes(n, self.tails, self.heads, self.usable(k), int(o))
             bad = np.flatnonzero((self.demand[k] > 0) & ~reach)
             if bad.size:
                 raise TopologyError(

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .game import RoutingGame
+from .game import RoutingGame, usable_arcs
 
 __all__ = ["shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost"]
 
@@ -50,14 +50,15 @@ def shortest_paths(game: RoutingGame, cost: np.ndarray) -> tuple[np.ndarray, np.
     n, K = game.n_nodes, len(game.origins)
     dist = np.full((K, n), np.inf)
     pred_arc = np.full((K, n), -1, dtype=int)
-    common = ~game.blocked & ~game.non_through[game.tails]
+    # through origins share one tree computation (the arcs into an origin, which the rule also
+    # excludes, never lie on a shortest path from it); each non-through origin gets its own
+    rule = (game.tails, game.heads, game.blocked, game.non_through)
     groups: list[tuple[np.ndarray, np.ndarray]] = []
     thru = np.flatnonzero(~game.non_through[game.origins])
     if thru.size:
-        groups.append((thru, common))
+        groups.append((thru, usable_arcs(*rule)))
     for k in np.flatnonzero(game.non_through[game.origins]):
-        own = ~game.blocked & (game.tails == game.origins[k])
-        groups.append((np.array([k]), common | own))
+        groups.append((np.array([k]), usable_arcs(*rule, int(game.origins[k]))))
     for ks, mask in groups:
         g, keys, arcs = _graph(game, cost, mask)
         d, pred = dijkstra(g, directed=True, indices=game.origins[ks], return_predecessors=True)
@@ -95,12 +96,16 @@ def shortest_path_cost(game: RoutingGame, dist: np.ndarray) -> float:
     return float(np.dot(game.demand[mask], dist[mask]))
 
 
-def gap_measures(game: RoutingGame, x: np.ndarray, cost: np.ndarray) -> tuple[float, float]:
+def gap_measures(game: RoutingGame, x: np.ndarray, cost: np.ndarray, *,
+                 dist: np.ndarray | None = None) -> tuple[float, float]:
     """``(relative_gap, average_excess_cost)`` of arc flows ``x`` under arc costs ``cost``.
 
-    ``cost`` is ℓ(x) for a Wardrop check, the marginal cost for a system-optimum check.
+    ``cost`` is ℓ(x) for a Wardrop check, the marginal cost for a system-optimum check. The
+    relative gap is dimensionless, the AEC in cost units. ``dist``: the shortest-path distances
+    under ``cost`` (:func:`shortest_paths`) when already known.
     """
-    dist, _ = shortest_paths(game, cost)
+    if dist is None:
+        dist, _ = shortest_paths(game, cost)
     used = x > 0
     tstt = float(np.dot(x[used], cost[used]))
     sptt = shortest_path_cost(game, dist)

@@ -7,7 +7,7 @@ potential Σ_a ∫_0^{x_a} ℓ_a; the system optimum minimises the total cost Σ
 by the free-flow shortest-path cost, and each power term by a typical arc flow (5 bi-conjugate FW
 steps), so that data in any units (TNTP vehicles/h) stays well conditioned. By default the
 interior-point flows are then polished by exact-line-search Frank–Wolfe steps
-(:func:`lbtheory.games.frank_wolfe.polish_flows`).
+(:func:`lbtheory.games.frank_wolfe.refine_flows`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import SolverError, SolveStatus
-from ._result import GameResult, Objective, _check_objective, evaluate_flow
-from .arccosts import ServiceArc
-from .frank_wolfe import frank_wolfe, polish_flows
+from ..network import arc_incidence
+from ._cvxforms import bank_objective, check_convex_form
+from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
+from .frank_wolfe import FWMethod, frank_wolfe, refine_flows
 from .game import RoutingGame
 from .metrics import shortest_path_cost, shortest_paths
 
-__all__ = ["GameResult", "wardrop_equilibrium", "system_optimum", "price_of_anarchy",
-           "evaluate_flow", "Objective"]
+__all__ = ["GameResult", "GamePoAResult", "wardrop_equilibrium", "system_optimum",
+           "price_of_anarchy", "evaluate_flow", "Objective"]
+
+#: the cvxpy warning silenced while solving: an inaccurate solve is reported in the status.
+_INACCURATE_WARNING = r"Solution may be inaccurate"
 
 #: Relative gap below which polished flows count as optimal even if the conic solver said
 #: "optimal_inaccurate".
@@ -44,41 +48,36 @@ def _layout(game: RoutingGame):
         ks.append(np.full(a.size, k))
         arcs.append(a)
     kv, av = np.concatenate(ks), np.concatenate(arcs)
-    nv = kv.size
-    cols = np.arange(nv)
-    rows = np.concatenate([kv * n + game.tails[av], kv * n + game.heads[av]])
-    vals = np.concatenate([np.ones(nv), -np.ones(nv)])
-    A = sp.csr_matrix((vals, (rows, np.concatenate([cols, cols]))), shape=(K * n, nv))
+    # row k·n + v: outflow − inflow of origin k's flow at node v
+    A = arc_incidence(kv * n + game.tails[av], K * n) - arc_incidence(kv * n + game.heads[av],
+                                                                      K * n)
     b = game.origin_balance().reshape(-1)
     drop = np.arange(K) * n + game.origins  # the origin rows are implied by the others
     keep = np.setdiff1d(np.arange(K * n), drop)
-    P = sp.csr_matrix((np.ones(nv), (av, cols)), shape=(m, nv))
-    return kv, av, A[keep], b[keep], P
+    P = arc_incidence(av, m)  # arc flow x_a = Σ_k f_ka
+    return kv, av, sp.csr_matrix(A)[keep], b[keep], P
 
 
-def _scales(game: RoutingGame, objective: str, flow_scale: float) -> tuple[float, np.ndarray]:
+def _scales(game: RoutingGame, objective: Objective, flow_scale: float) -> tuple[float, np.ndarray]:
     """Objective scale (free-flow shortest-path cost) and typical arc flows (after 5
     bi-conjugate FW steps; zeros when the all-or-nothing start is infeasible), for conditioning."""
 
     c0 = game.costs.cost(np.zeros(game.n_arcs))
     ref = shortest_path_cost(game, shortest_paths(game, c0)[0])
     try:
-        warm, _ = frank_wolfe(game, objective=objective, method="bfw", tol=0.0, max_iter=5)
+        warm, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=0.0,
+                              max_iter=5)
         flows = warm.arc_flow
     except SolverError:  # infeasible all-or-nothing start (M/M/1 capacities)
         flows = np.zeros(game.n_arcs)
     return (ref if np.isfinite(ref) and ref > 0 else flow_scale), flows
 
 
-def _solve_cvxpy(game: RoutingGame, objective: str, solver: str | None,
+def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
                  throw: bool, polish: bool) -> GameResult:
     import cvxpy as cp
 
-    _check_objective(objective)
-    if not game.costs.has_convex_form:
-        for fam, _ in game.costs.groups:
-            if isinstance(fam, ServiceArc):
-                fam.cvx_potential(None)  # raises ModelError naming its model
+    check_convex_form(game.costs)  # raises ModelError naming a family without a DCP form
     t0 = time.perf_counter()
     kv, av, A, b, P = _layout(game)
     scale = float(np.max(game.demand.sum(axis=1))) if game.total_demand > 0 else 1.0
@@ -86,7 +85,7 @@ def _solve_cvxpy(game: RoutingGame, objective: str, solver: str | None,
     xv = cp.Variable(game.n_arcs)  # explicit arc flows keep the cones off the origin variables
     x = scale * xv
     ref, flows = _scales(game, objective, scale)
-    obj = game.costs.cvx_objective(x, objective=objective, ref=flows) / ref
+    obj = bank_objective(game.costs, x, objective, ref=flows) / ref
     cons = [A @ v == b / scale, xv == P @ v]
     finite_up = np.isfinite(game.costs.upper)
     if np.any(finite_up):  # keep the solver's iterates inside the M/M/1 domains
@@ -99,7 +98,7 @@ def _solve_cvxpy(game: RoutingGame, objective: str, solver: str | None,
                 "max_iter": 400}
     try:
         with warnings.catch_warnings():  # "inaccurate" is reported in the status instead
-            warnings.simplefilter("ignore", UserWarning)
+            warnings.filterwarnings("ignore", message=_INACCURATE_WARNING, category=UserWarning)
             prob.solve(solver=name, **opts)
     except cp.error.SolverError as exc:
         raise SolverError(f"routing game ({objective}): solver {name} failed: {exc}",
@@ -117,8 +116,7 @@ def _solve_cvxpy(game: RoutingGame, objective: str, solver: str | None,
     f = np.zeros((len(game.origins), game.n_arcs))
     f[kv, av] = scale * np.maximum(v.value, 0.0)
     if polish:
-
-        f = polish_flows(game, f, objective)
+        f = refine_flows(game, f, objective)
     iters = int(getattr(prob.solver_stats, "num_iters", 0) or 0)
     res = evaluate_flow(game, f, objective, status=st, solver=name,
                         seconds=time.perf_counter() - t0, iterations=iters)
@@ -146,7 +144,7 @@ def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: 
         >>> round(wardrop_equilibrium(pigou()).total_travel_time, 6)
         1.0
     """
-    return _solve_cvxpy(game, "wardrop", solver, throw, polish)
+    return _solve_cvxpy(game, Objective.WARDROP, solver, throw, polish)
 
 
 def system_optimum(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
@@ -156,11 +154,20 @@ def system_optimum(game: RoutingGame, *, solver: str | None = None, throw: bool 
     Its relative gap is measured under marginal costs (the SO is the Wardrop equilibrium of the
     marginal costs). Raises as :func:`wardrop_equilibrium`.
     """
-    return _solve_cvxpy(game, "system_optimum", solver, throw, polish)
+    return _solve_cvxpy(game, Objective.SYSTEM_OPTIMUM, solver, throw, polish)
 
 
-def price_of_anarchy(game: RoutingGame, *, solver: str | None = None) -> float:
-    """PoA = TSTT(Wardrop)/TSTT(system optimum) (≥ 1)."""
-    ue = wardrop_equilibrium(game, solver=solver)
-    so = system_optimum(game, solver=solver)
-    return ue.total_travel_time / so.total_travel_time
+def price_of_anarchy(game: RoutingGame, *, solver: str | None = None) -> GamePoAResult:
+    """Price of anarchy TSTT(Wardrop)/TSTT(system optimum) (≥ 1), with both solutions.
+
+    Returns:
+        A :class:`GamePoAResult`: ``ratio`` (dimensionless), ``wardrop``, ``optimum`` and
+        ``status``. Raises as :func:`wardrop_equilibrium`.
+
+    Example:
+        >>> from lbtheory.games import pigou
+        >>> round(price_of_anarchy(pigou()).ratio, 6)
+        1.333333
+    """
+    return GamePoAResult.from_results(wardrop_equilibrium(game, solver=solver),
+                                      system_optimum(game, solver=solver))

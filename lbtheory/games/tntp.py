@@ -23,10 +23,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order
 
 from ..errors import DataFormatError
+from .arccosts import bpr, constant
+from .game import Commodity, GameArc, RoutingGame, reachable_nodes, usable_arcs
 
 __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
            "read_tntp_flow", "load_tntp_game", "LINK_FIELDS"]
@@ -241,15 +241,14 @@ def read_tntp_flow(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _check_reachable(net: TNTPNetwork, trips: TNTPTrips) -> None:
+    """The game's own arc-use rule and reachability, reported against the trips file's line."""
     n = net.nodes
     tails = net.links[:, 0].astype(int) - 1
     heads = net.links[:, 1].astype(int) - 1
-    open_ = ~net.blocked
+    non_through = np.arange(n) < net.first_thru_node - 1  # zones below the first thru node
     for o in np.unique(trips.origins[trips.demand > 0]):
-        mask = open_ & ((tails >= net.first_thru_node - 1) | (tails == o - 1))
-        g = sp.csr_matrix((np.ones(int(mask.sum())), (tails[mask], heads[mask])), shape=(n, n))
-        reach = np.zeros(n, dtype=bool)
-        reach[breadth_first_order(g, int(o - 1), directed=True, return_predecessors=False)] = True
+        mask = usable_arcs(tails, heads, net.blocked, non_through, int(o - 1))
+        reach = reachable_nodes(n, tails, heads, mask, int(o - 1))
         bad = np.flatnonzero((trips.origins == o) & (trips.demand > 0)
                              & ~reach[trips.destinations - 1] & (trips.destinations != o))
         if bad.size:
@@ -273,9 +272,6 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
             (naming the trips file, the line and the ``destination`` field), or more zones in
             the trips file than nodes in the network.
     """
-    from .arccosts import bpr, constant
-    from .game import Commodity, GameArc, RoutingGame
-
     net = read_tntp_network(net_path)
     trips = read_tntp_trips(trips_path)
     if trips.zones > net.nodes:

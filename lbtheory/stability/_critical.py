@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..costs import CostKind
+from ..errors import StepsizeStatus
 from ..network import CellNetwork
 from ._dde import LinearDDE, RootSet, newton_root, rightmost_roots
 from ._linearise import Linearisation, check_stepsize, empirical_rule, linearise
@@ -46,7 +47,9 @@ class CriticalStepsize:
         linearisation: the linear DDE used.
         n_nodes: Chebyshev degree used.
         evaluations: number of collocation spectra computed.
-        verified: the full collocation spectrum at c* has no root to the right of the crossing root.
+        status: ``StepsizeStatus.VERIFIED`` when the full collocation spectrum at c* has no root
+            to the right of the crossing root (always so for c* = +inf), else ``UNVERIFIED``
+            (c* is then the bisection bracket's upper end, about 1 % accurate).
     """
 
     critical_stepsize: float
@@ -58,7 +61,12 @@ class CriticalStepsize:
     linearisation: Linearisation
     n_nodes: int
     evaluations: int
-    verified: bool
+    status: StepsizeStatus
+
+    @property
+    def verified(self) -> bool:
+        """``status is StepsizeStatus.VERIFIED`` (kept for the JSON key ``critical_verified``)."""
+        return self.status is StepsizeStatus.VERIFIED
 
     @property
     def rule_ratio(self) -> float:
@@ -256,7 +264,8 @@ def critical_stepsize(net: CellNetwork, cost: CostKind | str = "gradient", *,
                             period=2 * math.pi / w if w > 0 else math.inf,
                             empirical_rule=rule, rule_per_source=per, linearisation=lin,
                             n_nodes=n_nodes, evaluations=cross.evaluations,
-                            verified=cross.verified)
+                            status=StepsizeStatus.VERIFIED if cross.verified
+                            else StepsizeStatus.UNVERIFIED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,7 +295,9 @@ class StepsizeReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (keys ``critical_stepsize``, ``empirical_rule``,
-        ``rightmost_root`` [re, im], ``verdict`` are a stable contract)."""
+        ``rightmost_root`` [re, im], ``verdict`` are a stable contract; ``status`` is the
+        :class:`~lbtheory.errors.StepsizeStatus` of the critical stepsize, ``"verified"`` or
+        ``"unverified"``, and ``critical_verified`` the same as a bool)."""
         cr = self.critical
         lin = cr.linearisation
         return {
@@ -302,6 +313,7 @@ class StepsizeReport:
             "crossing_frequency": cr.frequency,
             "crossing_period": cr.period,
             "critical_verified": cr.verified,
+            "status": cr.status.value,
             "cost": lin.point.cost.value,
             "structural_zero_modes": {"conserved": lin.conserved_removed,
                                       "inflow_neutral": lin.neutral_removed,
@@ -318,9 +330,16 @@ def assess_stepsize(net: CellNetwork, cost: CostKind | str = "gradient",
     Raises:
         StepsizeError: ``stepsize`` ≤ 0 or not finite.
         BoundaryEquilibriumError, InfeasibleDemandError: see :func:`linearise`.
+        TopologyError: every arrival rate is 0 (no flow to route: the question is vacuous).
     """
     if stepsize is not None:
         stepsize = check_stepsize(stepsize)
+    if not net.total_demand > 0:
+        from ..errors import TopologyError
+
+        raise TopologyError("every arrival_rate is 0: there is no flow to route, so no stepsize "
+                            "is stable or unstable; give at least one cell a positive "
+                            "arrival_rate (req/s)")
     crit = critical_stepsize(net, cost, weights=weights, equilibrium=equilibrium,
                              n_nodes=n_nodes)
     if stepsize is None:

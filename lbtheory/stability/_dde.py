@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ..errors import SolverError
+from ..errors import ModelError, SolverError
 
 __all__ = ["LinearDDE", "RootSet", "chebyshev_nodes", "collocation_matrix", "rightmost_roots",
            "newton_root"]
@@ -170,9 +170,10 @@ def newton_root(dde: LinearDDE, s0: complex, *, tol: float = 1e-13,
     """Refine a root of det Δ(s) by Newton's method, ``s ← s − 1/tr(Δ⁻¹Δ')``.
 
     Returns:
-        (root, converged). ``converged`` is False if Δ became singular to working precision
-        before the step test was met (then ``root`` is the last iterate, already a root), or
-        if the iteration did not settle within ``max_iter`` steps.
+        (root, converged). If Δ(s) is exactly singular (LU breaks down) the iterate is a root
+        to working precision and is returned with ``converged=True``. ``converged`` is False
+        when tr(Δ⁻¹Δ') is zero or not finite (no Newton step exists; the last iterate is
+        returned) or the step did not fall below ``tol``·max(1, |s|) within ``max_iter`` steps.
     """
     s = complex(s0)
     for _ in range(max_iter):
@@ -222,12 +223,12 @@ def rightmost_roots(dde: LinearDDE, *, n_nodes: int = 16, count: int = 6, refine
             removed — callers should eliminate known zero modes by reduced coordinates first.
 
     Raises:
-        SolverError: ``n_nodes`` < 2, or the eigenvalue computation failed (names LAPACK's
-            message).
+        ModelError: ``n_nodes`` is not an integer ≥ 2.
+        SolverError: the eigenvalue computation failed (names LAPACK's message).
     """
-    if isinstance(n_nodes, bool) or int(n_nodes) != n_nodes or n_nodes < 2:
-        raise SolverError(f"n_nodes: expected an integer ≥ 2 (Chebyshev degree), got {n_nodes!r}",
-                          solver="collocation", status="bad_input")
+    if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | float | np.integer) \
+            or int(n_nodes) != n_nodes or n_nodes < 2:
+        raise ModelError(f"n_nodes: expected an integer ≥ 2 (Chebyshev degree), got {n_nodes!r}")
     if dde.dim == 0:
         return RootSet(np.zeros(0, complex), np.zeros(0), n_nodes, 0)
     k0 = structural_zero_count(dde) if structural_zeros is None else int(structural_zeros)

@@ -18,11 +18,11 @@ exactly as the nullity of Δ(0) and removed by count (:func:`~._dde.rightmost_ro
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
+from .._checks import check_real
 from ..costs import CostKind, cell_cost, cell_cost_prime, static_cost
 from ..errors import BoundaryEquilibriumError, StepsizeError
 from ..network import CellNetwork
@@ -31,21 +31,11 @@ from ._dde import LinearDDE, structural_zero_count
 __all__ = ["OperatingPoint", "Linearisation", "operating_point", "linearise", "empirical_rule",
            "check_stepsize"]
 
-#: Relative cost gap below which an arc is a candidate for the support of the equilibrium.
-SUPPORT_RTOL = 1e-4
-#: After polishing: routing weight (and relative cost gap) at or below which an arc is degenerate.
-BOUNDARY_TOL = 1e-8
 
 
 def check_stepsize(value: Any, name: str = "stepsize") -> float:
     """A positive finite float, or :class:`StepsizeError` naming ``name``."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise StepsizeError(f"{name}: expected a positive number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0.0:
-        raise StepsizeError(f"{name}: expected a positive finite number, got {value!r}")
-    return v
+    return check_real(value, name, low=0.0, low_open=True, error=StepsizeError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,113 +71,48 @@ def _fprime(net: CellNetwork, cost: CostKind, N: np.ndarray) -> np.ndarray:
     return np.asarray(cell_cost_prime(cost, net.models, N, net.replicas), dtype=float)
 
 
-def _polish(net: CellNetwork, cost: CostKind, supp: np.ndarray, x0: np.ndarray,
-            N0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Newton (least-squares steps) on flow balance + equal costs on the support."""
-    lam, n = net.arrival_rates, net.n
-    g = np.asarray(static_cost(cost, net.delays), dtype=float)
-    src = np.flatnonzero(lam > 0)
-    ai, aj = np.nonzero(supp)
-    P, S = ai.size, src.size
-    pos = {i: k for k, i in enumerate(src)}
-    si = np.array([pos[i] for i in ai], dtype=int)
-    x, N = x0[ai, aj].copy(), np.maximum(N0.copy(), 0.0)
-    cstar = np.array([np.min(_f(net, cost, N)[supp[i]] + g[i, supp[i]]) for i in src])
-    res = math.inf
-    for _ in range(40):
-        f, fp = _f(net, cost, N), _fprime(net, cost, N)
-        mu, mup = net.models.rate(N), net.models.rate_prime(N)
-        r = np.concatenate([np.bincount(si, weights=x, minlength=S) - 1.0,
-                            f[aj] + g[ai, aj] - cstar[si],
-                            np.bincount(aj, weights=lam[ai] * x, minlength=n) - mu])
-        scale = np.concatenate([np.ones(S), np.maximum(np.abs(cstar[si]), 1e-12),
-                                np.maximum(net.max_rates, 1e-12)])
-        res = float(np.max(np.abs(r) / scale))
-        if res < 1e-14:
-            break
-        J = np.zeros((S + P + n, P + S + n))
-        J[si, np.arange(P)] = 1.0
-        J[S + np.arange(P), P + S + aj] = fp[aj]
-        J[S + np.arange(P), P + si] = -1.0
-        J[S + P + aj, np.arange(P)] = lam[ai]
-        J[S + P + np.arange(n), P + S + np.arange(n)] -= mup
-        step = np.linalg.lstsq(J, -r, rcond=None)[0]
-        x, cstar, N = x + step[:P], cstar + step[P:P + S], np.maximum(N + step[P + S:], 0.0)
-    routing = np.zeros((n, n))
-    routing[ai, aj] = x
-    full_c = np.full(n, np.nan)
-    full_c[src] = cstar
-    return routing, N, full_c, res
-
-
-def _interior_routing(net: CellNetwork, supp: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    """Among routings on the tied arcs with the same inflows, one maximising the smallest
-    split (an LP): picks a point in the relative interior of a non-unique equilibrium set (e.g.
-    RIF, where every source reaching a cell sees the same cost), so that zero flow on a tied arc
-    is not mistaken for a boundary equilibrium. Returns ``x0`` if no such point exists."""
-    from scipy.optimize import linprog
-
-    lam = net.arrival_rates
-    ai, aj = np.nonzero(supp)
-    m = ai.size
-    z = lam @ x0
-    A_eq = np.zeros((2 * net.n, m + 1))
-    A_eq[ai, np.arange(m)] = 1.0
-    A_eq[net.n + aj, np.arange(m)] = lam[ai]
-    b_eq = np.concatenate([np.where(lam > 0, 1.0, 0.0), np.where(supp.any(axis=0), z, 0.0)])
-    A_ub = np.zeros((m, m + 1))
-    A_ub[np.arange(m), np.arange(m)] = -1.0
-    A_ub[:, -1] = 1.0  # t ≤ x_ij on every tied arc
-    c = np.zeros(m + 1)
-    c[-1] = -1.0
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), A_eq=A_eq, b_eq=b_eq,
-                  bounds=[(0, None)] * m + [(None, 1.0)], method="highs")
-    if res.status != 0 or res.x[-1] <= 1e-9:
-        return x0
-    x = np.zeros_like(x0)
-    x[ai, aj] = res.x[:m]
-    x[lam <= 0] = x0[lam <= 0]
-    return x
-
-
 def operating_point(net: CellNetwork, cost: CostKind | str, *, equilibrium: Any = None,
-                    support_rtol: float = SUPPORT_RTOL,
-                    boundary_tol: float = BOUNDARY_TOL) -> OperatingPoint:
+                    support_rtol: float | None = None,
+                    boundary_tol: float | None = None) -> OperatingPoint:
     """Equilibrium, its support and the derivatives f'_j, μ'_j at N*.
 
     The equilibrium (``solve_equilibrium(net, cost)`` when not given; any object with ``routing``
-    and ``workload``) is polished by Newton's method on the Definition-1 equations restricted to
-    its support, so the linearisation is accurate to ~1e-12 rather than to the solver tolerance.
+    and ``workload``) is polished by the equilibrium package's Newton method on the KKT system
+    restricted to its tied arcs (:func:`lbtheory.equilibrium.polish_on_support`), so the
+    linearisation is accurate to ~1e-12 rather than to the solver tolerance. An
+    :class:`~lbtheory.equilibrium.EquilibriumResult` that is already polished is used as is
+    (unless a tied arc carries no flow and the routing must move inside the equilibrium face).
+
+    Args:
+        support_rtol: relative cost gap under which an arc is tied (default
+            :data:`lbtheory.equilibrium._polish.SUPPORT_RTOL`, 1e-4).
+        boundary_tol: routing weight / relative cost gap at or below which an arc is
+            degenerate (default :data:`~lbtheory.equilibrium._polish.BOUNDARY_TOL`, 1e-8).
 
     Raises:
         InfeasibleDemandError: Assumption 2 fails.
         BoundaryEquilibriumError: an arc with x*_ij = 0 has c_ij = c*_i (no strict
             complementarity); the message names the arcs.
     """
+    # the equilibrium package (CVXPY) is imported only when an operating point is needed
+    from ..equilibrium import EquilibriumResult, polish_on_support, solve_equilibrium
+    from ..equilibrium._polish import BOUNDARY_TOL, SUPPORT_RTOL
+
+    support_rtol = SUPPORT_RTOL if support_rtol is None else support_rtol
+    boundary_tol = BOUNDARY_TOL if boundary_tol is None else boundary_tol
     cost = CostKind.parse(cost)
     net.check_feasibility()
     if equilibrium is None:
-        from ..equilibrium import solve_equilibrium
-
         equilibrium = solve_equilibrium(net, cost)
-    x0 = np.asarray(equilibrium.routing, dtype=float)
-    N0 = np.asarray(equilibrium.workload, dtype=float)
+    polished = isinstance(equilibrium, EquilibriumResult) and equilibrium.polished
+    pt = polish_on_support(net, cost, np.asarray(equilibrium.routing, dtype=float),
+                           np.asarray(equilibrium.workload, dtype=float),
+                           support_rtol=support_rtol, boundary_tol=boundary_tol,
+                           polished=polished)
+    routing, N, cstar, supp = pt.routing, pt.workload, pt.min_cost, pt.support
     lam = net.arrival_rates
-    g = np.asarray(static_cost(cost, net.delays), dtype=float)
-    C = np.where(net.adjacency, _f(net, cost, N0)[None, :] + g, np.inf)
-    cmin = C.min(axis=1)
     active = (lam > 0)[:, None] & net.adjacency
-    with np.errstate(invalid="ignore"):
-        close = C - cmin[:, None] <= support_rtol * np.maximum(np.abs(cmin), 1e-12)[:, None]
-    supp = active & close
-    if (supp & (x0 <= boundary_tol ** 0.5)).any():  # non-unique routing: move inside the face
-        x0 = _interior_routing(net, supp, x0)
-    for _ in range(net.n * net.n + 1):
-        routing, N, cstar, res = _polish(net, cost, supp, x0, N0)
-        negative = supp & (routing < -boundary_tol)
-        if not negative.any():
-            break
-        supp = supp & ~negative  # an arc with a small positive gap, not in the support
+    g = np.asarray(static_cost(cost, net.delays), dtype=float)
     C = np.where(net.adjacency, _f(net, cost, N)[None, :] + g, np.inf)
     with np.errstate(invalid="ignore"):
         gap = (C - np.where(np.isfinite(cstar), cstar, 0.0)[:, None]) / np.maximum(
@@ -206,7 +131,7 @@ def operating_point(net: CellNetwork, cost: CostKind | str, *, equilibrium: Any 
     return OperatingPoint(cost=cost, routing=routing, workload=N, min_cost=cstar, support=supp,
                           cost_prime=_fprime(net, cost, N),
                           rate_prime=np.asarray(net.models.rate_prime(N), dtype=float),
-                          residual=res)
+                          residual=pt.residual)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,13 @@ import numpy as np
 
 from ..errors import DataFormatError
 
-__all__ = ["Trace", "TraceOrderWarning", "read_trace", "trace_from_arrays", "COLUMN_ALIASES"]
+__all__ = ["Trace", "TraceOrderWarning", "read_trace", "trace_from_arrays", "COLUMN_ALIASES",
+           "MAX_TOKENS"]
+
+#: Largest prompt / output length accepted per request (tokens): 10 million prompt tokens (above
+#: the longest context window of current models) and 1 million output tokens (a decode simulation
+#: takes one step per output token). Larger counts are data errors, refused when the trace is read.
+MAX_TOKENS: dict[str, int] = {"prompt_tokens": 10_000_000, "output_tokens": 1_000_000}
 
 #: Accepted column names per field, lower-case.
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -124,6 +130,11 @@ def trace_from_arrays(arrival_s: Any, prompt_tokens: Any, output_tokens: Any, *,
         if bad.size:
             raise DataFormatError(f"negative token count {arr[bad[0]]:g} in {name}", path=path,
                                   line=int(line_of[bad[0]]), field=name)
+        bad = np.flatnonzero(arr > MAX_TOKENS[name])
+        if bad.size:
+            raise DataFormatError(f"token count {arr[bad[0]]:g} in {name} is absurd: expected "
+                                  f"at most {MAX_TOKENS[name]:,} tokens per request", path=path,
+                                  line=int(line_of[bad[0]]), field=name)
         bad = np.flatnonzero(arr != np.round(arr))
         if bad.size:
             raise DataFormatError(f"token count {arr[bad[0]]:g} in {name} is not an integer",
@@ -178,7 +189,17 @@ def _parse_count(value: Any, path: str, line: int, field: str) -> float:
 
 def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
     """Header names and (line, record) pairs of a CSV or JSONL file."""
-    text = path.read_text(encoding="utf-8")
+    if path.is_dir():
+        raise DataFormatError("expected a trace file (CSV/JSONL), got a directory", path=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"not a text file: byte {exc.start} is not UTF-8; expected a CSV "
+                              f"or JSONL trace", path=str(path)) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise DataFormatError("not a text file: contains a NUL byte; expected a CSV or JSONL "
+                              "trace", path=str(path), line=line)
     if path.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip().startswith("{"):
         records: list[tuple[int, dict[str, Any]]] = []
         names: dict[str, None] = {}
@@ -197,8 +218,12 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
             records.append((lineno, rec))
         return list(names), records
     reader = csv.DictReader(text.splitlines())
-    header = list(reader.fieldnames or [])
-    return header, [(i + 2, row) for i, row in enumerate(reader)]
+    try:
+        header = list(reader.fieldnames or [])
+        return header, [(i + 2, row) for i, row in enumerate(reader)]
+    except csv.Error as exc:
+        raise DataFormatError(f"not a valid CSV ({exc})", path=str(path),
+                              line=reader.line_num or None) from None
 
 
 def read_trace(path: str | os.PathLike, *,

@@ -1,4 +1,4 @@
-"""Routing games with known answers (Pigou, M/M/1 two-link, Braess).
+"""Classic routing games with known answers (Pigou, M/M/1 two-link, Braess, grids).
 
 Closed forms: Pigou with ℓ = x^d has PoA (1 − d(d+1)^{−(d+1)/d})^{−1} (Roughgarden 2003, attained);
 the M/M/1 two-link game has PoA ½(1 + √(u/(u − R))) (THEORY §5); Braess (demand 6, link costs 10x,
@@ -8,12 +8,25 @@ the M/M/1 two-link game has PoA ½(1 + √(u/(u − R))) (THEORY §5); Braess (d
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
+from .._checks import check_option
+from ..errors import TopologyError
+from ..instances import mm1_pigou_poa
 from .arccosts import MM1, ArcCost, Polynomial, affine, bpr, constant
 from .game import Commodity, GameArc, RoutingGame
 
-__all__ = ["pigou", "pigou_poa", "mm1_two_link", "mm1_two_link_poa", "braess", "grid_game"]
+__all__ = ["pigou", "pigou_poa", "mm1_two_link", "mm1_two_link_poa", "braess", "grid_game",
+           "GridFamily"]
+
+
+class GridFamily(enum.StrEnum):
+    """Arc-cost family of :func:`grid_game`."""
+
+    BPR = "bpr"
+    AFFINE = "affine"
 
 
 def pigou(d: float = 1.0, demand: float = 1.0) -> RoutingGame:
@@ -23,7 +36,8 @@ def pigou(d: float = 1.0, demand: float = 1.0) -> RoutingGame:
 
 
 def pigou_poa(d: float) -> float:
-    """Roughgarden's bound (1 − d(d+1)^{−(d+1)/d})^{−1} for polynomials of degree d."""
+    """Roughgarden's bound (1 − d(d+1)^{−(d+1)/d})^{−1} for polynomials of degree d (attained by
+    :func:`pigou`; dimensionless)."""
     return 1.0 / (1.0 - d * (d + 1.0) ** (-(d + 1.0) / d))
 
 
@@ -34,8 +48,12 @@ def mm1_two_link(u: float = 1.0, R: float = 0.5) -> RoutingGame:
 
 
 def mm1_two_link_poa(u: float = 1.0, R: float = 0.5) -> float:
-    """Closed-form PoA ½(1 + √(u/(u − R))) of :func:`mm1_two_link`."""
-    return 0.5 * (1.0 + float(np.sqrt(u / (u - R))))
+    """Closed-form PoA ½(1 + √(u/(u − R))) of :func:`mm1_two_link` (dimensionless).
+
+    The same game as the cell-network :func:`lbtheory.instances.mm1_pigou` (an M/M/1 link beside
+    a constant one): its one definition is :func:`lbtheory.instances.mm1_pigou_poa`.
+    """
+    return mm1_pigou_poa(u, R)
 
 
 def braess(demand: float = 6.0, *, bridge: bool = True) -> RoutingGame:
@@ -51,7 +69,8 @@ def braess(demand: float = 6.0, *, bridge: bool = True) -> RoutingGame:
 
 
 def grid_game(rows: int, cols: int, *, seed: int, n_origins: int | None = None,
-              family: str = "bpr", power: float = 4.0, congestion: float = 1.0) -> RoutingGame:
+              family: GridFamily | str = GridFamily.BPR, power: float = 4.0,
+              congestion: float = 1.0) -> RoutingGame:
     """A random game on a rows × cols grid with arcs both ways (2·(2rc − r − c) arcs), seeded.
 
     A 4 × 6 grid with every node an origin has Sioux Falls' size (24 nodes, 76 arcs, 24 origins).
@@ -59,25 +78,41 @@ def grid_game(rows: int, cols: int, *, seed: int, n_origins: int | None = None,
     Args:
         seed: seed of the generator (numpy ``default_rng``).
         n_origins: number of origin nodes (default: all); every node is a destination.
-        family: ``"bpr"`` (t0 ~ U[2, 6], B = 0.15, capacity ~ U[4000, 25000], power ``power``)
-            or ``"affine"`` (a ~ U[0, 10], b ~ U[0, 1]).
+        family: :class:`GridFamily` or its value: ``"bpr"`` (t0 ~ U[2, 6], B = 0.15,
+            capacity ~ U[4000, 25000], power ``power``) or ``"affine"`` (a ~ U[0, 10],
+            b ~ U[0, 1]).
         congestion: demand multiplier; 1 gives volume/capacity ratios of order 1 (BPR).
+
+    Raises:
+        TopologyError: ``rows``/``cols`` not positive integers with at least 2 nodes, or
+            ``n_origins`` outside 1..rows·cols.
+        ModelError: unknown ``family``.
     """
-    rng = np.random.default_rng(seed)
+    family = check_option(GridFamily, family, "family")
+    for name, v in (("rows", rows), ("cols", cols)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise TopologyError(f"{name}: expected a positive integer, got {v!r}")
     n = rows * cols
+    if n < 2:
+        raise TopologyError(f"rows, cols: a grid game needs at least 2 nodes, got {rows}x{cols}")
+    if n_origins is not None and not (isinstance(n_origins, int | np.integer)
+                                      and 1 <= n_origins <= n):
+        raise TopologyError(f"n_origins: expected an integer in 1..{n} (rows·cols), "
+                            f"got {n_origins!r}")
+    rng = np.random.default_rng(seed)
     edges = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]
     edges += [(r * cols + c, (r + 1) * cols + c) for r in range(rows - 1) for c in range(cols)]
     pairs = [e for u, v in edges for e in ((u, v), (v, u))]
     arcs = []
     for u, v in pairs:
-        if family == "bpr":
+        if family is GridFamily.BPR:
             cost: ArcCost = bpr(rng.uniform(2, 6), 0.15, rng.uniform(4000, 25000), power)
         else:
             cost = affine(rng.uniform(0, 10), rng.uniform(0, 1))
         arcs.append(GameArc(u, v, cost))
     k = n if n_origins is None else int(n_origins)
     origins = rng.choice(n, size=k, replace=False)
-    base = 40000.0 / (k * np.sqrt(n)) if family == "bpr" else 10.0 / k
+    base = 40000.0 / (k * np.sqrt(n)) if family is GridFamily.BPR else 10.0 / k
     comms = [Commodity(int(o), d, float(congestion * base * rng.lognormal(0.0, 0.5)))
              for o in origins for d in range(n) if d != o]
     return RoutingGame(list(range(n)), arcs, comms)

@@ -1,0 +1,166 @@
+"""Argument checks: the one definition of "a finite real number in a range" and of option parsing.
+
+Every module that validates a scalar parameter (a capacity, a delay, a horizon, a percentile) or
+an option given as an enum-or-string calls these, so the rule and the wording of the error are
+the same everywhere. Messages name the parameter, the expected range and the unit, e.g.
+``MM1Latency.capacity must be positive (req/s), got -1.0`` or
+``percentile q must be in [0, 100], got 101``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .errors import LBTheoryError, ModelError
+
+__all__ = ["check_real", "check_reals", "check_fields", "check_option", "range_text"]
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def range_text(low: float | None = None, high: float | None = None, *, low_open: bool = False,
+               high_open: bool = False) -> str:
+    """The expected range in words: ``positive``, ``non-negative``, ``>= 1``, ``in [0, 100]``.
+
+    Example:
+        >>> range_text(0.0, low_open=True), range_text(0.0, 1.0, low_open=True)
+        ('positive', 'in (0, 1]')
+    """
+    if low is not None and high is not None:
+        return (f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}")
+    if low is not None:
+        if low == 0:
+            return "positive" if low_open else "non-negative"
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return "finite"
+
+
+def _adjective(rule: str) -> str:
+    """``"positive "`` / ``"non-negative "`` for those rules, else ``""``."""
+    return f"{rule} " if rule in ("positive", "non-negative") else ""
+
+
+def _message(name: str, rule: str, unit: str, value: Any, kind: str = "range") -> str:
+    """``{name} must be {rule}, got {value} ({name}: expected a … number of {unit})``.
+
+    ``kind``: ``"type"`` (not a real number), ``"finite"`` (nan/inf) or ``"range"``. Both
+    phrasings are kept, so messages read ``X must be positive, got …`` and also contain
+    ``X: expected a positive finite number``.
+    """
+    adj = f"{rule} " if rule in ("positive", "non-negative") else ""
+    tail = "" if adj or rule == "finite" else f" {rule}"
+    desc = f"a {adj}{'' if kind == 'type' else 'finite '}number{tail}"
+    if kind == "type":
+        must = "a real number" if rule == "finite" else f"a real number ({rule})"
+    elif kind == "finite":
+        must = "finite" if rule == "finite" else f"finite and {rule}"
+    else:
+        must = rule
+    of_unit = f" of {unit}" if unit else ""
+    return f"{name} must be {must}, got {value!r} ({name}: expected {desc}{of_unit})"
+
+
+def check_real(value: Any, name: str, *, unit: str = "", low: float | None = None,
+               high: float | None = None, low_open: bool = False, high_open: bool = False,
+               error: type[LBTheoryError] = ModelError) -> float:
+    """``value`` as a finite ``float`` in the given range, else ``error`` naming ``name``.
+
+    Args:
+        value: a real number (``bool`` is refused; a one-element array is not a scalar).
+        name: the parameter as the user knows it (``"t1"``, ``"MM1Latency.capacity"``).
+        unit: unit shown in the message (``"s"``, ``"req/s"``); ``""`` for none.
+        low, high: bounds (``None``: unbounded on that side).
+        low_open, high_open: exclude the bound itself (``low=0, low_open=True``: positive).
+        error: the :class:`~lbtheory.errors.LBTheoryError` subclass to raise.
+
+    Raises:
+        error: not a real number, not finite, or out of range.
+
+    Example:
+        >>> check_real(3, "K", low=0.0, low_open=True)
+        3.0
+    """
+    rule = range_text(low, high, low_open=low_open, high_open=high_open)
+    if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+        raise error(_message(name, rule, unit, value, 'type'))
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise error(_message(name, rule, unit, value, 'type')) from None
+    if not math.isfinite(v):
+        raise error(_message(name, rule, unit, value, 'finite'))
+    if ((low is not None and (v <= low if low_open else v < low))
+            or (high is not None and (v >= high if high_open else v > high))):
+        raise error(_message(name, rule, unit, value))
+    return v
+
+
+def check_reals(values: Any, name: str, *, unit: str = "", low: float | None = None,
+                high: float | None = None, low_open: bool = False, high_open: bool = False,
+                error: type[LBTheoryError] = ModelError) -> np.ndarray:
+    """Elementwise :func:`check_real` for a scalar or an array (parameters stacked per cell).
+
+    Returns:
+        ``values`` as a float array of the same shape.
+    """
+    rule = range_text(low, high, low_open=low_open, high_open=high_open)
+    try:
+        v = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise error(_message(name, rule, unit, values, 'type')) from None
+    if not np.all(np.isfinite(v)):
+        raise error(_message(name, rule, unit, values, 'finite'))
+    bad = np.zeros(v.shape, dtype=bool)
+    if low is not None:
+        bad |= v <= low if low_open else v < low
+    if high is not None:
+        bad |= v >= high if high_open else v > high
+    if np.any(bad):
+        raise error(_message(name, rule, unit, values))
+    return v
+
+
+_RULES = {"positive": {"low": 0.0, "low_open": True}, "non-negative": {"low": 0.0},
+          "finite": {}}
+
+
+def check_fields(cls_name: str, obj: Any, rules: dict[str, str], *,
+                 error: type[LBTheoryError] = ModelError) -> None:
+    """Check fields of a frozen dataclass: ``rules`` maps field → ``"positive"``,
+    ``"non-negative"`` or ``"finite"``; scalars or arrays (elementwise).
+
+    Raises:
+        error: ``"{cls_name}.{field} must be positive, got …"`` for the first bad field.
+    """
+    for field, rule in rules.items():
+        check_reals(getattr(obj, field), f"{cls_name}.{field}", error=error, **_RULES[rule])
+
+
+def check_option(cls: type[E], value: Any, name: str, *,
+                 error: type[LBTheoryError] = ModelError) -> E:
+    """Coerce ``value`` (a member of the enum ``cls`` or its value) to ``cls``.
+
+    Raises:
+        error: naming ``name`` and the allowed values, e.g.
+            ``guard_scope must be 'candidates' or 'pool', got 'all'``.
+
+    Example:
+        >>> import enum
+        >>> class Color(enum.StrEnum):
+        ...     RED = "red"
+        >>> check_option(Color, "red", "color") is Color.RED
+        True
+    """
+    try:
+        return cls(value)
+    except ValueError:
+        allowed = [repr(m.value) for m in cls]
+        words = " or ".join(allowed) if len(allowed) <= 2 else \
+            "one of " + ", ".join(allowed)
+        raise error(f"{name} must be {words}, got {value!r}") from None

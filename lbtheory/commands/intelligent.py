@@ -1,0 +1,227 @@
+"""``lbtheory intelligent``: the Intelligent Router (THEORY §10) — evaluate routers, train DQN."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelError
+from ..io import dumps_json, write_json_atomic
+
+NAME = "intelligent"
+HELP = ("Intelligent Router (arXiv 2408.13510, THEORY §10): LLM instances with continuous "
+        "batching, KV budget and prefill/decode interference; 'evaluate' compares routers on a "
+        "trace, 'train' trains a Double-DQN router.")
+
+ROUTER_NAMES = ("rr", "jsq", "minmin", "maxcap", "heuristic")
+RL_NAMES = ("rl", "wa-rl", "wg-rl")
+JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_wait")
+
+
+def _common(p: argparse.ArgumentParser, requests: int) -> None:
+    p.add_argument("trace", nargs="+",
+                   help="trace file(s) lbtheory.workloads reads; several are mixed, task = file")
+    p.add_argument("--instances", type=int, default=4, help="number of instances m")
+    p.add_argument("--requests", type=int, default=requests, help="requests per run/episode")
+    p.add_argument("--seed", type=int, default=0, help="seed of requests, arrivals (and training)")
+    p.add_argument("--rate", type=float, default=20.0,
+                   help="Poisson arrival rate (req/s); 0 = the trace timestamps")
+    p.add_argument("--kv-budget", type=int, default=32768,
+                   help="KV-cache budget per instance (tokens)")
+    p.add_argument("--max-batch", type=int, default=256, help="max requests per iteration")
+    p.add_argument("--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register ``lbtheory intelligent evaluate`` and ``lbtheory intelligent train``."""
+    sub = parser.add_subparsers(dest="intelligent_command", metavar="ACTION")
+    sub.required = True
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    ev = sub.add_parser("evaluate", formatter_class=fmt,
+                        help="serve a trace with each router; latency, TTFT, router wait (s)",
+                        description="Serve the same seeded workload with each router and report "
+                                    "E2E latency, TTFT, TBT, router wait (s) and preemptions.")
+    _common(ev, 2000)
+    ev.add_argument("--routers", default=",".join(ROUTER_NAMES),
+                    help="comma-separated routers: " + ", ".join(ROUTER_NAMES)
+                    + ", or NAME=DIR for a checkpoint of 'lbtheory intelligent train'")
+    ev.add_argument("--predictor", choices=("oracle", "histogram"), default="oracle",
+                    help="output lengths routers see: true ones, or the histogram classifier "
+                         "fitted on the first half of each trace (requests drawn from the second)")
+    ev.add_argument("--out", default=None, metavar="F.json",
+                    help="also write the JSON (with a run manifest) to this file")
+    ev.set_defaults(_action=_evaluate)
+    tr = sub.add_parser("train", formatter_class=fmt,
+                        help="train a Double-DQN router (rl, wa-rl, wg-rl); saves params + config",
+                        description="Train a Double-DQN router on seeded episodes of the trace "
+                                    "mix; writes params.eqx, config.json, history.json to --out.")
+    _common(tr, 300)
+    tr.add_argument("--router", default="wg-rl",
+                    help="rl: no guidance; wa-rl: static mixing penalty; wg-rl: annealed")
+    tr.add_argument("--reading", default="hurl",
+                    help="λ_k of wg-rl: hurl = 1 − exp(−β k) (guidance vanishes); literal = "
+                         "exp(−β k) (THEORY §10 ambiguity)")
+    tr.add_argument("--episodes", type=int, default=20, help="training episodes")
+    tr.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    tr.add_argument("--eps-decay-steps", type=int, default=5000,
+                    help="env steps of the linear ε-greedy decay")
+    tr.add_argument("--learning-starts", type=int, default=500,
+                    help="transitions before the first update")
+    tr.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
+    tr.set_defaults(_action=_train)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to the chosen action."""
+    return int(args._action(args))
+
+
+def _positive_int(value: int, flag: str) -> None:
+    if value < 1:
+        raise ModelError(f"{flag} must be an integer >= 1, got {value}")
+
+
+def _parse_routers(spec: str) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        name, _, ckpt = item.partition("=")
+        if ckpt:
+            if name not in RL_NAMES:
+                raise ModelError(f"--routers: checkpoint router {name!r} must be one of "
+                                 f"{', '.join(RL_NAMES)}")
+            if not Path(ckpt).is_dir():
+                raise ModelError(f"--routers: checkpoint directory {ckpt!r} of {name} not found")
+        elif name not in ROUTER_NAMES:
+            raise ModelError(f"--routers: unknown router {name!r}; expected one of "
+                             f"{', '.join(ROUTER_NAMES)} or NAME=DIR")
+        out.append((name, ckpt or None))
+    if not out:
+        raise ModelError("--routers: expected at least one router name")
+    if len({n for n, _ in out}) != len(out):
+        raise ModelError(f"--routers: a router is listed twice in {spec!r}")
+    return out
+
+
+def _setup(args: argparse.Namespace):
+    """Validated cluster config and traces (raises before anything is written)."""
+    from ..intelligent import ClusterConfig
+    from ..workloads import read_trace
+
+    _positive_int(args.instances, "--instances")
+    _positive_int(args.requests, "--requests")
+    _positive_int(args.kv_budget, "--kv-budget")
+    _positive_int(args.max_batch, "--max-batch")
+    if not args.rate >= 0:
+        raise ModelError(f"--rate must be >= 0 (req/s), got {args.rate}")
+    traces = [read_trace(p) for p in args.trace]
+    cfg = ClusterConfig(n_instances=args.instances, kv_budget_tokens=args.kv_budget,
+                        max_batch=args.max_batch, epoch_s=args.epoch)
+    return cfg, traces, (args.rate if args.rate > 0 else None)
+
+
+def _manifest(args: argparse.Namespace) -> dict[str, Any]:
+    from ..io import run_manifest
+
+    config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
+    return run_manifest(config, seed=args.seed)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ..intelligent import make_heuristic, mix_traces, simulate
+
+    routers = _parse_routers(args.routers)
+    cfg, traces, rate = _setup(args)
+    pred = None
+    if args.predictor == "oracle":
+        wl = mix_traces(traces, n_requests=args.requests, seed=args.seed, rate_rps=rate)
+    else:
+        from ..intelligent import fit_length_predictor
+
+        half = sum(len(t) // 2 for t in traces)
+        fit = mix_traces(traces, n_requests=max(half, 1), seed=args.seed, window=(0.0, 0.5))
+        model = fit_length_predictor(fit.prompt_tokens, fit.task, fit.output_tokens)
+        wl = mix_traces(traces, n_requests=args.requests, seed=args.seed, rate_rps=rate,
+                        window=(0.5, 1.0))
+        pred = model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
+    cfg.check_workload(wl)
+    loaded = {}
+    if any(ck for _, ck in routers):
+        from ..intelligent import load_checkpoint
+
+        loaded = {n: load_checkpoint(ck, cfg) for n, ck in routers if ck}
+    results: dict[str, Any] = {}
+    for name, _ in routers:
+        if name in loaded:
+            from ..intelligent import RoutingEnv, greedy_rollout
+
+            env = RoutingEnv(lambda s: wl, cfg, loaded[name].env_config,
+                             None if pred is None else (lambda w: pred))
+            res = greedy_rollout(loaded[name].net, env, args.seed, name)
+        else:
+            res = simulate(wl, make_heuristic(name), cfg, predicted_output=pred)
+        results[name] = res.summary()
+    if args.out:
+        write_json_atomic(args.out, {"routers": results, "manifest": _manifest(args)})
+    if args.json:
+        print(dumps_json({"routers": {n: {k: r[k] for k in JSON_KEYS}
+                                      for n, r in results.items()}}))
+        return 0
+    tasks = ", ".join(f"{Path(t.path).stem}" for t in traces)
+    print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
+    print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
+          f"{'TBT':>7} {'wait':>7} {'preempt':>7}")
+    base = results[routers[0][0]]["latency"]["mean"]
+    for n, r in results.items():
+        delta = 100.0 * (r["latency"]["mean"] / base - 1.0)
+        lat = r["latency"]
+        print(f"{n:<10} {r['completed']:>5} {lat['mean']:>8.2f}s {lat['p50']:>7.2f}s "
+              f"{lat['p99']:>7.2f}s {r['ttft']['mean']:>7.2f}s {r['tbt']['mean']:>6.3f}s "
+              f"{r['router_wait']['mean']:>6.3f}s {r['preemptions']:>7}  ({delta:+.1f}% vs "
+              f"{routers[0][0]})")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..intelligent import DQNConfig, mix_traces, save_checkpoint, train_dqn
+
+    if args.router not in RL_NAMES:
+        raise ModelError(f"--router: unknown RL router {args.router!r}; expected one of "
+                         f"{', '.join(RL_NAMES)}")
+    if args.reading not in ("hurl", "literal"):
+        raise ModelError(f"--reading must be 'hurl' or 'literal', got {args.reading!r}")
+    cfg, traces, rate = _setup(args)
+    _positive_int(args.episodes, "--episodes")
+    dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
+                   seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
+                   learning_starts=args.learning_starts)
+    for k in range(args.episodes):  # every episode's workload must fit (checked up front)
+        cfg.check_workload(mix_traces(traces, n_requests=args.requests, seed=args.seed + k,
+                                      rate_rps=rate))
+
+    def workload_fn(seed: int):
+        return mix_traces(traces, n_requests=args.requests, seed=seed, rate_rps=rate)
+
+    bar = tqdm(total=args.episodes, desc=f"train {args.router}", unit="episode",
+               disable=args.json)
+
+    def progress(k: int, stats: dict[str, float]) -> None:
+        bar.set_postfix(e2e=f"{stats['mean_e2e_s']:.2f}s", ret=f"{stats['return']:.1f}")
+        bar.update(1)
+
+    result = train_dqn(workload_fn, cfg, dq, progress=progress)
+    bar.close()
+    out = save_checkpoint(result, args.out)
+    write_json_atomic(out / "manifest.json", _manifest(args))
+    if args.json:
+        print(dumps_json({"out": str(out), "history": result.history}))
+    else:
+        last = result.history[-1]
+        print(f"saved {args.router} ({args.reading}) to {out}: {args.episodes} episodes, last "
+              f"mean E2E {last['mean_e2e_s']:.3f} s, return {last['return']:.2f}")
+    return 0

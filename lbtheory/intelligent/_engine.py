@@ -1,0 +1,332 @@
+"""Instance simulator: m identical LLM instances with continuous batching behind a router queue.
+
+Each instance runs iteration-level (continuous) batching with FCFS admission (THEORY §10):
+
+* At the start of an iteration every running request needs one more KV-cache slot. While the
+  running requests' KV plus one token each exceeds ``kv_budget_tokens``, the most recently admitted
+  running request is **preempted by recomputation**: its KV is freed and it goes back to the front
+  of the instance's waiting queue, keeping the tokens it already generated (vLLM's RECOMPUTE).
+* If nothing was preempted, waiting requests are admitted FCFS while the batch has fewer than
+  ``max_batch`` requests, the prefill tokens of this iteration stay within ``max_prefill_tokens``
+  (the first admission is always allowed) and the KV after the iteration fits the budget. A
+  request is prefilled over its prompt plus the tokens it had generated before a preemption.
+* The iteration prefills the admitted requests and decodes one token for every running request;
+  its length is :meth:`IterationTimeModel.iteration_time`. Every scheduled request emits one
+  token at the iteration's end (the prefill emits the first token); a request that has emitted its
+  output length finishes and frees its KV. A request's KV is prompt + generated tokens.
+
+The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
+up to ``t_k`` join the router queue (FCFS), and the router routes queued requests to instances
+until it decides to wait or the queue is empty. Epochs with an empty queue are skipped (nothing to
+decide); instances run in continuous time in between. Deterministic: no randomness inside.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from .._checks import check_real
+from ..errors import ModelError
+from ._timing import IterationTimeModel
+from ._workload import Workload
+
+__all__ = ["ClusterConfig", "ClusterSim", "ClusterView"]
+
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Cluster of identical instances.
+
+    Attributes:
+        n_instances: number of instances m (≥ 1).
+        kv_budget_tokens: KV-cache capacity of one instance (tokens) [R default 32768: ≈16 GB of
+            a V100-32GB at 0.5 MB per Llama-2-7B token].
+        max_batch: most requests in one iteration (vLLM's ``max_num_seqs``, default 256).
+        max_prefill_tokens: most prefill tokens per iteration (default 8192); a longer request is
+            admitted alone.
+        epoch_s: router decision epoch (s), the paper's 0.02 s minimum decode batch time.
+        timing: the iteration-time model.
+        admission: the instance batcher's admission order: ``"fcfs"`` (vLLM's default) or
+            ``"spf"`` (shortest prompt first; preempted requests still resume first).
+    """
+
+    n_instances: int = 4
+    kv_budget_tokens: int = 32768
+    max_batch: int = 256
+    max_prefill_tokens: int = 8192
+    epoch_s: float = 0.02
+    timing: IterationTimeModel = field(default_factory=IterationTimeModel)
+    admission: str = "fcfs"
+
+    def __post_init__(self) -> None:
+        if self.admission not in ("fcfs", "spf"):
+            raise ModelError(f"ClusterConfig.admission must be 'fcfs' or 'spf', got "
+                             f"{self.admission!r}")
+        for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise ModelError(f"ClusterConfig.{name} must be an integer >= 1, got {v!r}")
+        check_real(self.epoch_s, "ClusterConfig.epoch_s", unit="s", low=0.0, low_open=True)
+
+    def check_workload(self, wl: Workload) -> None:
+        """Raise :class:`ModelError` if a request cannot fit one instance's KV budget."""
+        need = wl.prompt_tokens + wl.output_tokens
+        big = np.flatnonzero(need > self.kv_budget_tokens)
+        if big.size:
+            i = int(big[0])
+            raise ModelError(
+                f"kv_budget_tokens = {self.kv_budget_tokens} is smaller than request {i} "
+                f"(prompt {wl.prompt_tokens[i]} + output {wl.output_tokens[i]} = {need[i]} "
+                f"tokens); expected a budget >= {int(need.max())} tokens")
+
+
+class ClusterView(NamedTuple):
+    """What a router sees at a decision epoch (arrays over instances unless stated).
+
+    ``load_tokens`` is Σ (prompt + predicted output) over the requests on an instance (running and
+    waiting): the Σ_j (p_j^m + d_j^m) of THEORY §10. ``queue_prompt`` / ``queue_output_pred`` are
+    the first ``len`` router-queue requests (head first); ``queue_wait_s`` their time waited.
+    """
+
+    time_s: float
+    n_running: np.ndarray
+    n_waiting: np.ndarray
+    kv_used: np.ndarray
+    kv_committed: np.ndarray
+    load_tokens: np.ndarray
+    waiting_prefill_tokens: np.ndarray
+    queue_prompt: np.ndarray
+    queue_output_pred: np.ndarray
+    queue_wait_s: np.ndarray
+    queue_length: int
+    config: ClusterConfig
+
+
+class _Instance:
+    __slots__ = ("running", "waiting", "kv_used", "busy_until", "admitted", "peak_kv", "n_iter",
+                 "load_tokens", "wait_tokens", "n_on")
+
+    def __init__(self) -> None:
+        self.running: list[int] = []
+        self.waiting: deque[int] = deque()
+        self.admitted: list[int] = []
+        self.kv_used = 0
+        self.busy_until = math.inf
+        self.peak_kv = 0
+        self.n_iter = 0
+        self.load_tokens = 0
+        self.wait_tokens = 0
+        self.n_on = 0
+
+
+class ClusterSim:
+    """Step-by-step simulator (the engine behind :func:`simulate` and the gymnasium env).
+
+    Args:
+        workload: the requests.
+        config: the cluster.
+        predicted_output: predicted output tokens per request, what routers see (default: the
+            true lengths — oracle mode).
+        queue_view: how many router-queue requests :meth:`view` exposes.
+        record: keep a log of every iteration, ``(instance, start_s, end_s, request ids)`` in
+            :attr:`iterations_log` (for independent checks; costs memory).
+    """
+
+    def __init__(self, workload: Workload, config: ClusterConfig,
+                 predicted_output: np.ndarray | None = None, *, queue_view: int = 32,
+                 record: bool = False) -> None:
+        config.check_workload(workload)
+        n = len(workload)
+        self.wl, self.cfg = workload, config
+        self.p = workload.prompt_tokens.tolist()
+        self.d = workload.output_tokens.tolist()
+        pred = workload.output_tokens if predicted_output is None else \
+            np.asarray(predicted_output)
+        if pred.shape != (n,) or np.any(pred < 0):
+            raise ModelError(f"predicted_output must have shape ({n},) and be >= 0")
+        self.pred = pred.astype(np.int64).tolist()
+        self.arrival = workload.arrival_s.tolist()
+        self.gen = [0] * n
+        nan = math.nan
+        self.dispatch_s = [nan] * n
+        self.admit_s = [nan] * n
+        self.first_token_s = [nan] * n
+        self.last_token_s = [nan] * n
+        self.finish_s = [nan] * n
+        self.tbt_sum = [0.0] * n
+        self.tbt_max = [0.0] * n
+        self.preempted = [0] * n
+        self.instance_of = [-1] * n
+        self.inst = [_Instance() for _ in range(config.n_instances)]
+        self.queue: deque[int] = deque()
+        self.next_arrival = 0
+        self.k = -1
+        self.now = 0.0
+        self.n_done = 0
+        self.preemptions = 0
+        self.completed_log: list[int] = []
+        self.queue_view = int(queue_view)
+        self.iterations_log: list[tuple[int, float, float, tuple[int, ...]]] | None = \
+            [] if record else None
+
+    # -- instances ---------------------------------------------------------------------------
+    def _start(self, m: int, t: float) -> None:
+        """Form and start the next iteration of instance ``m`` at time ``t`` (s)."""
+        ins, cfg, p, gen = self.inst[m], self.cfg, self.p, self.gen
+        run, wait = ins.running, ins.waiting
+        need = ins.kv_used + len(run)
+        preempted = False
+        while need > cfg.kv_budget_tokens and run:
+            v = run.pop()
+            kv = p[v] + gen[v]
+            ins.kv_used -= kv
+            need -= kv + 1
+            wait.appendleft(v)
+            ins.wait_tokens += kv
+            self.preempted[v] += 1
+            self.preemptions += 1
+            preempted = True
+        admitted: list[int] = []
+        q: list[int] = []
+        if cfg.admission == "spf" and len(wait) > 1:
+            resumed = [v for v in wait if gen[v] > 0]
+            fresh = sorted((v for v in wait if gen[v] == 0), key=lambda v: (p[v], v))
+            wait = ins.waiting = deque(resumed + fresh)
+        if not preempted or not run:
+            qtok = 0
+            while wait and len(run) + len(admitted) < cfg.max_batch:
+                v = wait[0]
+                nv = p[v] + gen[v]
+                if admitted and qtok + nv > cfg.max_prefill_tokens:
+                    break
+                if need + nv + 1 > cfg.kv_budget_tokens:
+                    break
+                wait.popleft()
+                ins.wait_tokens -= nv
+                admitted.append(v)
+                q.append(nv)
+                qtok += nv
+                need += nv + 1
+                if math.isnan(self.admit_s[v]):
+                    self.admit_s[v] = t
+        if not run and not admitted:
+            ins.busy_until = math.inf
+            return
+        ins.admitted = admitted
+        ins.peak_kv = max(ins.peak_kv, need)
+        ins.n_iter += 1
+        ins.busy_until = t + cfg.timing.iteration_time(q, len(run), ins.kv_used)
+        if self.iterations_log is not None:
+            self.iterations_log.append((m, t, ins.busy_until, (*run, *admitted)))
+
+    def _finish(self, m: int) -> None:
+        """End the current iteration of instance ``m``: emit tokens, retire finished requests."""
+        ins, p, d, gen = self.inst[m], self.p, self.d, self.gen
+        t = ins.busy_until
+        kv = ins.kv_used + len(ins.running)
+        for v in ins.admitted:
+            kv += p[v] + gen[v] + 1
+        still: list[int] = []
+        for v in ins.running + ins.admitted:
+            gen[v] += 1
+            if math.isnan(self.first_token_s[v]):
+                self.first_token_s[v] = t
+            else:
+                gap = t - self.last_token_s[v]
+                self.tbt_sum[v] += gap
+                if gap > self.tbt_max[v]:
+                    self.tbt_max[v] = gap
+            self.last_token_s[v] = t
+            if gen[v] >= d[v]:
+                kv -= p[v] + gen[v]
+                self.finish_s[v] = t
+                self.n_done += 1
+                ins.load_tokens -= p[v] + self.pred[v]
+                ins.n_on -= 1
+                self.completed_log.append(v)
+            else:
+                still.append(v)
+        ins.running = still
+        ins.admitted = []
+        ins.kv_used = kv
+        self._start(m, t)
+
+    def _run_instances_until(self, t: float) -> None:
+        for m, ins in enumerate(self.inst):
+            while ins.busy_until <= t + _EPS:
+                self._finish(m)
+
+    # -- router side -------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """True when every request has finished."""
+        return self.n_done == len(self.p)
+
+    def advance(self) -> bool:
+        """Move to the next decision epoch with a non-empty router queue (s); run the instances
+        up to it. When no request is left to route, run the instances to the end and return
+        False."""
+        n = len(self.p)
+        for m, ins in enumerate(self.inst):  # requests routed at the last epoch start together
+            if ins.busy_until == math.inf and ins.waiting:
+                self._start(m, self.now)
+        if not self.queue:
+            if self.next_arrival >= n:
+                for m, ins in enumerate(self.inst):
+                    while ins.busy_until < math.inf:
+                        self._finish(m)
+                return False
+            k_arr = math.ceil(self.arrival[self.next_arrival] / self.cfg.epoch_s - 1e-9)
+            self.k = max(self.k + 1, k_arr)
+        else:
+            self.k += 1
+        self.now = t = self.k * self.cfg.epoch_s
+        self._run_instances_until(t)
+        while self.next_arrival < n and self.arrival[self.next_arrival] <= t + _EPS:
+            self.queue.append(self.next_arrival)
+            self.next_arrival += 1
+        return True
+
+    def dispatch(self, pos: int, m: int) -> int:
+        """Route the request at router-queue position ``pos`` to instance ``m``; return its id.
+
+        An idle instance starts its next iteration at the next :meth:`advance`, so requests routed
+        in one epoch are batched together."""
+        if not 0 <= m < self.cfg.n_instances:
+            raise ModelError(f"instance {m} out of range [0, {self.cfg.n_instances})")
+        v = self.queue[pos]
+        del self.queue[pos]
+        ins = self.inst[m]
+        self.dispatch_s[v] = self.now
+        self.instance_of[v] = m
+        ins.waiting.append(v)
+        ins.wait_tokens += self.p[v]
+        ins.load_tokens += self.p[v] + self.pred[v]
+        ins.n_on += 1
+        return v
+
+    def view(self) -> ClusterView:
+        """The router's view at the current epoch."""
+        ins = self.inst
+        q = list(self.queue)[: self.queue_view]
+        return ClusterView(
+            time_s=self.now,
+            n_running=np.array([len(i.running) + len(i.admitted) for i in ins]),
+            n_waiting=np.array([len(i.waiting) for i in ins]),
+            kv_used=np.array([i.kv_used for i in ins]),
+            kv_committed=np.array([i.kv_used + i.wait_tokens for i in ins]),
+            load_tokens=np.array([i.load_tokens for i in ins]),
+            waiting_prefill_tokens=np.array([i.wait_tokens for i in ins]),
+            queue_prompt=np.array([self.p[v] for v in q], dtype=np.int64),
+            queue_output_pred=np.array([self.pred[v] for v in q], dtype=np.int64),
+            queue_wait_s=np.array([self.now - self.arrival[v] for v in q]),
+            queue_length=len(self.queue),
+            config=self.cfg,
+        )

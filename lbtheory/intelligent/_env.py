@@ -1,0 +1,257 @@
+"""The routing MDP of THEORY §10 as a ``gymnasium.Env`` (so any RL library can train on it).
+
+* **Decision**: the head-of-line request of the router queue at a decision epoch. Action
+  ``a < m`` routes it to instance ``a`` (the next queued request is decided at the same epoch);
+  ``a = m`` waits. Time moves to the next epoch with a non-empty queue after a wait or when the
+  queue empties.
+* **State** (float32, scaled to O(1)): router queue length / 64; head prompt tokens / 4096; head
+  predicted decode bucket (one-hot, ``n_d``); per instance the counts of its requests by prompt
+  bucket ``P ∈ ℝ^{m×n_p}`` and predicted decode bucket ``D ∈ ℝ^{m×n_d}`` (/16); capacities
+  ``C_m = min(1 − n_m/max_batch, 1 − committed KV/budget)`` (clipped at −4); the estimated
+  earliest completion time ``T̂_c`` (s / 10): min over instances of the fewest predicted
+  remaining tokens × the instance's current decode iteration time [R]; the head request's time in
+  the router queue / ``max_wait_s``.
+* **Action mask** [R, not in the paper]: waiting is allowed only while the head request has waited
+  less than ``max_wait_s``; without this a policy that always waits never ends an episode.
+  :meth:`RoutingEnv.action_mask` gives the valid actions (also ``info["action_mask"]``); an invalid
+  wait is replaced by routing to the instance with the fewest committed tokens.
+* **Reward** (× ``reward_scale``), THEORY §10:
+  ``r_t = − Σ_{j∈J} (1/T̂_j)(1 − f_jt) + r_w Σ w_mit + w_k h(s_t, s_{t+1})``. The first two
+  terms are counted when time advances (the progress penalty once per elapsed epoch, at the end
+  of the interval [R]); ``T̂_j`` is the request's time alone on an idle instance,
+  ``f_jt = min(1, o_jt / d̂_j)``. ``h = r_mix(chosen) − max_l r_mix(l) ≤ 0``.
+
+  **Sign [R]**: the paper writes ``−(γ − γ̃_k) h``, which with ``h ≤ 0`` would *reward* a
+  worse-than-greedy choice; we add ``+w_k h`` (a penalty of ``w_k |h|``), the reading under which
+  the term is "guidance". **Weight** ``w_k`` (:func:`guidance_weight`, episode ``k``):
+  ``none`` → 0 (Baseline RL); ``static`` → γ (Workload-Aware RL); ``annealed`` (Workload-Guided
+  RL) → ``γ − λ_k γ`` with ``λ_k = 1 − e^{−β_d k}`` (reading ``"hurl"``, Cheng et al. 2021:
+  the guidance vanishes) or ``λ_k = e^{−β_d k}`` (reading ``"literal"``, the seed's formula: the
+  guidance *grows* to γ). ``γ`` is the MDP discount.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from ..errors import ModelError
+from ._engine import ClusterConfig, ClusterSim
+from ._impact import ImpactParams, calibrate_impact, guidance_penalty
+from ._predictor import BucketSpec
+from ._workload import Workload
+
+__all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s"]
+
+#: upper bound of every observation entry (the entries are scaled to O(1); clipped here).
+OBS_HIGH = 1.0e4
+
+GuidanceKind = Literal["none", "static", "annealed"]
+Reading = Literal["hurl", "literal"]
+
+
+def guidance_weight(kind: GuidanceKind, gamma: float, beta_d: float, episode: int,
+                    reading: Reading = "hurl") -> float:
+    """``w_k = γ − γ̃_k`` of the guidance term at training episode ``k`` (module docstring)."""
+    if kind == "none":
+        return 0.0
+    if kind == "static":
+        return float(gamma)
+    if kind != "annealed":
+        raise ModelError(f"guidance kind must be none, static or annealed, got {kind!r}")
+    decay = math.exp(-beta_d * episode)
+    if reading == "hurl":
+        lam = 1.0 - decay
+    elif reading == "literal":
+        lam = decay
+    else:
+        raise ModelError(f"reading must be 'hurl' or 'literal', got {reading!r}")
+    return float(gamma - lam * gamma)
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Options of :class:`RoutingEnv` (see the module docstring).
+
+    Attributes:
+        prompt_edges: prompt-bucket edges (tokens); ``n_p = len + 1``.
+        buckets: decode buckets of the predicted output length.
+        completion_reward: ``r_w`` per finished request.
+        reward_scale: multiplies the whole reward (keeps Q-values O(1)).
+        guidance: ``none`` / ``static`` / ``annealed``.
+        reading: λ_k reading for ``annealed``: ``hurl`` or ``literal``.
+        gamma: MDP discount γ (also the guidance scale).
+        beta_d: λ_k decay rate per episode.
+        max_steps: decisions before the episode is truncated.
+        max_wait_s: longest router-queue wait (s) after which waiting is masked.
+        impact: estimator parameters (default: calibrated from the cluster's timing model).
+    """
+
+    prompt_edges: tuple[int, ...] = (256, 1024, 4096)
+    buckets: BucketSpec = field(default_factory=BucketSpec)
+    completion_reward: float = 1.0
+    reward_scale: float = 0.01
+    guidance: GuidanceKind = "none"
+    reading: Reading = "hurl"
+    gamma: float = 0.99
+    beta_d: float = 0.2
+    max_steps: int = 100_000
+    impact: ImpactParams | None = None
+    max_wait_s: float = 2.0
+
+
+def observation_size(n_instances: int, env: EnvConfig) -> int:
+    """Length of the observation vector."""
+    n_p, n_d = len(env.prompt_edges) + 1, env.buckets.n_buckets
+    return 2 + n_d + n_instances * (n_p + n_d + 1) + 2
+
+
+def ideal_time_s(config: ClusterConfig, prompt: np.ndarray, output_pred: np.ndarray) -> np.ndarray:
+    """T̂_j: seconds request j takes alone on an idle instance (prefill, then decodes)."""
+    tm = config.timing
+    return np.array([tm.iteration_time([p]) + max(d - 1, 0) * tm.iteration_time((), 1, p + d / 2)
+                     for p, d in zip(prompt.tolist(), output_pred.tolist())])
+
+
+class RoutingEnv(gym.Env):
+    """Routing MDP over :class:`ClusterSim` (module docstring).
+
+    Args:
+        workload_fn: ``seed -> Workload`` (a new workload per episode; seeded).
+        config: the cluster.
+        env_config: state/reward options.
+        predict_fn: ``Workload -> predicted output tokens`` (default: the true lengths).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, workload_fn: Callable[[int], Workload], config: ClusterConfig,
+                 env_config: EnvConfig | None = None,
+                 predict_fn: Callable[[Workload], np.ndarray] | None = None) -> None:
+        self.workload_fn, self.cfg = workload_fn, config
+        self.env_cfg = env_config or EnvConfig()
+        self.predict_fn = predict_fn
+        self.impact = self.env_cfg.impact or calibrate_impact(config.timing)
+        m = config.n_instances
+        self.observation_space = gym.spaces.Box(-4.0, OBS_HIGH,
+                                                (observation_size(m, self.env_cfg),), np.float32)
+        self.action_space = gym.spaces.Discrete(m + 1)
+        self.episode = 0
+        self.sim: ClusterSim | None = None
+
+    def set_episode(self, k: int) -> None:
+        """Training episode index k (drives the guidance weight w_k)."""
+        self.episode = int(k)
+
+    @property
+    def guidance_w(self) -> float:
+        """Current guidance weight w_k."""
+        e = self.env_cfg
+        return guidance_weight(e.guidance, e.gamma, e.beta_d, self.episode, e.reading)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """New episode on ``workload_fn(seed)``; returns (observation, info)."""
+        super().reset(seed=seed)
+        wl = self.workload_fn(0 if seed is None else int(seed))
+        pred = None if self.predict_fn is None else np.asarray(self.predict_fn(wl))
+        self.sim = ClusterSim(wl, self.cfg, pred)
+        sim = self.sim
+        self._pred = np.asarray(sim.pred, dtype=float)
+        self._inv_ideal = 1.0 / ideal_time_s(self.cfg, wl.prompt_tokens, self._pred)
+        self._arrival = wl.arrival_s
+        self._pbucket = np.searchsorted(self.env_cfg.prompt_edges, wl.prompt_tokens,
+                                        side="right")
+        self._dbucket = self.env_cfg.buckets.bucket(self._pred)
+        self.steps = 0
+        self._done = not sim.advance()
+        return self.observe(), {"action_mask": self.action_mask()}
+
+    def observe(self) -> np.ndarray:
+        """The state vector at the current decision (module docstring)."""
+        sim, cfg, e = self.sim, self.cfg, self.env_cfg
+        m, n_p, n_d = cfg.n_instances, len(e.prompt_edges) + 1, e.buckets.n_buckets
+        obs = np.zeros(observation_size(m, e), dtype=np.float32)
+        obs[0] = len(sim.queue) / 64.0
+        if sim.queue:
+            h = sim.queue[0]
+            obs[1] = sim.p[h] / 4096.0
+            obs[2 + self._dbucket[h]] = 1.0
+        P = np.zeros((m, n_p))
+        D = np.zeros((m, n_d))
+        cap = np.zeros(m)
+        t_min = math.inf
+        for i, ins in enumerate(sim.inst):
+            reqs = ins.running + ins.admitted + list(ins.waiting)
+            if reqs:
+                np.add.at(P[i], self._pbucket[reqs], 1.0)
+                np.add.at(D[i], self._dbucket[reqs], 1.0)
+            n_run = len(ins.running) + len(ins.admitted)
+            cap[i] = min(1.0 - (n_run + len(ins.waiting)) / cfg.max_batch,
+                         1.0 - (ins.kv_used + ins.wait_tokens) / cfg.kv_budget_tokens)
+            if ins.running:
+                left = min(max(sim.pred[v] - sim.gen[v], 1) for v in ins.running)
+                t_iter = cfg.timing.iteration_time((), len(ins.running), ins.kv_used)
+                t_min = min(t_min, left * t_iter)
+        k = 2 + n_d
+        obs[k:k + m * n_p] = P.ravel() / 16.0
+        k += m * n_p
+        obs[k:k + m * n_d] = D.ravel() / 16.0
+        k += m * n_d
+        obs[k:k + m] = np.maximum(cap, -4.0)
+        obs[k + m] = 0.0 if t_min == math.inf else t_min / 10.0
+        if sim.queue:
+            obs[k + m + 1] = (sim.now - sim.arrival[sim.queue[0]]) / self.env_cfg.max_wait_s
+        return np.minimum(obs, OBS_HIGH)
+
+    def action_mask(self) -> np.ndarray:
+        """Valid actions now (bool, length m + 1): every instance; wait while the head request
+        has waited less than ``max_wait_s``."""
+        mask = np.ones(self.cfg.n_instances + 1, dtype=bool)
+        sim = self.sim
+        if sim is not None and sim.queue:
+            mask[-1] = sim.now - sim.arrival[sim.queue[0]] < self.env_cfg.max_wait_s - 1e-12
+        return mask
+
+    def _progress_penalty(self) -> float:
+        sim = self.sim
+        now = sim.now
+        gen = np.asarray(sim.gen, dtype=float)
+        fin = np.asarray(sim.finish_s)
+        active = (self._arrival <= now + 1e-12) & ~(fin <= now + 1e-12)
+        f = np.minimum(1.0, gen[active] / np.maximum(self._pred[active], 1.0))
+        return float(np.sum(self._inv_ideal[active] * (1.0 - f)))
+
+    def step(self, action: int):
+        """Apply ``action``; returns (obs, reward, terminated, truncated, info)."""
+        sim, e, m = self.sim, self.env_cfg, self.cfg.n_instances
+        if sim is None or self._done:
+            raise ModelError("RoutingEnv.step called before reset() or after the episode ended")
+        a = int(action)
+        if not 0 <= a <= m:
+            raise ModelError(f"action {a} out of range [0, {m}]")
+        reward = 0.0
+        if a == m and not self.action_mask()[m]:
+            a = int(np.argmin([ins.load_tokens for ins in sim.inst]))
+        if a < m:
+            h = sim.queue[0]
+            view_load = np.array([ins.load_tokens for ins in sim.inst], dtype=float)
+            w = self.guidance_w
+            if w:
+                reward += w * guidance_penalty(a, sim.p[h], sim.pred[h], view_load, self.impact)
+            sim.dispatch(0, a)
+        if a == m or not sim.queue:
+            t0, done0 = sim.now, sim.n_done
+            alive = sim.advance()
+            epochs = max(1, round((sim.now - t0) / self.cfg.epoch_s)) if alive else 1
+            reward -= epochs * self._progress_penalty()
+            reward += e.completion_reward * (sim.n_done - done0)
+            self._done = not alive
+        self.steps += 1
+        truncated = not self._done and self.steps >= e.max_steps
+        info = {"completed": sim.n_done, "time_s": sim.now, "action_mask": self.action_mask()}
+        return self.observe(), float(reward * e.reward_scale), self._done, truncated, info

@@ -1,0 +1,113 @@
+"""Workload-impact estimator of THEORY §10 (Knowl 1 of arXiv 2408.13510) — the one definition.
+
+For request ``i`` (prompt ``p_i``, predicted decode ``d_i`` tokens) and instance ``m`` whose
+requests hold ``L_m = Σ_j (p_j^m + d_j^m)`` tokens::
+
+    T_p   = grad_1 · (p_i² + L_m)                               (s)
+    r_p   = 1 if T_p ≤ ε else 1 − T_p / ε
+    r_d   = − grad_2 · (L_m + p_i + d_i)
+    r_mix = α r_p + (1 − α) r_d
+    h     = r_mix(chosen instance) − max_l r_mix(l)             (≤ 0; 0 for the greedy choice)
+
+Calibration from the iteration-time model [R] (the paper says only "empirical gradients"):
+
+* ``grad_2`` = ``context_s_per_token``: the decode iteration's time per context token, exactly.
+* ``grad_1`` = the least-squares slope through the origin of the prefill iteration's extra time
+  ``y(p, C) = t([p], 0, C) − t([], 0, 0) = a_p p + a_q p² + a_c C`` against the formula's feature
+  ``x = p² + C`` over a grid of prompts ``p`` and contexts ``C``: ``grad_1 = Σ x y / Σ x²``.
+* ``ε`` = ``y(p_ref, 0)``: the extra time of prefilling a reference prompt (default 2048 tokens)
+  on an idle instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import check_real
+from ._timing import IterationTimeModel
+
+__all__ = ["ImpactParams", "prompt_impact_s", "prompt_reward", "decode_reward", "mixing_reward",
+           "guidance_penalty", "calibrate_impact"]
+
+
+@dataclass(frozen=True)
+class ImpactParams:
+    """Parameters of the estimator.
+
+    Attributes:
+        grad1: prefill execution gradient (s per token-feature unit).
+        grad2: decode execution gradient (s/token).
+        epsilon_s: prompt-latency threshold ε (s).
+        alpha: weight α ∈ (0, 1) of the prompt term.
+    """
+
+    grad1: float
+    grad2: float
+    epsilon_s: float
+    alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_real(self.grad1, "ImpactParams.grad1", low=0.0)
+        check_real(self.grad2, "ImpactParams.grad2", low=0.0)
+        check_real(self.epsilon_s, "ImpactParams.epsilon_s", unit="s", low=0.0, low_open=True)
+        check_real(self.alpha, "ImpactParams.alpha", low=0.0, high=1.0, low_open=True,
+                   high_open=True)
+
+
+def prompt_impact_s(p_i: float, load_tokens: np.ndarray | float, params: ImpactParams):
+    """T_p = grad_1 · (p_i² + L_m) (s), per instance when ``load_tokens`` is an array."""
+    return params.grad1 * (float(p_i) ** 2 + np.asarray(load_tokens, dtype=float))
+
+
+def prompt_reward(t_p: np.ndarray | float, params: ImpactParams):
+    """r_p: 1 if T_p ≤ ε else 1 − T_p/ε."""
+    t = np.asarray(t_p, dtype=float)
+    return np.where(t <= params.epsilon_s, 1.0, 1.0 - t / params.epsilon_s)
+
+
+def decode_reward(p_i: float, d_i: float, load_tokens: np.ndarray | float,
+                  params: ImpactParams):
+    """r_d = − grad_2 · (L_m + p_i + d_i)."""
+    return -params.grad2 * (np.asarray(load_tokens, dtype=float) + float(p_i) + float(d_i))
+
+
+def mixing_reward(p_i: float, d_i: float, load_tokens: np.ndarray | float,
+                  params: ImpactParams):
+    """r_mix = α r_p + (1 − α) r_d for sending request (p_i, d_i) to each instance."""
+    r_p = prompt_reward(prompt_impact_s(p_i, load_tokens, params), params)
+    r_d = decode_reward(p_i, d_i, load_tokens, params)
+    return params.alpha * r_p + (1.0 - params.alpha) * r_d
+
+
+def guidance_penalty(choice: int, p_i: float, d_i: float, load_tokens: np.ndarray,
+                     params: ImpactParams) -> float:
+    """h = r_mix(choice) − max_l r_mix(l) (≤ 0): how much worse than the greedy mixing choice."""
+    r = mixing_reward(p_i, d_i, load_tokens, params)
+    return float(r[choice] - r.max())
+
+
+def calibrate_impact(timing: IterationTimeModel, *, alpha: float = 0.5,
+                     reference_prompt_tokens: int = 2048,
+                     prompt_grid: Sequence[float] | None = None,
+                     context_grid: Sequence[float] | None = None) -> ImpactParams:
+    """grad_1, grad_2 and ε from an iteration-time model (module docstring; [R]).
+
+    Args:
+        timing: the instance's iteration-time model.
+        alpha: α of r_mix.
+        reference_prompt_tokens: the prompt whose idle prefill time is ε (tokens).
+        prompt_grid: prompts of the grad_1 fit (tokens; default 64 … 8192, 32 points).
+        context_grid: contexts of the grad_1 fit (tokens; default 0 … 32768, 17 points).
+    """
+    p = np.linspace(64, 8192, 32) if prompt_grid is None else np.asarray(prompt_grid, float)
+    c = np.linspace(0, 32768, 17) if context_grid is None else np.asarray(context_grid, float)
+    pp, cc = np.meshgrid(p, c, indexing="ij")
+    base = timing.iteration_time()
+    y = np.array([timing.iteration_time([a], 0, b) - base for a, b in zip(pp.ravel(), cc.ravel())])
+    x = pp.ravel() ** 2 + cc.ravel()
+    grad1 = float(x @ y / (x @ x))
+    eps = timing.iteration_time([reference_prompt_tokens]) - base
+    return ImpactParams(grad1=grad1, grad2=timing.context_s_per_token, epsilon_s=eps, alpha=alpha)

@@ -1,0 +1,82 @@
+"""Affinity routing (DLB §3.5; THEORY §8, rule [R]) as a wrapper around any root router.
+
+The root keeps ``session → cell``. A new session is routed by the wrapped router and pinned. A
+follow-up of session s pinned to j_s stays iff
+
+    ℓ̂_{j_s}(N̂_{j_s}) + 2τ_{i j_s} − Ŝ  <  min_{j ≠ j_s} ℓ̂_j(N̂_j) + 2τ_ij
+
+(the latency cost of :mod:`lbtheory.costs`; Ŝ = ``saving_s``, the expected prefix-cache saving,
+s); otherwise the wrapped router picks and the session is re-pinned there.
+
+Design note: the session table is the one mutable piece of router state (a cache shared by the
+returned states, like a production root's affinity map); everything else stays pure, and runs
+with the same seed remain bit-identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..costs import CostKind
+from ._base import RouterView, check_source, cost_row
+
+__all__ = ["AffinityRouter", "AffinityState"]
+
+
+class AffinityState(NamedTuple):
+    """Wrapped router's state and the session table (session id → cell index)."""
+
+    inner: Any
+    pins: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class AffinityRouter:
+    """Session stickiness around ``router`` with expected saving ``saving_s`` (s) [R]."""
+
+    router: Any
+    saving_s: float = 0.05
+
+    @property
+    def name(self) -> str:
+        return getattr(self.router, "name", "router")
+
+    def init(self, seed: int = 0) -> AffinityState:
+        return AffinityState(self.router.init(seed), {})
+
+    def observe(self, state: AffinityState, view: RouterView, source: int) -> AffinityState:
+        return state._replace(inner=self.router.observe(state.inner, view, source))
+
+    def observe_round(self, state: AffinityState, views: list) -> AffinityState:
+        inner_round = getattr(self.router, "observe_round", None)
+        if inner_round is not None:
+            return state._replace(inner=inner_round(state.inner, views))
+        inner = state.inner
+        for i, v in enumerate(views):
+            if v is not None:
+                inner = self.router.observe(inner, v, i)
+        return state._replace(inner=inner)
+
+    def route(self, state: AffinityState, view: RouterView, source: int,
+              rng: np.random.Generator) -> tuple[int, AffinityState]:
+        """A request without a session: the wrapped router decides."""
+        j, inner = self.router.route(state.inner, view, source, rng)
+        return j, state._replace(inner=inner)
+
+    def route_session(self, state: AffinityState, view: RouterView, source: int,
+                      rng: np.random.Generator, session: int) -> tuple[int, AffinityState]:
+        """Route a request of ``session`` (stay on its pinned cell when the rule says so)."""
+        js = state.pins.get(session)
+        row = check_source(view, source)
+        if js is not None and row[js]:
+            c = cost_row(CostKind.LATENCY, view, source)
+            others = np.where(row, c, np.inf)
+            others[js] = np.inf
+            if not np.isfinite(others).any() or c[js] - self.saving_s < others.min():
+                return js, state
+        j, inner = self.router.route(state.inner, view, source, rng)
+        state.pins[session] = j
+        return j, state._replace(inner=inner)

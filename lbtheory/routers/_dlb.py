@@ -1,0 +1,208 @@
+"""DLB's six root-routing algorithms (THEORY §3): discrete (1) and flow (2) × RIF / latency /
+gradient cost (THEORY §4, from :mod:`lbtheory.costs`).
+
+* :class:`DiscreteRouter` — every request goes to a cheapest admissible cell by the probed cost
+  ĉ_ij = c_ij(N̂_j); ties split evenly at random (THEORY §13.6: DLB does not say; our choice [R]).
+* :class:`FlowRouter` — routing probabilities x_i updated at each probe round by
+  x_i ← Π_Δi(x_i − η·δ·ĉ_i) (THEORY §3 (2), δ = time since the previous probe round), then each
+  request is sent to j with probability x_ij. Default η = ``stepsize_scale`` / (mean one-way
+  network delay) — DLB App. B.1 chooses the stepsize inversely proportional to the mean network
+  latency; the constant is ours [R]. Any η (e.g. ``lbtheory.stability.critical_stepsize``) can be
+  passed as ``stepsize``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from ..costs import CostKind
+from ..errors import StepsizeError
+from ..simplex import simplex_argmin
+from ._base import (
+    RouterView,
+    check_source,
+    cost_matrix,
+    cost_row,
+    cumulative,
+    flow_step,
+    mean_network_delay,
+    sample_index,
+)
+
+__all__ = ["DiscreteRouter", "FlowRouter", "DiscreteState", "FlowState",
+           "DEFAULT_STEPSIZE_SCALE", "MIN_DELAY_S"]
+
+#: η = DEFAULT_STEPSIZE_SCALE / mean delay (1/(cost unit·s)) [R]: a dimensionless constant that
+#: kept flow routing stable on the symmetric two-cell oracle of THEORY §7.5 for all three costs
+#: (η·τ below its critical values 0.0134 (RIF), 0.134 (latency), 0.0268 (gradient)).
+DEFAULT_STEPSIZE_SCALE = 0.01
+#: floor of the mean delay used by the default stepsize when every arc has τ = 0 (s).
+MIN_DELAY_S = 1e-3
+
+
+def _dict_set(d: tuple, i: int, value: object) -> tuple:
+    out = list(d)
+    out[i] = value
+    return tuple(out)
+
+
+class DiscreteState(NamedTuple):
+    """Per-source cached cumulative weights of the argmin set (None until first use)."""
+
+    cum: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteRouter:
+    """Discrete routing (1) with cost ``cost`` ("rif", "latency" or "gradient")."""
+
+    cost: CostKind | str = CostKind.GRADIENT
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cost", CostKind.parse(self.cost))
+
+    @property
+    def name(self) -> str:
+        return f"disc-{_SHORT[self.cost]}"
+
+    def init(self, seed: int = 0) -> DiscreteState:
+        """Empty cache (the router itself draws nothing outside ``route``'s rng)."""
+        return DiscreteState(cum=())
+
+    def _weights(self, view: RouterView, source: int) -> np.ndarray:
+        row = check_source(view, source)
+        return cumulative(simplex_argmin(cost_row(self.cost, view, source), row))
+
+    def observe(self, state: DiscreteState, view: RouterView, source: int) -> DiscreteState:
+        """A probe round arrived at ``source``: recompute its argmin set."""
+        cum = state.cum if len(state.cum) == view.n else (None,) * view.n
+        return DiscreteState(cum=_dict_set(cum, source, self._weights(view, source)))
+
+    def observe_round(self, state: DiscreteState,
+                      views: list[RouterView | None]) -> DiscreteState:
+        """A probe round reached every source with a view: one vectorised argmin for all."""
+        v0 = next(v for v in views if v is not None)
+        W = simplex_argmin(cost_matrix(self.cost, views), v0.mask)
+        cum = list(state.cum) if len(state.cum) == v0.n else [None] * v0.n
+        for i, v in enumerate(views):
+            if v is not None:
+                check_source(v, i)
+                cum[i] = cumulative(W[i])
+        return DiscreteState(cum=tuple(cum))
+
+    def route(self, state: DiscreteState, view: RouterView, source: int,
+              rng: np.random.Generator) -> tuple[int, DiscreteState]:
+        """A cheapest admissible cell (uniform among ties)."""
+        if len(state.cum) != view.n or state.cum[source] is None:
+            state = self.observe(state, view, source)
+        return sample_index(state.cum[source], rng), state
+
+
+class FlowState(NamedTuple):
+    """Per-source routing rows x_i, their cumulative sums, the time of the last update (s) and
+    the stepsize η (fixed on first use: the delays of a network do not change)."""
+
+    x: tuple
+    cum: tuple
+    last_time: tuple
+    eta: float = float("nan")
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowRouter:
+    """Flow routing (2) with cost ``cost``.
+
+    Args:
+        cost: "rif", "latency" or "gradient".
+        stepsize: η (1/(cost unit·s)); None → ``stepsize_scale / mean_network_delay``.
+        stepsize_scale: dimensionless constant of the default stepsize.
+    """
+
+    cost: CostKind | str = CostKind.GRADIENT
+    stepsize: float | None = None
+    stepsize_scale: float = DEFAULT_STEPSIZE_SCALE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cost", CostKind.parse(self.cost))
+        for field in ("stepsize", "stepsize_scale"):
+            v = getattr(self, field)
+            if v is not None and not (np.isfinite(v) and v > 0):
+                raise StepsizeError(f"FlowRouter.{field}: expected a positive finite number, "
+                                    f"got {v!r}")
+
+    @property
+    def name(self) -> str:
+        return f"flow-{_SHORT[self.cost]}"
+
+    def eta(self, view: RouterView) -> float:
+        """The stepsize η used on this view (1/(cost unit·s))."""
+        if self.stepsize is not None:
+            return float(self.stepsize)
+        return self.stepsize_scale / max(mean_network_delay(view), MIN_DELAY_S)
+
+    def init(self, seed: int = 0) -> FlowState:
+        """No routing yet: each source starts uniform over its admissible cells on first use."""
+        return FlowState(x=(), cum=(), last_time=())
+
+    def _ensure(self, state: FlowState, view: RouterView, source: int) -> FlowState:
+        if len(state.x) != view.n:
+            state = FlowState(x=(None,) * view.n, cum=(None,) * view.n,
+                              last_time=(None,) * view.n, eta=self.eta(view))
+        if state.x[source] is None:
+            row = check_source(view, source)
+            x = row / row.sum()
+            state = FlowState(_dict_set(state.x, source, x),
+                              _dict_set(state.cum, source, cumulative(x)),
+                              _dict_set(state.last_time, source, float(view.time)), state.eta)
+        return state
+
+    def observe(self, state: FlowState, view: RouterView, source: int) -> FlowState:
+        """One step of (2) for ``source`` with δ = time since its previous update."""
+        state = self._ensure(state, view, source)
+        delta = float(view.time) - state.last_time[source]
+        if delta <= 0:
+            return state
+        x = flow_step(state.x[source], cost_row(self.cost, view, source),
+                      state.eta * delta, view.mask[source])
+        return FlowState(_dict_set(state.x, source, x),
+                         _dict_set(state.cum, source, cumulative(x)),
+                         _dict_set(state.last_time, source, float(view.time)), state.eta)
+
+    def observe_round(self, state: FlowState, views: list[RouterView | None]) -> FlowState:
+        """One step of (2) for every source with a view, as one vectorised
+        :func:`lbtheory.simplex.flow_update` call (same result as :meth:`observe` per source)."""
+        n = len(views)
+        if len(state.x) != n or any(state.x[i] is None for i, v in enumerate(views)
+                                    if v is not None):
+            for i, v in enumerate(views):
+                if v is not None:
+                    state = self._ensure(state, v, i)
+        v0 = next(v for v in views if v is not None)
+        zero = np.zeros(n)
+        X = np.array([zero if xi is None else xi for xi in state.x])
+        eta, last_time = state.eta, state.last_time
+        steps_l = [0.0 if v is None else eta * max(0.0, float(v.time) - last_time[i])
+                   for i, v in enumerate(views)]
+        if not any(steps_l):
+            return state
+        steps = np.array(steps_l)
+        C = np.where(steps[:, None] > 0, cost_matrix(self.cost, views), 0.0)
+        Xn = np.asarray(flow_step(X, C, steps, v0.mask), dtype=float)
+        cum_all = np.cumsum(Xn, axis=1).tolist()  # = cumulative(Xn[i]) row by row
+        x, cum, last = list(state.x), list(state.cum), list(last_time)
+        for i, s in enumerate(steps_l):
+            if s > 0:
+                x[i], cum[i], last[i] = Xn[i], cum_all[i], float(views[i].time)
+        return FlowState(tuple(x), tuple(cum), tuple(last), state.eta)
+
+    def route(self, state: FlowState, view: RouterView, source: int,
+              rng: np.random.Generator) -> tuple[int, FlowState]:
+        """Sample j with probability x_ij."""
+        state = self._ensure(state, view, source)
+        return sample_index(state.cum[source], rng), state
+
+
+_SHORT = {CostKind.RIF: "rif", CostKind.LATENCY: "lat", CostKind.GRADIENT: "grad"}

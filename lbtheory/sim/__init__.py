@@ -1,0 +1,25 @@
+"""DLB discrete-event cluster simulator: cells of servers, stale probes, routers, bursts, outages.
+
+:func:`simulate` runs one router (from :mod:`lbtheory.routers`) on a :class:`Scenario`; pass the
+same :class:`Arrivals` to compare policies on identical requests; :func:`appendix_b_scenario`
+draws DLB's Appendix-B scenarios (THEORY §11.1).
+"""
+
+from ._appendix_b import appendix_b_scenario
+from ._arrivals import Arrivals, arrivals_from_trace, generate_arrivals
+from ._engine import simulate
+from ._result import SimResult
+from ._scenario import (
+    Burst,
+    Estimation,
+    Outage,
+    Scenario,
+    ServerSpec,
+    TokenDist,
+    load_scenario,
+    scenario_from_dict,
+)
+
+__all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "TokenDist", "Burst", "Outage",
+           "load_scenario", "scenario_from_dict", "Arrivals", "generate_arrivals",
+           "Estimation", "appendix_b_scenario", "arrivals_from_trace"]

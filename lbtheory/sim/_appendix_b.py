@@ -1,0 +1,125 @@
+"""DLB's Appendix-B scenario generator (THEORY §11.1; defaults marked [R] there), seeded.
+
+Without Google's cell locations and RTT history, the network comes from a fixed table of region
+round-trip times [R]: cells are spread over randomly chosen regions; intra-region RTT ~ U[1, 5] ms,
+inter-region RTT from :data:`REGION_RTT_MS` (30–250 ms); τ = RTT/2; every cell may use every cell.
+The routers' latency model of a cell is a softplus fitted by construction [R]: θ0 = unloaded
+latency E[P]t_p + E[D]t_d, θ1 = 1/μ̄_j, knee θ2 = min(decode slots, 0.9 θ0 μ̄_j), θ3 = θ2/10.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import TopologyError
+from ..models import SoftplusLatency
+from ..network import Arc, Cell, CellNetwork
+from ._scenario import Burst, Outage, Scenario, ServerSpec
+
+__all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES"]
+
+REGION_NAMES = ("us-east", "us-west", "europe", "asia-east", "asia-south", "south-america")
+#: Round-trip times between regions (ms) [R]: plausible public-internet values, not Google's.
+REGION_RTT_MS = np.array([
+    [0, 65, 80, 160, 200, 120],
+    [65, 0, 140, 110, 220, 170],
+    [80, 140, 0, 220, 120, 190],
+    [160, 110, 220, 0, 90, 250],
+    [200, 220, 120, 90, 0, 250],
+    [120, 170, 190, 250, 250, 0]], dtype=float)
+
+#: lognormal per-cell speed factor: mean 1, sd 0.2 (THEORY §11.1 item 4).
+_SIGMA = math.sqrt(math.log(1.04))
+
+
+def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: float = 0.8,
+                        duration_s: float = 600.0, burst: bool = False, outage: bool = False,
+                        noise_eps: float = 0.0, y: float = 1.0,
+                        prefill_s_per_token: float = 0.25e-3,
+                        decode_s_per_token: float = 25e-3) -> Scenario:
+    """Draw one Appendix-B scenario.
+
+    Args:
+        seed: the only source of randomness (same seed ⇒ same scenario).
+        n_cells: number of cells (default ~ U{2..10}).
+        utilisation: Λ / Σ μ̄_j (default 0.8).
+        duration_s: horizon (s); a burst or outage lasts [0.3, 0.7]·duration (180–420 s of 600 s).
+        burst: raise one random cell's λ so that total utilisation is 95% during the window.
+        outage: set random cells to 1 online server until utilisation exceeds 95% in the window.
+        noise_eps: ε of the robustness mode: each cell's fitted latency scaled by (1 + εξ_j),
+            ξ_j ~ U[−1, 1] (THEORY §11.1 item 10 [R]).
+        y: token times ÷ y and rates × y (item 13; utilisation unchanged).
+        prefill_s_per_token, decode_s_per_token: t̄_p, t̄_d (s/token) [R].
+    """
+    for name, v, lo in (("utilisation", utilisation, 0.0), ("duration_s", duration_s, 0.0),
+                        ("y", y, 0.0)):
+        if not (math.isfinite(v) and v > lo):
+            raise TopologyError(f"appendix_b.{name}: expected a positive number, got {v!r}")
+    if not 0.0 <= noise_eps < 1.0:
+        raise TopologyError(f"appendix_b.noise_eps: expected 0 ≤ ε < 1, got {noise_eps!r}")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 11]))
+    n = int(rng.integers(2, 11)) if n_cells is None else int(n_cells)
+    if n < 1:
+        raise TopologyError(f"appendix_b.n_cells: expected an integer ≥ 1, got {n_cells!r}")
+    n_regions = int(rng.integers(1, min(n, len(REGION_NAMES)) + 1))
+    regions = rng.choice(len(REGION_NAMES), size=n_regions, replace=False)
+    cell_region = regions[rng.integers(0, n_regions, size=n)]
+    rtt = REGION_RTT_MS[np.ix_(cell_region, cell_region)].copy()
+    same = cell_region[:, None] == cell_region[None, :]
+    intra = rng.uniform(1.0, 5.0, size=(n, n))
+    intra = np.triu(intra, 1) + np.triu(intra, 1).T
+    rtt = np.where(same, intra, rtt)
+    np.fill_diagonal(rtt, 0.0)
+    tau = rtt / 2000.0                                      # one-way, seconds
+    k = rng.poisson(10.0, size=n)
+    while (k < 1).any():                                    # [R] resample empty cells
+        k = np.where(k < 1, rng.poisson(10.0, size=n), k)
+    xi = rng.lognormal(-_SIGMA ** 2 / 2, _SIGMA, size=(2, n))
+    tp = prefill_s_per_token * xi[0] / y
+    td = decode_s_per_token * xi[1] / y
+    servers = tuple(ServerSpec(kind="appendix_b", prefill_s_per_token=float(tp[j]),
+                               decode_s_per_token=float(td[j])) for j in range(n))
+    proto = Scenario(network=_dummy_network(), servers=servers)
+    EP, ED = proto.prompt_tokens.mean, proto.output_tokens.mean
+    mu_server = np.array([s.max_rate(EP, ED) for s in servers])
+    cap = k * mu_server
+    lam = rng.dirichlet(np.ones(n)) * utilisation * cap.sum()
+    noise = 1.0 + noise_eps * rng.uniform(-1.0, 1.0, size=n)
+    names = [f"{REGION_NAMES[cell_region[j]]}-{j}" for j in range(n)]
+    cells = []
+    for j in range(n):
+        theta0 = EP * tp[j] + ED * td[j]
+        knee = min(float(servers[j].decode_slots * k[j]), 0.9 * theta0 * cap[j])
+        model = SoftplusLatency(base_latency=float(noise[j] * theta0),
+                                slope=float(noise[j] / cap[j]), knee=knee,
+                                softness=max(knee / 10.0, 1e-3))
+        cells.append(Cell(names[j], int(k[j]), float(lam[j]), model))
+    arcs = [Arc(names[i], names[j], float(tau[i, j])) for i in range(n) for j in range(n)]
+    net = CellNetwork(cells, arcs)
+    t0, t1 = 0.3 * duration_s, 0.7 * duration_s
+    bursts, outages = (), ()
+    if burst:
+        b = int(rng.integers(n))
+        factor = 1.0 + (0.95 - utilisation) * cap.sum() / max(lam[b], 1e-12)
+        bursts = (Burst(b, t0, t1, float(max(factor, 1.0))),)
+    if outage:
+        online = k.astype(float)
+        out: dict[int, int] = {}
+        for _ in range(100 * n):
+            if lam.sum() / float((online * mu_server).sum()) > 0.95:
+                break
+            j = int(rng.integers(n))
+            online[j] = 1.0
+            out[j] = 1
+        outages = tuple(Outage(j, t0, t1, r) for j, r in sorted(out.items()))
+    return dataclasses.replace(proto, network=net, bursts=bursts, outages=outages,
+                               name=f"appendix-b-{seed}")
+
+
+def _dummy_network() -> CellNetwork:
+    from ..models import MM1Latency
+
+    return CellNetwork([Cell("x", 1, 0.0, MM1Latency(1.0, 1.0))], [])

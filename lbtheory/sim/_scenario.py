@@ -1,0 +1,370 @@
+"""Simulation scenarios: a cell network (today's topology schema) plus a ``simulation:`` section.
+
+Schema (units: seconds, tokens; every field optional, defaults in brackets)::
+
+    cells: [...]            # topology schema; replicas = servers per cell, service = the latency
+    arcs:  [...]            # model the latency/gradient routers use (the "fitted" model)
+    simulation:
+      server:               # defaults for every cell
+        kind: appendix_b    # [appendix_b] 1 prefill engine + decode_engines × slots_per_engine;
+                            # or mmc: `slots` parallel slots, exponential service of mean
+                            # `mean_service_s`; or rate: completions at rate μ_j(N_j) of the
+                            # cell's service model (fluid-limit validation)
+        prefill_s_per_token: 0.00025   # [R] THEORY §11.1 item 4
+        decode_s_per_token: 0.025      # [R]
+        decode_engines: 2
+        slots_per_engine: 4
+        slots: 1                        # mmc only
+        mean_service_s: 1.0             # mmc only
+        queue_limit: 32                 # requests waiting per server; overflow = error [R];
+                                        # null = unbounded
+      cells: {NAME: {any server field}} # per-cell overrides
+      prompt_tokens: {shift: 16, shape: 1.5, scale: 300}   # P = shift + Gamma(shape, scale) [R]
+      output_tokens: {shift: 4, shape: 1.2, scale: 40}     # D = shift + Gamma(shape, scale) [R]
+      probe_period_s: 0.01    # root routers probe every cell this often
+      leaf_policy: p2c        # in-cell routing to servers: p2c (waiting tokens) or rr
+      bursts:  [{cell: NAME, start_s: 180, end_s: 420, factor: 2.0}]   # λ_cell × factor
+      outages: [{cell: NAME, start_s: 180, end_s: 420, replicas: 1}]   # online servers
+      estimation:             # present = on: cells refit ℓ(N) on a sliding window (DLB §3.3)
+        family: softplus      # or mm1
+        window: 400           # most recent (N at arrival, serving latency) samples per cell
+        period_s: 5.0         # refit period
+        min_samples: 30
+        noise_eps: 0.0        # robustness mode: routers see ℓ̂ × (1 + εξ_j), ξ_j ~ U[−1, 1]
+      affinity:               # present = requests belong to sessions (DLB §3.5) [R]
+        followup_fraction: 0.65   # share of requests continuing a recent session
+        active_sessions: 50       # recent sessions per source a follow-up picks from
+        prefill_saving: 0.45      # prefill cut when served in the cell of the session's last one
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataFormatError
+from ..io import topology_from_dict
+from ..network import CellNetwork
+
+__all__ = ["ServerSpec", "TokenDist", "Burst", "Outage", "Estimation", "Affinity", "Scenario",
+           "scenario_from_dict", "load_scenario", "SERVER_KINDS"]
+
+SERVER_KINDS = ("appendix_b", "mmc", "rate")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSpec:
+    """One cell's servers (all k_j identical).
+
+    Attributes:
+        kind: "appendix_b" (prefill engine + decode slots), "mmc" (validation server), or
+            "rate" (validation server for the fluid limit: the cell is one FIFO queue whose
+            completions form a Poisson process of rate μ_j(N_j) of the cell's declared service
+            model, THEORY §1–§2; replicas are ignored).
+        prefill_s_per_token, decode_s_per_token: per-token times (s/token), appendix_b.
+        decode_engines, slots_per_engine: decode parallelism (appendix_b).
+        slots: parallel slots c (mmc).
+        mean_service_s: mean of the exponential service time (s, mmc).
+        queue_limit: requests waiting (not in service) per server; None = unbounded.
+    """
+
+    kind: str = "appendix_b"
+    prefill_s_per_token: float = 0.25e-3
+    decode_s_per_token: float = 25e-3
+    decode_engines: int = 2
+    slots_per_engine: int = 4
+    slots: int = 1
+    mean_service_s: float = 1.0
+    queue_limit: int | None = 32
+
+    @property
+    def decode_slots(self) -> int:
+        """Parallel decode slots per server."""
+        return self.decode_engines * self.slots_per_engine
+
+    def max_rate(self, mean_prompt: float, mean_output: float) -> float:
+        """Saturation rate of one server (req/s): mmc c/mean; appendix_b
+        min(1/(E[P] t_p), slots/(E[D] t_d)) (THEORY §11.1 item 6 [R])."""
+        if self.kind == "mmc":
+            return self.slots / self.mean_service_s
+        if self.kind == "rate":
+            return math.inf  # the cell's μ̄ is its service model's (see Scenario.capacities)
+        return min(1.0 / (mean_prompt * self.prefill_s_per_token),
+                   self.decode_slots / (mean_output * self.decode_s_per_token))
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenDist:
+    """Shifted Gamma token count: shift + Gamma(shape, scale), rounded to whole tokens."""
+
+    shift: float
+    shape: float
+    scale: float
+
+    @property
+    def mean(self) -> float:
+        """Mean tokens (before rounding)."""
+        return self.shift + self.shape * self.scale
+
+
+@dataclasses.dataclass(frozen=True)
+class Burst:
+    """λ of ``cell`` (index) multiplied by ``factor`` during [start_s, end_s)."""
+
+    cell: int
+    start_s: float
+    end_s: float
+    factor: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Outage:
+    """Only ``replicas`` servers of ``cell`` (index) accept requests during [start_s, end_s)."""
+
+    cell: int
+    start_s: float
+    end_s: float
+    replicas: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimation:
+    """Latency estimation in the cells (DLB §3.3) and its robustness mode (THEORY §11.1 item 10).
+
+    Attributes:
+        family: fitted model family, "softplus" or "mm1".
+        window: samples kept per cell (most recent).
+        period_s: refit period (s).
+        min_samples: a cell refits only with at least this many samples.
+        noise_eps: ε; routers see the fitted latency × (1 + εξ_j), ξ_j ~ U[−1, 1] per cell.
+    """
+
+    family: str = "softplus"
+    window: int = 400
+    period_s: float = 5.0
+    min_samples: int = 30
+    noise_eps: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Affinity:
+    """Sessions and prefix caching (DLB §3.5; THEORY §8) [R defaults from the paper's 60–70%
+    cacheable requests and 40–50% prefill reduction]."""
+
+    followup_fraction: float = 0.65
+    active_sessions: int = 50
+    prefill_saving: float = 0.45
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A network plus everything the event simulator needs (see the module docstring)."""
+
+    network: CellNetwork
+    servers: tuple[ServerSpec, ...]
+    prompt_tokens: TokenDist = TokenDist(16.0, 1.5, 300.0)
+    output_tokens: TokenDist = TokenDist(4.0, 1.2, 40.0)
+    probe_period_s: float = 0.01
+    leaf_policy: str = "p2c"
+    bursts: tuple[Burst, ...] = ()
+    outages: tuple[Outage, ...] = ()
+    name: str = ""
+    estimation: Estimation | None = None
+    affinity: Affinity | None = None
+
+    def server_rates(self) -> list[float]:
+        """Saturation rate of one server of each cell (req/s); a "rate" cell's μ̄/k."""
+        return [float(c.service.max_rate) / c.replicas if s.kind == "rate" else
+                s.max_rate(self.prompt_tokens.mean, self.output_tokens.mean)
+                for s, c in zip(self.servers, self.network.cells)]
+
+    def capacities(self) -> list[float]:
+        """μ̄_j = k_j × server rate (req/s)."""
+        return [c.replicas * r for c, r in zip(self.network.cells, self.server_rates())]
+
+    def check_horizon(self, duration_s: float) -> None:
+        """Raise DataFormatError if a burst or outage lies outside [0, duration_s]."""
+        for kind, items in (("bursts", self.bursts), ("outages", self.outages)):
+            for b_i, b in enumerate(items):
+                if b.end_s > duration_s:
+                    raise DataFormatError(
+                        f"simulation.{kind}[{b_i}].end_s: {b.end_s:g} s is outside the horizon "
+                        f"(duration {duration_s:g} s)", field=f"{kind}[{b_i}].end_s")
+
+
+def _err(path: str, field: str, msg: str) -> DataFormatError:
+    return DataFormatError(f"simulation.{field}: {msg}", path=path, field=field)
+
+
+def _num(path: str, field: str, v: Any, *, positive: bool = True, integer: bool = False,
+         allow_none: bool = False) -> Any:
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise _err(path, field, f"expected a finite number, got {v!r}")
+    if integer and float(v) != int(v):
+        raise _err(path, field, f"expected an integer, got {v!r}")
+    if (v <= 0) if positive else (v < 0):
+        raise _err(path, field, f"expected a {'positive' if positive else 'non-negative'} "
+                                f"number, got {v!r}")
+    return int(v) if integer else float(v)
+
+
+_SERVER_FIELDS = {f.name: f for f in dataclasses.fields(ServerSpec)}
+
+
+def _server(path: str, where: str, spec: Any, base: ServerSpec) -> ServerSpec:
+    if not isinstance(spec, Mapping):
+        raise _err(path, where, f"expected a mapping, got {spec!r}")
+    unknown = sorted(set(spec) - set(_SERVER_FIELDS))
+    if unknown:
+        raise _err(path, where, f"unknown field(s) {unknown}; expected {sorted(_SERVER_FIELDS)}")
+    kw: dict[str, Any] = {}
+    for k, v in spec.items():
+        if k == "kind":
+            if v not in SERVER_KINDS:
+                raise _err(path, f"{where}.kind", f"expected one of {list(SERVER_KINDS)}, "
+                                                  f"got {v!r}")
+            kw[k] = v
+        elif k == "queue_limit":
+            kw[k] = _num(path, f"{where}.{k}", v, positive=False, integer=True, allow_none=True)
+        else:
+            integer = k in ("decode_engines", "slots_per_engine", "slots")
+            kw[k] = _num(path, f"{where}.{k}", v, integer=integer)
+    return dataclasses.replace(base, **kw)
+
+
+def _tokens(path: str, where: str, spec: Any, default: TokenDist) -> TokenDist:
+    if spec is None:
+        return default
+    if not isinstance(spec, Mapping) or set(spec) - {"shift", "shape", "scale"}:
+        raise _err(path, where, f"expected a mapping with shift, shape, scale, got {spec!r}")
+    vals = dataclasses.asdict(default) | dict(spec)
+    return TokenDist(_num(path, f"{where}.shift", vals["shift"], positive=False),
+                     _num(path, f"{where}.shape", vals["shape"]),
+                     _num(path, f"{where}.scale", vals["scale"]))
+
+
+def _window(path: str, where: str, item: Any, net: CellNetwork, extra: str) -> tuple:
+    if not isinstance(item, Mapping):
+        raise _err(path, where, f"expected a mapping, got {item!r}")
+    need = {"cell", "start_s", "end_s", extra}
+    if set(item) != need:
+        raise _err(path, where, f"expected exactly the fields {sorted(need)}, got {sorted(item)}")
+    if item["cell"] not in net.names:
+        raise _err(path, f"{where}.cell", f"unknown cell {item['cell']!r}; known cells: "
+                                          f"{list(net.names)}")
+    start = _num(path, f"{where}.start_s", item["start_s"], positive=False)
+    end = _num(path, f"{where}.end_s", item["end_s"])
+    if end <= start:
+        raise _err(path, f"{where}.end_s", f"must be after start_s ({start:g} s), got {end:g}")
+    return net.index(item["cell"]), start, end
+
+
+def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
+    """Build a :class:`Scenario` from the schema above; errors name the file and field."""
+    if not isinstance(data, Mapping):
+        raise DataFormatError("top level: expected a mapping", path=path)
+    topo = {k: v for k, v in data.items() if k != "simulation"}
+    net = topology_from_dict(topo, path=path)
+    sim = data.get("simulation") or {}
+    if not isinstance(sim, Mapping):
+        raise _err(path, "", f"expected a mapping, got {sim!r}")
+    known = {"server", "cells", "prompt_tokens", "output_tokens", "probe_period_s",
+             "leaf_policy", "bursts", "outages", "estimation", "affinity"}
+    if set(sim) - known:
+        raise _err(path, "", f"unknown key(s) {sorted(set(sim) - known)}; expected "
+                             f"{sorted(known)}")
+    base = _server(path, "server", sim.get("server", {}), ServerSpec())
+    per_cell = sim.get("cells") or {}
+    if not isinstance(per_cell, Mapping):
+        raise _err(path, "cells", f"expected a mapping cell name -> server fields, "
+                                  f"got {per_cell!r}")
+    for name in per_cell:
+        if name not in net.names:
+            raise _err(path, f"cells.{name}", f"unknown cell; known cells: {list(net.names)}")
+    servers = tuple(_server(path, f"cells.{c.name}", per_cell[c.name], base)
+                    if c.name in per_cell else base for c in net.cells)
+    leaf = sim.get("leaf_policy", "p2c")
+    if leaf not in ("p2c", "rr"):
+        raise _err(path, "leaf_policy", f"expected 'p2c' or 'rr', got {leaf!r}")
+    bursts, outages = [], []
+    for b_i, b in enumerate(sim.get("bursts") or []):
+        j, s, e = _window(path, f"bursts[{b_i}]", b, net, "factor")
+        bursts.append(Burst(j, s, e, _num(path, f"bursts[{b_i}].factor", b["factor"],
+                                          positive=False)))
+    for o_i, o in enumerate(sim.get("outages") or []):
+        j, s, e = _window(path, f"outages[{o_i}]", o, net, "replicas")
+        r = _num(path, f"outages[{o_i}].replicas", o["replicas"], integer=True)
+        if r > net.cells[j].replicas:
+            raise _err(path, f"outages[{o_i}].replicas", f"{r} exceeds the cell's "
+                                                         f"{net.cells[j].replicas} servers")
+        outages.append(Outage(j, s, e, r))
+    return Scenario(
+        network=net, servers=servers,
+        prompt_tokens=_tokens(path, "prompt_tokens", sim.get("prompt_tokens"),
+                              Scenario.prompt_tokens),
+        output_tokens=_tokens(path, "output_tokens", sim.get("output_tokens"),
+                              Scenario.output_tokens),
+        probe_period_s=_num(path, "probe_period_s", sim.get("probe_period_s", 0.01)),
+        leaf_policy=leaf, bursts=tuple(bursts), outages=tuple(outages),
+        name=str(data.get("name", "")), estimation=_estimation(path, sim.get("estimation")),
+        affinity=_affinity(path, sim.get("affinity")))
+
+
+def _affinity(path: str, spec: Any) -> Affinity | None:
+    if spec is None:
+        return None
+    fields = {f.name for f in dataclasses.fields(Affinity)}
+    if not isinstance(spec, Mapping) or set(spec) - fields:
+        raise _err(path, "affinity", f"expected a mapping with fields from {sorted(fields)}, "
+                                     f"got {spec!r}")
+    kw: dict[str, Any] = {}
+    for k, v in spec.items():
+        kw[k] = _num(path, f"affinity.{k}", v, positive=k == "active_sessions",
+                     integer=k == "active_sessions")
+        if k != "active_sessions" and kw[k] > 1:
+            raise _err(path, f"affinity.{k}", f"expected a fraction in [0, 1], got {v!r}")
+    return Affinity(**kw)
+
+
+def _estimation(path: str, spec: Any) -> Estimation | None:
+    if spec is None:
+        return None
+    fields = {f.name for f in dataclasses.fields(Estimation)}
+    if not isinstance(spec, Mapping) or set(spec) - fields:
+        raise _err(path, "estimation", f"expected a mapping with fields from {sorted(fields)}, "
+                                       f"got {spec!r}")
+    kw: dict[str, Any] = {}
+    for k, v in spec.items():
+        if k == "family":
+            if v not in ("softplus", "mm1"):
+                raise _err(path, "estimation.family", f"expected 'softplus' or 'mm1', got {v!r}")
+            kw[k] = v
+        elif k == "noise_eps":
+            kw[k] = _num(path, "estimation.noise_eps", v, positive=False)
+            if kw[k] >= 1:
+                raise _err(path, "estimation.noise_eps", f"expected 0 ≤ ε < 1, got {v!r}")
+        else:
+            kw[k] = _num(path, f"estimation.{k}", v, integer=k in ("window", "min_samples"))
+    return Estimation(**kw)
+
+
+def load_scenario(path: str | os.PathLike) -> Scenario:
+    """Read a scenario file (YAML or JSON)."""
+    import json
+
+    import yaml
+
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise DataFormatError(f"not a valid scenario file: {exc}", path=str(p)) from None
+    sc = scenario_from_dict(data, path=str(p))
+    return sc if sc.name else dataclasses.replace(sc, name=p.stem)

@@ -1,0 +1,111 @@
+"""``lbtheory intelligent evaluate``: the JSON contract, a hand-computed run, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lbtheory.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_code.csv"
+CONV = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv"
+
+
+def _csv(tmp_path: Path, rows: str, name: str = "t.csv") -> str:
+    p = tmp_path / name
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" + rows)
+    return str(p)
+
+
+def _run(capsys, argv):
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_json_contract_on_the_azure_mix(capsys):
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CODE), str(CONV), "--requests",
+                                 "120", "--instances", "2", "--seed", "1", "--json",
+                                 "--routers", "rr,jsq,minmin,maxcap,heuristic"])
+    assert rc == 0, err
+    data = json.loads(out)
+    assert list(data) == ["routers"]
+    assert list(data["routers"]) == ["rr", "jsq", "minmin", "maxcap", "heuristic"]
+    for r in data["routers"].values():
+        assert set(r) == {"requests", "completed", "preemptions", "latency", "ttft",
+                          "router_wait"}
+        assert set(r["latency"]) == {"mean", "p50", "p99"}
+        assert set(r["ttft"]) == {"mean", "p99"}
+        assert set(r["router_wait"]) == {"mean"}
+        assert r["requests"] == r["completed"] == 120
+        # a request waits at most one 20 ms epoch at the router (heuristics never wait)
+        assert 0.0 <= r["router_wait"]["mean"] <= 0.02
+        assert r["ttft"]["mean"] < r["latency"]["mean"]
+
+
+def test_one_request_by_hand_with_the_documented_defaults(tmp_path, capsys):
+    # default model: 15 ms + 0.2 ms/prefill token + 8e-9 s/token² + 0.1 ms/seq + 0.6 µs/ctx token
+    trace = _csv(tmp_path, "0.0,4,3\n")
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "1", "--rate",
+                                 "0", "--json", "--routers", "rr"])
+    assert rc == 0, err
+    r = json.loads(out)["routers"]["rr"]
+    t1 = 0.015 + 2e-4 * 4 + 8e-9 * 16
+    t2 = 0.015 + 1e-4 + 6e-7 * 5
+    t3 = 0.015 + 1e-4 + 6e-7 * 6
+    assert r["ttft"]["mean"] == pytest.approx(t1, abs=1e-12)
+    assert r["latency"]["mean"] == pytest.approx(t1 + t2 + t3, abs=1e-12)
+    assert r["latency"]["p99"] == pytest.approx(t1 + t2 + t3, abs=1e-12)
+    assert r["router_wait"]["mean"] == 0.0 and r["preemptions"] == 0
+
+
+def test_out_file_written_atomically_with_manifest(tmp_path, capsys):
+    out_file = tmp_path / "res.json"
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CONV), "--requests", "30",
+                                 "--routers", "rr,jsq", "--out", str(out_file)])
+    assert rc == 0, err
+    data = json.loads(out_file.read_text())
+    assert set(data["routers"]) == {"rr", "jsq"} and "manifest" in data
+    assert "rr" in out and "jsq" in out
+
+
+@pytest.mark.parametrize("extra, rows, match", [
+    (["--routers", "rr,bogus"], "0.0,4,3\n", "--routers: unknown router 'bogus'"),
+    (["--instances", "0"], "0.0,4,3\n", "--instances must be an integer >= 1, got 0"),
+    (["--kv-budget", "5"], "0.0,4,3\n", "kv_budget_tokens = 5 is smaller than request 0"),
+    ([], "0.0,-4,3\n", "negative token count -4 in prompt_tokens"),
+    ([], "0.0,,3\n", "empty prompt_tokens"),
+    ([], "0.0,4,-1\n", "negative token count -1 in output_tokens"),
+])
+def test_bad_input_one_error_line_exit_2_nothing_written(tmp_path, capsys, extra, rows, match):
+    trace = _csv(tmp_path, rows)
+    out_file = tmp_path / "res.json"
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "1", "--rate",
+                                 "0", "--out", str(out_file), *extra])
+    assert rc == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and match in lines[0]
+    assert not out_file.exists()
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["intelligent", "evaluate", "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in ("(default: 4)", "(default: 2000)", "(default: 32768)", "(default: 20.0)",
+                   "(default: 0.02)", "rr,jsq,minmin,maxcap,heuristic"):
+        assert needle in text
+
+
+def test_histogram_predictor_runs_on_disjoint_halves(capsys):
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CODE), str(CONV), "--requests",
+                                 "60", "--predictor", "histogram", "--routers", "heuristic,minmin",
+                                 "--json"])
+    assert rc == 0, err
+    r = json.loads(out)["routers"]
+    assert r["heuristic"]["completed"] == r["minmin"]["completed"] == 60

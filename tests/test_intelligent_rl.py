@@ -1,0 +1,213 @@
+"""Routing MDP (gymnasium env) and Double-DQN routers: hand-computed rewards and states,
+guidance schedules, seeded training, checkpoints, the ``train`` command."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lbtheory.cli import main
+from lbtheory.errors import ModelError
+from lbtheory.intelligent import (
+    ClusterConfig,
+    DQNConfig,
+    EnvConfig,
+    ImpactParams,
+    IterationTimeModel,
+    RoutingEnv,
+    guidance_weight,
+    load_checkpoint,
+    q_values,
+    save_checkpoint,
+    train_dqn,
+    workload_from_arrays,
+)
+
+SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
+                            decode_s_per_seq=0.002, context_s_per_token=0.0001)
+IMPACT = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25)
+ROOT = Path(__file__).resolve().parents[1]
+CODE = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_code.csv"
+CONV = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv"
+
+
+def _env(wl, m=1, **kw) -> RoutingEnv:
+    cfg = ClusterConfig(n_instances=m, kv_budget_tokens=1000, max_batch=8, timing=SIMPLE)
+    ec = EnvConfig(reward_scale=1.0, completion_reward=1.0, impact=IMPACT, **kw)
+    return RoutingEnv(lambda s: wl, cfg, ec)
+
+
+def test_guidance_weight_schedules_by_hand():
+    g, b = 0.99, 0.2
+    assert guidance_weight("none", g, b, 5) == 0.0
+    assert guidance_weight("static", g, b, 5) == g
+    # HuRL reading λ_k = 1 − e^{−βk}: w_k = γ e^{−βk}, from γ down to 0
+    assert guidance_weight("annealed", g, b, 0, "hurl") == pytest.approx(g)
+    assert guidance_weight("annealed", g, b, 3, "hurl") == pytest.approx(g * math.exp(-0.6))
+    assert guidance_weight("annealed", g, b, 200, "hurl") == pytest.approx(0.0, abs=1e-15)
+    # literal reading λ_k = e^{−βk}: w_k = γ (1 − e^{−βk}), from 0 up to γ
+    assert guidance_weight("annealed", g, b, 0, "literal") == 0.0
+    w3 = guidance_weight("annealed", g, b, 3, "literal")
+    assert w3 == pytest.approx(g * (1 - math.exp(-0.6)))
+    with pytest.raises(ModelError, match="reading"):
+        guidance_weight("annealed", g, b, 1, "other")
+
+
+def test_reward_route_then_finish_by_hand():
+    env = _env(workload_from_arrays([0.0], [4], [3]))
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    obs, r, term, trunc, info = env.step(0)  # route; the queue empties; the instance drains
+    assert term and not trunc
+    assert r == pytest.approx(1.0)  # r_w · 1 completion, nothing left unfinished
+    assert info["completed"] == 1
+
+
+def test_reward_of_waiting_one_epoch_by_hand():
+    env = _env(workload_from_arrays([0.0], [4], [3]))
+    env.reset(seed=0)
+    _, r, term, _, _ = env.step(1)  # wait (a = m = 1)
+    # T̂ = t([4]) + 2 t((), 1, 4 + 3/2) = 0.014 + 2 (0.01 + 0.002 + 0.00055) = 0.0391 s; f = 0
+    assert not term
+    assert r == pytest.approx(-1 / 0.0391)
+
+
+def test_wait_is_masked_after_max_wait():
+    env = _env(workload_from_arrays([0.0], [4], [3]), max_wait_s=0.03)
+    _, info = env.reset(seed=0)
+    assert info["action_mask"].tolist() == [True, True]
+    _, _, _, _, info = env.step(1)  # t = 0.02 s: waited 0.02 < 0.03
+    assert info["action_mask"].tolist() == [True, True]
+    obs, _, _, _, info = env.step(1)  # t = 0.04 s: waiting is no longer allowed
+    assert info["action_mask"].tolist() == [True, False]
+    assert obs[-1] == pytest.approx(0.04 / 0.03)
+    _, _, term, _, _ = env.step(1)  # an invalid wait routes (to the only instance)
+    assert term and env.sim.dispatch_s[0] == pytest.approx(0.04)
+
+
+def test_guidance_term_and_state_by_hand():
+    wl = workload_from_arrays([0.0, 0.0, 0.0], [10, 10, 300], [20, 20, 5])
+    env = _env(wl, m=2, guidance="static", gamma=0.99)
+    env.reset(seed=0)
+    _, r1, *_ = env.step(0)  # loads (0, 0): greedy either way, h = 0
+    assert r1 == 0.0
+    obs, r2, term, *_ = env.step(0)  # loads (30, 0): r_mix 0.2455 vs 0.24775 -> h = −0.00225
+    assert r2 == pytest.approx(0.99 * -0.00225, rel=1e-9) and not term
+    # state: queue 1/64, head prompt 300/4096, head bucket 0 (5 tokens), instance 0 holds two
+    # requests in prompt bucket 0 (< 256 tokens) and decode bucket 0
+    assert obs[0] == pytest.approx(1 / 64) and obs[1] == pytest.approx(300 / 4096)
+    n_d = 4
+    assert obs[2:2 + n_d].tolist() == [1, 0, 0, 0]
+    P = obs[2 + n_d:2 + n_d + 2 * 4].reshape(2, 4)
+    assert P.tolist() == [[2 / 16, 0, 0, 0], [0, 0, 0, 0]]
+
+
+def test_env_passes_the_gymnasium_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    rng = np.random.default_rng(0)
+    wl = workload_from_arrays(np.sort(rng.uniform(0, 1, 30)), rng.integers(1, 200, 30),
+                              rng.integers(1, 30, 30))
+    check_env(_env(wl, m=2), skip_render_check=True)
+
+
+def _tiny_wf(seed: int):
+    rng = np.random.default_rng(seed)
+    n = 25
+    return workload_from_arrays(np.sort(rng.uniform(0, 0.5, n)), rng.integers(1, 300, n),
+                                rng.integers(1, 40, n))
+
+
+TINY = dict(episodes=2, learning_starts=32, batch_size=16, train_every=1, target_every=10,
+            eps_decay_steps=100, hidden=(16, 16))
+
+
+def test_training_is_seeded_and_saves_a_loadable_checkpoint(tmp_path):
+    cfg = ClusterConfig(n_instances=2, kv_budget_tokens=2000, max_batch=16, timing=SIMPLE)
+    ec = EnvConfig(max_wait_s=0.1)
+    a = train_dqn(_tiny_wf, cfg, DQNConfig(router="wg-rl", seed=1, **TINY), env_config=ec)
+    b = train_dqn(_tiny_wf, cfg, DQNConfig(router="wg-rl", seed=1, **TINY), env_config=ec)
+    c = train_dqn(_tiny_wf, cfg, DQNConfig(router="wg-rl", seed=2, **TINY), env_config=ec)
+    la, lb, lc = (jax.tree_util.tree_leaves(x.net) for x in (a, b, c))
+    assert all(np.array_equal(x, y) for x, y in zip(la, lb))
+    assert not all(np.array_equal(x, y) for x, y in zip(la, lc))
+    assert [h["episode"] for h in a.history] == [0, 1]
+    assert all(h["completed"] == 25 for h in a.history)
+    assert a.history[0]["guidance_weight"] == pytest.approx(0.99)
+    save_checkpoint(a, tmp_path / "ck")
+    back = load_checkpoint(tmp_path / "ck", cfg)
+    obs = jnp.linspace(0, 1, a.net.layers[0].weight.shape[1])
+    np.testing.assert_array_equal(q_values(back.net, obs), q_values(a.net, obs))
+    assert back.config == a.config and back.env_config == a.env_config
+    with pytest.raises(ModelError, match="n_instances = 2, expected 3"):
+        load_checkpoint(tmp_path / "ck", ClusterConfig(n_instances=3, kv_budget_tokens=2000,
+                                                       max_batch=16, timing=SIMPLE))
+
+
+def test_double_dqn_update_regresses_terminal_q_to_the_reward():
+    # terminal transitions (done = 1): the target is r, so Q(s, a) -> r for the taken action.
+    import equinox as eqx
+
+    from lbtheory.intelligent._dqn import _make_net, _update_fn
+
+    net = _make_net(3, 2, (16, 16), jax.random.PRNGKey(0))
+    opt, upd = _update_fn(2e-2)
+    state = opt.init(eqx.filter(net, eqx.is_array))
+    s = np.eye(3, dtype=np.float32)
+    a = np.array([0, 1, 0], np.int32)
+    r = np.array([1.0, -2.0, 0.5], np.float32)
+    for _ in range(150):
+        net, state, loss = upd(net, net, state, s, a, r, s, np.ones(3, np.float32),
+                               np.ones((3, 2), bool), 0.99)
+    q = np.array([q_values(net, jnp.asarray(x)) for x in s])
+    np.testing.assert_allclose(q[np.arange(3), a], r, atol=2e-2)
+
+
+def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):
+    code, conv = tmp_path / "code.csv", tmp_path / "conv.csv"
+    for src, dst in ((CODE, code), (CONV, conv)):
+        dst.write_text("".join(src.read_text().splitlines(keepends=True)[:301]))
+    out = tmp_path / "wg"
+    rc = main(["intelligent", "train", str(code), str(conv), "--router", "wa-rl", "--episodes",
+               "1", "--requests", "30", "--instances", "2", "--learning-starts", "50",
+               "--out", str(out), "--json"])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    data = json.loads(cap.out)
+    assert data["history"][0]["completed"] == 30
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["dqn"]["router"] == "wa-rl" and cfg["cluster"]["n_instances"] == 2
+    assert (out / "params.eqx").exists() and (out / "manifest.json").exists()
+    rc = main(["intelligent", "evaluate", str(code), str(conv), "--requests", "30", "--instances",
+               "2", "--routers", f"rr,wa-rl={out}", "--json"])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    r = json.loads(cap.out)["routers"]
+    assert set(r) == {"rr", "wa-rl"} and r["wa-rl"]["requests"] == 30
+    res = tmp_path / "res.json"
+    rc = main(["intelligent", "evaluate", str(code), "--requests", "10", "--instances", "3",
+               "--routers", f"wa-rl={out}", "--out", str(res)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "n_instances = 2, expected 3" in err[0]
+    assert not res.exists()
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--router", "dqn"], "--router: unknown RL router 'dqn'"),
+    (["--reading", "both"], "--reading must be 'hurl' or 'literal'"),
+    (["--instances", "0"], "--instances must be an integer >= 1, got 0"),
+    (["--kv-budget", "100"], "kv_budget_tokens = 100 is smaller than request"),
+])
+def test_train_bad_input_writes_nothing(tmp_path, capsys, extra, match):
+    out = tmp_path / "ck"
+    rc = main(["intelligent", "train", str(CODE), "--episodes", "1", "--requests", "5",
+               "--out", str(out), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: ") and match in err[0]
+    assert not out.exists()

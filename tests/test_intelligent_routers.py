@@ -1,0 +1,159 @@
+"""Workload-impact estimator (THEORY §10) and heuristic routers on hand-computed states."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lbtheory.errors import ModelError
+from lbtheory.intelligent import (
+    ClusterConfig,
+    ClusterView,
+    ImpactParams,
+    IterationTimeModel,
+    calibrate_impact,
+    decode_reward,
+    estimated_completion_s,
+    guidance_penalty,
+    make_heuristic,
+    mixing_heuristic,
+    mixing_reward,
+    prompt_impact_s,
+    prompt_reward,
+)
+
+P = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25)
+LOADS = np.array([0.0, 1000.0, 3000.0])
+
+
+def test_impact_terms_by_hand():
+    # p = 10, d = 20: T_p = 1e-3 (100 + L) = 0.1, 1.1, 3.1 s; ε = 2 -> r_p = 1, 1, 1 - 3.1/2.
+    np.testing.assert_allclose(prompt_impact_s(10, LOADS, P), [0.1, 1.1, 3.1])
+    np.testing.assert_allclose(prompt_reward(prompt_impact_s(10, LOADS, P), P), [1, 1, -0.55])
+    # r_d = -1e-4 (L + 30)
+    np.testing.assert_allclose(decode_reward(10, 20, LOADS, P), [-0.003, -0.103, -0.303])
+    np.testing.assert_allclose(mixing_reward(10, 20, LOADS, P), [0.24775, 0.17275, -0.36475])
+    assert guidance_penalty(2, 10, 20, LOADS, P) == pytest.approx(-0.6125)
+    assert guidance_penalty(0, 10, 20, LOADS, P) == 0.0
+
+
+def test_threshold_boundary_is_inclusive():
+    # T_p exactly ε gives r_p = 1 (the "≤ ε" branch); both branches meet there (continuity).
+    prm = ImpactParams(grad1=1.0, grad2=0.0, epsilon_s=5.0, alpha=0.5)
+    assert float(prompt_reward(5.0, prm)) == 1.0
+    assert float(prompt_reward(5.0 + 1e-9, prm)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_calibration_recovers_a_model_of_the_formula_shape():
+    # a_p = 0 and a_q = a_c = g: the prefill's extra time is exactly g (p² + C), so grad_1 = g.
+    g = 3e-8
+    tm = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.0, attention_s_per_token2=g,
+                            decode_s_per_seq=5e-4, context_s_per_token=g)
+    prm = calibrate_impact(tm, reference_prompt_tokens=1000)
+    assert prm.grad1 == pytest.approx(g, rel=1e-12)
+    assert prm.grad2 == g
+    assert prm.epsilon_s == pytest.approx(g * 1000**2, rel=1e-12)
+
+
+def test_calibration_least_squares_slope_by_hand():
+    # only a linear prefill slope 1 s/token; grid p = 1, 2 and C = 0: y = p, x = p²,
+    # grad_1 = Σ p³ / Σ p⁴ = 9 / 17; ε = y(3) = 3 s.
+    tm = IterationTimeModel(base_s=1.0, prefill_s_per_token=1.0, attention_s_per_token2=0.0,
+                            decode_s_per_seq=0.0, context_s_per_token=0.0)
+    prm = calibrate_impact(tm, reference_prompt_tokens=3, prompt_grid=[1, 2], context_grid=[0])
+    assert prm.grad1 == pytest.approx(9 / 17, rel=1e-12)
+    assert prm.epsilon_s == pytest.approx(3.0)
+
+
+def test_impact_params_validated():
+    with pytest.raises(ModelError, match="alpha"):
+        ImpactParams(1.0, 1.0, 1.0, alpha=1.0)
+    with pytest.raises(ModelError, match="epsilon_s"):
+        ImpactParams(1.0, 1.0, 0.0)
+
+
+TM = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
+                        decode_s_per_seq=0.002, context_s_per_token=0.0)
+
+
+def _view(*, n_running, n_waiting=None, kv_used=None, kv_committed=None, load=None, wait_tok=None,
+          qp=(10,), qd=(5,), m=None, **cfg) -> ClusterView:
+    n_running = np.asarray(n_running)
+    m = len(n_running)
+    z = np.zeros(m, dtype=int)
+    conf = dict(n_instances=m, kv_budget_tokens=1000, max_batch=10, timing=TM)
+    conf.update(cfg)
+    return ClusterView(
+        time_s=0.0, n_running=n_running,
+        n_waiting=z if n_waiting is None else np.asarray(n_waiting),
+        kv_used=z if kv_used is None else np.asarray(kv_used),
+        kv_committed=z if kv_committed is None else np.asarray(kv_committed),
+        load_tokens=z if load is None else np.asarray(load),
+        waiting_prefill_tokens=z if wait_tok is None else np.asarray(wait_tok),
+        queue_prompt=np.asarray(qp), queue_output_pred=np.asarray(qd),
+        queue_wait_s=np.zeros(len(qp)), queue_length=len(qp), config=ClusterConfig(**conf))
+
+
+def _route(name, view, state=None):
+    r = make_heuristic(name)
+    s = r.init(view.config.n_instances) if state is None else state
+    return r.route(s, view)
+
+
+def test_round_robin_cycles():
+    view = _view(n_running=[0, 0, 0])
+    r = make_heuristic("rr")
+    s = r.init(3)
+    out = []
+    for _ in range(4):
+        d, s = r.route(s, view)
+        out.append(d)
+    assert out == [(0, 0), (0, 1), (0, 2), (0, 0)]
+
+
+def test_jsq_counts_running_and_waiting_lowest_index_on_ties():
+    d, _ = _route("jsq", _view(n_running=[3, 1, 2], n_waiting=[0, 1, 0]))
+    assert d == (0, 1)
+
+
+def test_min_min_by_hand_picks_a_non_head_request():
+    # instances: W = (0, 50) waiting prefill tokens, n = (4, 0) running; requests (10, 50), (20, 1)
+    # ECT = 0.01 + 0.001 (W + p) + 0.002 n + d (0.01 + 0.002 (n + 1))
+    view = _view(n_running=[4, 0], wait_tok=[0, 50], qp=(10, 20), qd=(50, 1))
+    ect = estimated_completion_s(view, view.queue_prompt, view.queue_output_pred)
+    np.testing.assert_allclose(ect, [[1.028, 0.67], [0.058, 0.092]], rtol=1e-12)
+    d, _ = _route("minmin", view)
+    assert d == (1, 0)
+
+
+def test_max_capacity_by_hand():
+    # free = min(1 - (n + w + 1)/10, 1 - (K + p)/1000); p = 10
+    # inst 0: min(0.7, 1 - 510/1000 = 0.49) = 0.49; inst 1: min(0.1, 0.99) = 0.1;
+    # inst 2: min(0.6, 1 - 410/1000 = 0.59) = 0.59 -> instance 2
+    view = _view(n_running=[2, 8, 3], n_waiting=[0, 1, 0], kv_committed=[500, 0, 400])
+    d, _ = _route("maxcap", view)
+    assert d == (0, 2)
+
+
+def test_mixing_heuristic_takes_the_zero_penalty_instance():
+    view = _view(n_running=[0, 0, 0], load=[3000, 500, 1000], qp=(10,), qd=(20,))
+    r = mixing_heuristic(P)
+    d, _ = r.route(r.init(3), view)
+    assert d == (0, 1)
+    assert guidance_penalty(1, 10, 20, view.load_tokens, P) == 0.0
+
+
+def test_size_partition_and_decode_balancer_by_hand():
+    from lbtheory.intelligent import decode_balancer, size_partition
+
+    r = size_partition(100)
+    s = r.init(4)
+    small = _view(n_running=[0, 0, 0, 0], qp=(10,), qd=(5,))
+    large = _view(n_running=[0, 0, 0, 0], qp=(200,), qd=(5,))
+    out = []
+    for v in (small, large, small, large, large):
+        d, s = r.route(s, v)
+        out.append(d[1])
+    assert out == [0, 2, 1, 3, 2]  # small: instances 0, 1 in turn; large: 2, 3 in turn
+    d, _ = decode_balancer().route(None, _view(n_running=[0, 0, 0], load=[500, 100, 300]))
+    assert d == (0, 1)

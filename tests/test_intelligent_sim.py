@@ -1,0 +1,222 @@
+"""Instance simulator of the Intelligent Router: hand-computed timelines, conservation, KV budget,
+preemption by recomputation, determinism, iteration-time calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lbtheory.errors import DataFormatError, LBTheoryError, ModelError
+from lbtheory.intelligent import (
+    ClusterConfig,
+    IterationTimeModel,
+    fit_iteration_model,
+    make_heuristic,
+    mix_traces,
+    simulate,
+    workload_from_arrays,
+)
+from lbtheory.workloads import trace_from_arrays
+
+# base 10 ms, 1 ms per prefill token, 2 ms per decoding request, 0.1 ms per context token.
+SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
+                            decode_s_per_seq=0.002, context_s_per_token=0.0001)
+
+
+def _cfg(**kw) -> ClusterConfig:
+    base = dict(n_instances=1, kv_budget_tokens=1000, max_batch=8, max_prefill_tokens=1000,
+                epoch_s=0.02, timing=SIMPLE)
+    base.update(kw)
+    return ClusterConfig(**base)
+
+
+def test_single_request_timeline_by_hand():
+    # p = 4, d = 3, arrives at 5 ms; routed at the epoch t = 20 ms.
+    wl = workload_from_arrays([0.005], [4], [3])
+    r = simulate(wl, make_heuristic("rr"), _cfg())
+    # prefill [4]: 10 + 4 = 14 ms -> 34 ms; decode ctx 5: 12.5 ms -> 46.5; ctx 6: 12.6 -> 59.1
+    assert r.router_wait_s[0] == pytest.approx(0.015, abs=1e-12)
+    assert r.ttft_s[0] == pytest.approx(0.029, abs=1e-12)
+    assert r.finish_s[0] == pytest.approx(0.0591, abs=1e-12)
+    assert r.e2e_s[0] == pytest.approx(0.0541, abs=1e-12)
+    assert r.tbt_mean_s[0] == pytest.approx((0.0125 + 0.0126) / 2, abs=1e-12)
+    assert r.instance_queue_s[0] == pytest.approx(0.0, abs=1e-12)
+    assert r.iterations.tolist() == [3]
+
+
+def test_two_request_interference_timeline_by_hand():
+    # A (p=4, d=3) at 0; B (p=6, d=2) at 1 ms, routed at 20 ms while A's 2nd iteration runs.
+    wl = workload_from_arrays([0.0, 0.001], [4, 6], [3, 2])
+    r = simulate(wl, make_heuristic("rr"), _cfg())
+    # A: prefill 0->14 ms; decode ctx 5 14->26.5 ms; then A decodes (ctx 6) while B prefills 6:
+    # 10 + 6 + 2 + 0.6 = 18.6 ms -> 45.1 ms (A done, B's first token); B decodes ctx 7: 12.7 ms.
+    assert r.finish_s[0] == pytest.approx(0.0451, abs=1e-12)
+    assert r.tbt_max_s[0] == pytest.approx(0.0186, abs=1e-12)  # the prefill stalled A's decode
+    assert r.dispatch_s[1] == pytest.approx(0.02, abs=1e-12)
+    assert r.admit_s[1] == pytest.approx(0.0265, abs=1e-12)
+    assert r.first_token_s[1] == pytest.approx(0.0451, abs=1e-12)
+    assert r.finish_s[1] == pytest.approx(0.0578, abs=1e-12)
+    assert r.summary()["latency"]["mean"] == pytest.approx((0.0451 + 0.0568) / 2, abs=1e-12)
+
+
+def test_co_scheduled_prefills_by_hand():
+    # both at t = 0: prefill [4, 6] = 20 ms; decode ctx 5 + 7 = 12: 10 + 4 + 1.2 = 15.2 ms.
+    wl = workload_from_arrays([0.0, 0.0], [4, 6], [2, 2])
+    r = simulate(wl, make_heuristic("rr"), _cfg())
+    np.testing.assert_allclose(r.first_token_s, [0.02, 0.02], atol=1e-12)
+    np.testing.assert_allclose(r.finish_s, [0.0352, 0.0352], atol=1e-12)
+    assert r.peak_kv_tokens.tolist() == [4 + 2 + 6 + 2]
+
+
+def test_preemption_by_recomputation_by_hand():
+    # budget 10: A and B (p=4, d=4) both admitted (KV 5 + 5); next iteration needs 12 > 10, so B
+    # (admitted last) is preempted, A finishes alone, then B re-prefills 4 + 1 tokens and resumes.
+    wl = workload_from_arrays([0.0, 0.0], [4, 4], [4, 4])
+    r = simulate(wl, make_heuristic("rr"), _cfg(kv_budget_tokens=10))
+    assert r.preempted.tolist() == [0, 1]
+    assert r.generated_tokens.tolist() == [4, 4]  # no token emitted twice
+    # A: 18, +12.5, +12.6, +12.7 ms -> 55.8 ms; B: prefill [5] 15 ms -> 70.8, +12.6, +12.7
+    assert r.finish_s[0] == pytest.approx(0.0558, abs=1e-12)
+    assert r.first_token_s[1] == pytest.approx(0.018, abs=1e-12)
+    assert r.finish_s[1] == pytest.approx(0.0961, abs=1e-12)
+    assert r.peak_kv_tokens.tolist() == [10]
+
+
+def _random_workload(seed: int, n: int = 300):
+    rng = np.random.default_rng(seed)
+    arr = np.sort(rng.uniform(0, 8.0, n))
+    return workload_from_arrays(arr, rng.integers(1, 600, n), rng.integers(1, 200, n),
+                                rng.integers(0, 2, n), task_names=("a", "b"))
+
+
+@pytest.mark.parametrize("router", ["rr", "jsq", "minmin", "maxcap", "heuristic"])
+def test_conservation_and_kv_budget_under_pressure(router):
+    wl = _random_workload(1)
+    cfg = ClusterConfig(n_instances=3, kv_budget_tokens=1200, max_batch=16,
+                        max_prefill_tokens=1024, epoch_s=0.02)
+    r = simulate(wl, make_heuristic(router), cfg)
+    n = len(wl)
+    assert r.completed == n
+    assert np.array_equal(r.generated_tokens, wl.output_tokens)  # each token exactly once
+    assert np.all(r.peak_kv_tokens <= cfg.kv_budget_tokens)
+    assert r.preempted.sum() > 0  # the budget is tight enough to preempt ...
+    assert np.all(np.isfinite(r.finish_s[r.preempted > 0]))  # ... and preempted requests resume
+    assert np.all(r.dispatch_s >= r.arrival_s - 1e-12)
+    assert np.all(r.admit_s >= r.dispatch_s - 1e-12)
+    assert np.all(r.first_token_s > r.admit_s)
+    assert np.all(r.finish_s >= r.first_token_s)
+    assert set(np.unique(r.instance)) <= set(range(3))
+
+
+def test_every_request_finishes_exactly_once():
+    from lbtheory.intelligent import ClusterSim, run_router
+
+    wl = _random_workload(2, 200)
+    sim = ClusterSim(wl, ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8))
+    run_router(sim, make_heuristic("jsq"))
+    assert sorted(sim.completed_log) == list(range(len(wl)))
+
+
+def test_kv_budget_recomputed_independently_from_the_iteration_log():
+    # Rebuild every request's context from the log alone (its prompt + tokens emitted so far,
+    # zero while preempted) and check the budget, one token per scheduled request per iteration,
+    # and non-overlapping iterations per instance.
+    from lbtheory.intelligent import ClusterSim, run_router
+
+    wl = _random_workload(3, 150)
+    cfg = ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8)
+    sim = ClusterSim(wl, cfg, record=True)
+    run_router(sim, make_heuristic("rr"))
+    emitted = np.zeros(len(wl), dtype=int)
+    last_end = [0.0, 0.0]
+    preemptions = 0
+    batch_before: dict[int, set] = {0: set(), 1: set()}
+    for m, start, end, reqs in sim.iterations_log:
+        assert start >= last_end[m] - 1e-12
+        last_end[m] = end
+        emitted[list(reqs)] += 1
+        kv = sum(int(wl.prompt_tokens[v]) + emitted[v] for v in reqs)
+        assert kv <= cfg.kv_budget_tokens
+        dropped = {v for v in batch_before[m] if emitted[v] < wl.output_tokens[v]} - set(reqs)
+        preemptions += len(dropped)  # left the batch unfinished: preempted
+        batch_before[m] = set(reqs)
+    np.testing.assert_array_equal(emitted, wl.output_tokens)
+    assert preemptions == sim.preemptions > 0
+
+
+def test_deterministic_and_seeded():
+    tr1 = trace_from_arrays(np.arange(50) * 0.1, np.arange(1, 51) * 7, np.arange(50) % 9 + 1)
+    tr2 = trace_from_arrays(np.arange(40) * 0.3, np.arange(1, 41) * 11, np.arange(40) % 5 + 3)
+    a = mix_traces([tr1, tr2], n_requests=60, seed=3, rate_rps=10.0)
+    b = mix_traces([tr1, tr2], n_requests=60, seed=3, rate_rps=10.0)
+    c = mix_traces([tr1, tr2], n_requests=60, seed=4, rate_rps=10.0)
+    assert np.array_equal(a.arrival_s, b.arrival_s) and np.array_equal(a.task, b.task)
+    assert not np.array_equal(a.arrival_s, c.arrival_s)
+    assert set(np.unique(a.task)) == {0, 1}
+    r1 = simulate(a, make_heuristic("minmin"), _cfg(n_instances=2))
+    r2 = simulate(b, make_heuristic("minmin"), _cfg(n_instances=2))
+    np.testing.assert_array_equal(r1.finish_s, r2.finish_s)
+    assert r1.summary() == r2.summary()
+
+
+def test_trace_timestamps_mode_merges_in_time_order():
+    tr1 = trace_from_arrays([0.0, 1.0, 2.0], [5, 5, 5], [1, 1, 1])
+    tr2 = trace_from_arrays([0.5, 1.5], [9, 9], [2, 2])
+    w = mix_traces([tr1, tr2], n_requests=4, seed=0)
+    np.testing.assert_allclose(w.arrival_s, [0.0, 0.0, 1.0, 1.0])  # each trace starts at 0
+    assert w.task.tolist() == [0, 1, 0, 1]
+
+
+def test_zero_output_counts_as_one_token():
+    w = workload_from_arrays([0.0], [3], [0])
+    assert w.output_tokens.tolist() == [1]
+
+
+def test_bad_inputs_are_typed_errors():
+    with pytest.raises(ModelError, match="n_instances"):
+        ClusterConfig(n_instances=0)
+    with pytest.raises(ModelError, match="kv_budget_tokens = 10 is smaller than request 0"):
+        simulate(workload_from_arrays([0.0], [8], [5]), make_heuristic("rr"),
+                 _cfg(kv_budget_tokens=10))
+    with pytest.raises(DataFormatError, match="output_tokens"):
+        workload_from_arrays([0.0], [3], [-1])
+    with pytest.raises(ModelError, match="unknown router 'foo'"):
+        make_heuristic("foo")
+    with pytest.raises(LBTheoryError, match="epoch_s"):
+        ClusterConfig(epoch_s=0.0)
+
+
+def test_fit_recovers_known_slopes():
+    true = IterationTimeModel(0.012, 1.5e-4, 6e-9, 2e-4, 4e-7)
+    rng = np.random.default_rng(0)
+    n = 400
+    q = rng.integers(0, 4000, n) * (rng.random(n) < 0.5)
+    nd = rng.integers(0, 64, n)
+    ctx = nd * rng.integers(100, 1500, n)
+    t = np.array([true.iteration_time([a] if a else [], b, c) for a, b, c in zip(q, nd, ctx)])
+    exact = fit_iteration_model(q, q.astype(float) ** 2, nd, ctx, t)
+    np.testing.assert_allclose(exact.coefficients(), true.coefficients(), rtol=1e-6)
+    noisy = fit_iteration_model(q, q.astype(float) ** 2, nd, ctx,
+                                t * (1 + 0.01 * rng.standard_normal(n)))
+    np.testing.assert_allclose(noisy.coefficients()[[0, 1, 3, 4]],
+                               true.coefficients()[[0, 1, 3, 4]], rtol=0.15)
+
+
+def test_fit_refuses_degenerate_samples():
+    z = np.zeros(10)
+    with pytest.raises(ModelError, match="rank"):
+        fit_iteration_model(z, z, np.arange(10), np.arange(10) * 100, 0.01 + 0.001 * np.arange(10))
+    with pytest.raises(ModelError, match="time_s has 3 samples"):
+        fit_iteration_model(z, z, z, z, np.ones(3))
+
+
+def test_shortest_prompt_first_admission_by_hand():
+    # one slot per iteration; A (50 tokens), B (5), C (20) all at t = 0, one output token each.
+    wl = workload_from_arrays([0.0, 0.0, 0.0], [50, 5, 20], [1, 1, 1])
+    fcfs = simulate(wl, make_heuristic("rr"), _cfg(max_batch=1))
+    spf = simulate(wl, make_heuristic("rr"), _cfg(max_batch=1, admission="spf"))
+    # FCFS: A 60 ms, B +15 ms, C +30 ms; SPF: B 15 ms, C +30 ms, A +60 ms
+    np.testing.assert_allclose(fcfs.finish_s, [0.06, 0.075, 0.105], atol=1e-12)
+    np.testing.assert_allclose(spf.finish_s, [0.105, 0.015, 0.045], atol=1e-12)
+    with pytest.raises(ModelError, match="admission"):
+        _cfg(admission="lifo")

@@ -1,0 +1,133 @@
+"""`lbtheory simulate`: the JSON contract, same arrivals across policies, typed errors, plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from lbtheory.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sim_two_cells.yaml"
+POLICY_KEYS = {"requests", "completed", "errors", "in_flight", "error_rate", "latency",
+               "per_cell", "events", "wall_seconds"}
+
+
+def run_json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
+    png = tmp_path / "sim.png"
+    out = run_json(capsys, "simulate", str(EXAMPLE), "--policy", "rand,jsq", "--duration", "100",
+                   "--seed", "3", "--json", "--plot", str(png))
+    assert set(out) == {"scenario", "policies"} and out["scenario"] == "sim_two_cells"
+    assert list(out["policies"]) == ["rand", "jsq"]
+    reqs = set()
+    for pol in out["policies"].values():
+        assert set(pol) == POLICY_KEYS
+        assert set(pol["latency"]) == {"mean", "p50", "p90", "p99"}
+        assert pol["requests"] == pol["completed"] + pol["errors"] + pol["in_flight"]
+        assert pol["latency"]["p50"] <= pol["latency"]["p90"] <= pol["latency"]["p99"]
+        # serving alone takes ≥ E-min tokens: 17 prefill·0.25 ms + 5 decode·25 ms > 0.12 s
+        assert pol["latency"]["p50"] > 0.12
+        assert [c["name"] for c in pol["per_cell"]] == ["near", "far"]
+        assert sum(c["routed"] for c in pol["per_cell"]) == pol["requests"]
+        reqs.add(pol["requests"])
+    assert len(reqs) == 1                       # each policy saw the same arrivals
+    assert png.stat().st_size > 10_000
+
+
+def test_appendix_b_cli_is_deterministic(capsys):
+    argv = ["simulate", "--appendix-b", "5", "--cells", "3", "--duration", "8", "--policy",
+            "flow-lat,p2c", "--json"]
+    a, b = run_json(capsys, *argv), run_json(capsys, *argv)
+    for pol in ("flow-lat", "p2c"):
+        a["policies"][pol].pop("wall_seconds")
+        b["policies"][pol].pop("wall_seconds")
+    assert a == b
+    assert len(a["policies"]["p2c"]["per_cell"]) == 3
+
+
+def _bad(capsys, tmp_path, argv, match):
+    png = tmp_path / "never.png"
+    assert main([*argv, "--plot", str(png)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and match in err[0], err
+    assert not png.exists()
+
+
+def _scenario_file(tmp_path, edit):
+    data = yaml.safe_load(EXAMPLE.read_text())
+    edit(data)
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+def test_bad_input_is_one_error_line_and_nothing_written(capsys, tmp_path):
+    _bad(capsys, tmp_path, ["simulate", str(EXAMPLE), "--policy", "rand,fastest"],
+         "unknown policy 'fastest'")
+    _bad(capsys, tmp_path, ["simulate", str(EXAMPLE), "--duration", "30"],  # burst to 60 s
+         "bursts[0].end_s: 60 s is outside the horizon")
+    _bad(capsys, tmp_path, ["simulate", str(EXAMPLE), "--duration", "nan"], "--duration")
+
+    def no_servers(d):
+        d["cells"][1]["replicas"] = 0
+    _bad(capsys, tmp_path, ["simulate", _scenario_file(tmp_path, no_servers)],
+         "replicas must be an integer")
+
+    def negative_time(d):
+        d["simulation"]["server"]["decode_s_per_token"] = -0.025
+    _bad(capsys, tmp_path, ["simulate", _scenario_file(tmp_path, negative_time)],
+         "simulation.server.decode_s_per_token: expected a positive number")
+
+    def nan_time(d):
+        d["simulation"]["probe_period_s"] = float("nan")
+    _bad(capsys, tmp_path, ["simulate", _scenario_file(tmp_path, nan_time)],
+         "simulation.probe_period_s: expected a finite number")
+
+    def stranded(d):
+        d["arcs"] = [a for a in d["arcs"] if a["from"] != "near"]
+    _bad(capsys, tmp_path, ["simulate", _scenario_file(tmp_path, stranded)],
+         "no outgoing arc")
+    _bad(capsys, tmp_path, ["simulate"], "exactly one of a SCENARIO file or --appendix-b")
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = capsys.readouterr().out
+    assert "default: 60.0" in text and "flow-grad" in text and "disc-rif" in text
+
+
+def test_text_output_lists_each_policy(capsys):
+    assert main(["simulate", str(EXAMPLE), "--policy", "rr,mnlb", "--duration", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("scenario sim_two_cells: 2 cells")
+    assert [ln.split()[0] for ln in lines[2:]] == ["rr", "mnlb"]
+    assert np.isfinite([float(x) for x in lines[2].split()[1:5]]).all()
+
+
+def test_trace_replay_and_normalised_output(capsys):
+    import csv
+    import datetime as dt
+
+    trace = EXAMPLE.parents[0] / "traces" / "AzureLLMInferenceTrace_conv.csv"
+    with trace.open() as fh:
+        rows = list(csv.DictReader(fh))
+    stamps = [dt.datetime.fromisoformat(r["TIMESTAMP"][:26]) for r in rows]
+    within = sum((s - stamps[0]).total_seconds() < 100.0 for s in stamps)
+    out = run_json(capsys, "simulate", str(EXAMPLE), "--policy", "rand", "--duration", "100",
+                   "--trace", str(trace), "--json")
+    assert out["policies"]["rand"]["requests"] == within
+    assert main(["simulate", str(EXAMPLE), "--policy", "rand,jsq", "--duration", "100",
+                 "--trace", str(trace), "--normalise"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "mean/rand" in lines[1] and lines[2].split()[-2:] == ["1.000", "1.000"]
+    assert main(["simulate", str(EXAMPLE), "--policy", "jsq", "--normalise"]) == 2
+    assert "add 'rand' to --policy" in capsys.readouterr().err
