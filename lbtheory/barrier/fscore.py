@@ -29,8 +29,8 @@ from .._checks import check_real
 from ..errors import ModelError
 
 __all__ = [
-    "fscore_br0", "discount_vector", "fscore_horizon", "score_peak", "expected_contribution",
-    "projected_loads", "projected_margins", "subset_table", "best_subset",
+    "fscore_br0", "discount_vector", "fscore_horizon", "fscore_profile", "score_peak",
+    "expected_contribution", "projected_loads", "projected_margins", "subset_table", "best_subset",
 ]
 
 
@@ -79,12 +79,30 @@ def fscore_horizon(delta_s: float | np.ndarray, margins_h: np.ndarray, discount:
         alpha: reward weight ``α``.
         beta: overflow penalty ``β``.
     """
+    x = np.asarray(delta_s, dtype=float)
+    out = fscore_profile(x[..., None] * np.ones(np.shape(discount)), margins_h, discount,
+                         alpha, beta)
+    return float(out) if np.ndim(delta_s) == 0 else out
+
+
+def fscore_profile(load_h: np.ndarray, margins_h: np.ndarray, discount: np.ndarray,
+                   alpha: float, beta: float) -> np.ndarray:
+    """BR-H score of a per-step added load ``x_h``: ``α xᵀd − β (x − m_g)_+ᵀ d``.
+
+    :func:`fscore_horizon` is the case ``x_h = Δ_s`` for every ``h``; [R] the projected reading
+    (THEORY §9.4) uses ``x_h = Σ_{i∈Q} (s_i + h) 1[h < ĉ_i]`` (tokens).
+
+    Args:
+        load_h: added load per offset ``h = 0..H`` (tokens), shape ``(..., H+1)``.
+        margins_h: projected margins ``m_g(k+h)`` (tokens), shape ``(H+1,)``.
+        discount: ``d`` from :func:`discount_vector`.
+        alpha: reward weight ``α``.
+        beta: overflow penalty ``β``.
+    """
     m = np.asarray(margins_h, dtype=float)
     d = np.asarray(discount, dtype=float)
-    x = np.asarray(delta_s, dtype=float)
-    over = np.maximum(x[..., None] - m, 0.0) @ d
-    out = alpha * d.sum() * x - beta * over
-    return float(out) if np.ndim(delta_s) == 0 else out
+    x = np.asarray(load_h, dtype=float)
+    return alpha * (x @ d) - beta * (np.maximum(x - m, 0.0) @ d)
 
 
 def score_peak(margins_h: np.ndarray, discount: np.ndarray, alpha: float, beta: float) -> float:

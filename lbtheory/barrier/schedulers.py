@@ -18,7 +18,10 @@ Per tick, with ``cap[g]`` free slots and ``S_tot = Σ cap``:
 
 BR-H replaces the single-step margins with projected margins over ``H`` steps (built [R] from the
 predictor's ``ĉ_i``, see :mod:`lbtheory.barrier.fscore`); with ``H = 0, α = 1, β = G`` it makes
-exactly the decisions of BR-0 (tested).
+exactly the decisions of BR-0 (tested). [R] The projection's readings are explicit options of
+:func:`brh` (:class:`MarginSource`, :class:`OwnLoad`, :class:`Lifetime`; defaults = the seed's
+formula); ``OwnLoad.PROJECTED`` scores each candidate set by its per-step load profile (the pool is
+then scanned exhaustively instead of by the score peak). Ablation: THEORY §9.4.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from .fscore import (
     expected_contribution,
     fscore_br0,
     fscore_horizon,
+    fscore_profile,
     projected_loads,
     projected_margins,
     score_peak,
@@ -47,7 +51,8 @@ from .fscore import (
 )
 from .protocol import ClusterView, Router
 
-__all__ = ["BRParams", "GuardScope", "br0", "brh", "allocate"]
+__all__ = ["BRParams", "GuardScope", "MarginSource", "OwnLoad", "Lifetime", "br0", "brh",
+           "allocate"]
 
 
 class GuardScope(enum.StrEnum):
@@ -57,6 +62,34 @@ class GuardScope(enum.StrEnum):
     CANDIDATES = "candidates"
     #: Over the whole pool, as Stage 1 does.
     POOL = "pool"
+
+
+class MarginSource(enum.StrEnum):
+    """[R] Which requests the BR-H projected margins count (ablation piece (a), issue 14)."""
+
+    #: Running requests plus those already placed earlier in this tick (the default).
+    PLACED = "placed"
+    #: Running requests only: placements within the tick do not move the margins.
+    RUNNING = "running"
+
+
+class OwnLoad(enum.StrEnum):
+    """[R] The candidate set's own load in the BR-H score (ablation piece (b), issue 14)."""
+
+    #: ``Δ_s(Q)`` at every offset ``h`` (the default; the seed's formula).
+    CONSTANT = "constant"
+    #: ``Σ_{i∈Q} (s_i + h) 1[h < ĉ_i]``: grows while the request runs, 0 after it ends.
+    PROJECTED = "projected"
+
+
+class Lifetime(enum.StrEnum):
+    """[R] How a request's lifetime ``ĉ_i`` maps to offsets it counts at (ablation piece (c))."""
+
+    #: ``h < max(ĉ_i, 1)`` with ``ĉ_i ≤ H``: a request outliving the horizon drops out at ``h = H``.
+    CLAMPED = "clamped"
+    #: A request predicted to outlive the horizon counts at every ``h = 0..H``; the Oracle's known
+    #: finishing step is then counted exactly (``h < r_i``).
+    EXACT = "exact"
 
 
 @dataclass(frozen=True)
@@ -106,7 +139,7 @@ class _BR0Scorer:
     def peak(self, g: int) -> float:
         return float(self.M - self.load[g]) if self.G >= 2 else float("inf")
 
-    def add(self, g: int, delta: int) -> None:
+    def add(self, g: int, delta: int, positions: list[int] | None = None) -> None:
         self.load[g] += delta
         if self.load[g] > self.M:
             self.M = self.load[g]
@@ -115,10 +148,14 @@ class _BR0Scorer:
 class _HorizonScorer:
     """Projected margins ``(G, H+1)`` and the horizon score."""
 
-    def __init__(self, loads_h: np.ndarray, d: np.ndarray, alpha: float, beta: float) -> None:
+    by_item = False
+
+    def __init__(self, loads_h: np.ndarray, d: np.ndarray, alpha: float, beta: float,
+                 update: bool = True) -> None:
         self.Lh = loads_h
         self.d, self.alpha, self.beta = d, alpha, beta
         self.load = loads_h[:, 0].tolist()
+        self.update = update
         self._m: np.ndarray | None = None
 
     def _margins(self) -> np.ndarray:
@@ -133,10 +170,32 @@ class _HorizonScorer:
     def peak(self, g: int) -> float:
         return score_peak(self._margins()[g], self.d, self.alpha, self.beta)
 
-    def add(self, g: int, delta: int) -> None:
-        self.Lh[g] += delta
-        self.load[g] = float(self.Lh[g, 0])
-        self._m = None
+    def add(self, g: int, delta: int, positions: list[int] | None = None) -> None:
+        self.load[g] += delta
+        if self.update:
+            self.Lh[g] += delta
+            self._m = None
+
+
+class _ProfileScorer(_HorizonScorer):
+    """Horizon score of the candidates' projected per-step loads ``(P, H+1)`` (by pool position)."""
+
+    by_item = True
+
+    def __init__(self, loads_h: np.ndarray, d: np.ndarray, alpha: float, beta: float,
+                 profiles: np.ndarray, update: bool = True) -> None:
+        super().__init__(loads_h, d, alpha, beta, update)
+        self.prof = profiles
+
+    def f_items(self, g: int, sets: list[list[int]]) -> list[float]:
+        x = np.stack([self.prof[q].sum(axis=0) for q in sets])
+        return fscore_profile(x, self._margins()[g], self.d, self.alpha, self.beta).tolist()
+
+    def add(self, g: int, delta: int, positions: list[int] | None = None) -> None:
+        self.load[g] += delta
+        if self.update and positions:
+            self.Lh[g] += self.prof[positions].sum(axis=0)
+            self._m = None
 
 
 def _best_single(ps: list[int], scorer: Any, g: int) -> int:
@@ -173,6 +232,7 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
     pool = _Pool(view)
     out_pos: list[int] = []
     out_g: list[int] = []
+    by_item = getattr(scorer, "by_item", False)
 
     def assign(g: int, j: int) -> int:
         p, s = pool.take(j)
@@ -181,23 +241,34 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
         cap[g] -= 1
         return s
 
+    def single(g: int) -> int:
+        if not by_item:
+            return _best_single(pool.ps, scorer, g)
+        f = scorer.f_items(g, [[p] for p in pool.pos])
+        return max(range(len(f)), key=lambda j: (f[j], j))
+
+    def f_one(g: int, j: int) -> float:
+        return scorer.f_items(g, [[pool.pos[j]]])[0] if by_item else \
+            scorer.f_many(g, [pool.ps[j]])[0]
+
     if params.max_wait is not None and view.pool_wait.size and \
             int(view.pool_wait.max()) >= params.max_wait:
         for p in np.flatnonzero(view.pool_wait >= params.max_wait).tolist():
             if s_tot == 0:
                 break
-            s = int(view.pool_prompt[p])
+            j = pool.pos.index(p)
             best_g = max((g for g in range(G) if cap[g] > 0),
-                         key=lambda g: (scorer.f_many(g, [s])[0], cap[g], -scorer.load[g], -g))
-            scorer.add(best_g, assign(best_g, pool.pos.index(p)))
+                         key=lambda g: (f_one(g, j), cap[g], -scorer.load[g], -g))
+            scorer.add(best_g, assign(best_g, j), [p])
             s_tot -= 1
 
     heap = [(-cap[g], scorer.load[g], g) for g in range(G) if cap[g] > 0]
     heapq.heapify(heap)
     while s_tot > s_greedy and pool.ps and heap:  # Stage 1
         g = heapq.heappop(heap)[2]
-        j = _best_single(pool.ps, scorer, g)
-        scorer.add(g, assign(g, j))
+        j = single(g)
+        p = pool.pos[j]
+        scorer.add(g, assign(g, j), [p])
         s_tot -= 1
         if cap[g] > 0:
             heapq.heappush(heap, (-cap[g], scorer.load[g], g))
@@ -206,19 +277,27 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
         n = min(params.r_max, len(pool.ps))
         idx = list(range(len(pool.ps) - 1, len(pool.ps) - 1 - n, -1))  # longest first
         sizes = [pool.ps[j] for j in idx]
-        q, score = best_subset(sizes, min(cap[g], params.r_max),
-                               lambda ds, g=g: scorer.f_many(g, ds), tables[n])
+        if by_item:
+            subs = [q for q in tables[n] if len(q) <= min(cap[g], params.r_max)]
+            sc = scorer.f_items(g, [[pool.pos[idx[c]] for c in q] for q in subs])
+            b = max(range(len(subs)), key=lambda j: (sc[j], -j))  # first best, as best_subset
+            q, score = subs[b], sc[b]
+        else:
+            q, score = best_subset(sizes, min(cap[g], params.r_max),
+                                   lambda ds, g=g: scorer.f_many(g, ds), tables[n])
         chosen = [idx[c] for c in q]
         if score <= 0:  # starvation guard: best single request
             if params.guard_scope is GuardScope.POOL:
-                chosen = [_best_single(pool.ps, scorer, g)]
+                chosen = [single(g)]
             else:
-                singles = scorer.f_many(g, sizes)
+                singles = scorer.f_items(g, [[pool.pos[j]] for j in idx]) if by_item else \
+                    scorer.f_many(g, sizes)
                 chosen = [idx[max(range(n), key=lambda c: (singles[c], -c))]]
         delta = 0
+        placed = [pool.pos[j] for j in chosen]
         for j in sorted(chosen, reverse=True):
             delta += assign(g, j)
-        scorer.add(g, delta)
+        scorer.add(g, delta, placed)
         s_tot -= len(chosen)
         if cap[g] > 0:
             heapq.heappush(heap, (-cap[g], scorer.load[g], g))
@@ -248,7 +327,9 @@ class BRHState(NamedTuple):
 
 def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha: float = 1.0,
         beta: float | None = None, gate: float = 0.5, params: BRParams | None = None,
-        name: str = "brh") -> Router:
+        name: str = "brh", margins: MarginSource | str = MarginSource.PLACED,
+        own_load: OwnLoad | str = OwnLoad.CONSTANT,
+        lifetime: Lifetime | str = Lifetime.CLAMPED) -> Router:
     """BR-H: horizon F-score with projected margins from a remaining-length predictor.
 
     Args:
@@ -263,8 +344,24 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
         gate: confidence gate on ``p̂_fin``.
         params: two-stage settings.
         name: router name in results.
+        margins: [R] :class:`MarginSource` (ablation (a)): whether placements earlier in the
+            tick move the projected margins.
+        own_load: [R] :class:`OwnLoad` (ablation (b)): the candidates' load as ``Δ_s`` at every
+            offset or as their projected per-step load.
+        lifetime: [R] :class:`Lifetime` (ablation (c)): how ``ĉ_i`` maps to counted offsets.
+
+    Raises:
+        LBTheoryError: an unknown option value (names the parameter).
     """
     prm = params if params is not None else BRParams()
+    src = check_option(MarginSource, margins, "margins")
+    own = check_option(OwnLoad, own_load, "own_load")
+    life = check_option(Lifetime, lifetime, "lifetime")
+
+    def lifetimes(p_fin: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        # EXACT: a request outliving H has lifetime H + 1 (counts at every h = 0..H)
+        return expected_contribution(p_fin, mu, horizon + int(life is Lifetime.EXACT), gate)
+
     d = discount_vector(horizon, gamma)
     tables = [subset_table(n, prm.r_max) for n in range(prm.r_max + 1)]
 
@@ -280,10 +377,18 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
         ids = view.slot_ids[rows, cols]
         decoded = view.tick - view.slot_start[rows, cols]
         p_fin, mu = pred.predict(ids, decoded, horizon)
-        c_hat = expected_contribution(p_fin, mu, horizon, gate)
         base = view.slot_prompt[rows, cols] + decoded
-        lh = projected_loads(rows, base, c_hat, G, horizon)
-        scorer = _HorizonScorer(lh, d, alpha, float(G if beta is None else beta))
+        lh = projected_loads(rows, base, lifetimes(p_fin, mu), G, horizon)
+        b = float(G if beta is None else beta)
+        update = src is MarginSource.PLACED
+        if own is OwnLoad.PROJECTED:
+            P = view.pool_ids.size
+            pp, pmu = pred.predict(view.pool_ids, np.zeros(P, dtype=np.int64), horizon)
+            prof = projected_loads(np.arange(P), view.pool_prompt, lifetimes(pp, pmu), P,
+                                   horizon)
+            scorer: _HorizonScorer = _ProfileScorer(lh, d, alpha, b, prof, update)
+        else:
+            scorer = _HorizonScorer(lh, d, alpha, b, update)
         pos, reps = allocate(view, scorer, prm, tables)
         return pos, reps, state
 

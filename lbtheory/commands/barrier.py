@@ -21,7 +21,8 @@ DEFAULT_POLICIES = "random,rr,p2c,jsq,br0,brh-oracle,brh-survival"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory barrier``."""
     parser.add_argument("trace", help="CSV/JSONL trace (Azure TIMESTAMP,ContextTokens,"
-                                      "GeneratedTokens or arrival/prompt/output columns)")
+                                      "GeneratedTokens, arrival/prompt/output columns, or "
+                                      "Mooncake JSONL with hash_ids)")
     parser.add_argument("--replicas", "-G", type=int, default=8, help="decode replicas G")
     parser.add_argument("--policies", default=DEFAULT_POLICIES,
                         help=f"comma-separated, from: {', '.join(BARRIER_POLICIES)}")

@@ -10,7 +10,12 @@ Accepted column names (case-insensitive; the first match wins):
   either a number of seconds or an ISO-like date-time (``2023-11-16 18:17:03.9799600``);
 * prompt: ``ContextTokens``, ``prompt_tokens``, ``input_tokens``, ``prompt_len``;
 * output: ``GeneratedTokens``, ``output_tokens``, ``completion_tokens``, ``output_len``;
-* optional key: ``prompt_hash``, ``prompt_id``, ``hash``.
+* optional key: ``prompt_hash``, ``prompt_id``, ``hash``, ``hash_ids``.
+
+**Mooncake format** (JSONL with ``timestamp`` in **milliseconds**, ``input_length``,
+``output_length`` and ``hash_ids``, the list of the prompt's prefix-block hashes): recognised by
+its ``hash_ids`` field; the timestamps are converted to seconds and the prompt key is the joined
+block-hash list, so ExactMatch keys on the prompt's prefix hashes.
 
 Errors are :class:`~lbtheory.errors.DataFormatError` naming the file, the 1-based line (the CSV
 header is line 1) and the field. **Unsorted timestamps**: by default the reader sorts the requests
@@ -43,9 +48,10 @@ MAX_TOKENS: dict[str, int] = {"prompt_tokens": 10_000_000, "output_tokens": 1_00
 #: Accepted column names per field, lower-case.
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "arrival": ("timestamp", "arrival_time", "arrival_s", "arrival", "time"),
-    "prompt": ("contexttokens", "prompt_tokens", "input_tokens", "prompt_len"),
-    "output": ("generatedtokens", "output_tokens", "completion_tokens", "output_len"),
-    "key": ("prompt_hash", "prompt_id", "hash"),
+    "prompt": ("contexttokens", "prompt_tokens", "input_tokens", "prompt_len", "input_length"),
+    "output": ("generatedtokens", "output_tokens", "completion_tokens", "output_len",
+               "output_length"),
+    "key": ("prompt_hash", "prompt_id", "hash", "hash_ids"),
 }
 
 
@@ -187,6 +193,17 @@ def _parse_count(value: Any, path: str, line: int, field: str) -> float:
                               field=field) from None
 
 
+def _hash_key(value: Any, path: str, line: int, field: str) -> str:
+    """Prompt key of a Mooncake record: its prefix-block hashes joined by ``-`` (``""`` if none)."""
+    if value is None:
+        return ""
+    if not isinstance(value, list) or not all(isinstance(h, int | str) and
+                                              not isinstance(h, bool) for h in value):
+        raise DataFormatError(f"{field} must be a list of block hashes (integers or strings), "
+                              f"got {value!r}", path=path, line=line, field=field)
+    return "-".join(str(h) for h in value)
+
+
 def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
     """Header names and (line, record) pairs of a CSV or JSONL file."""
     if path.is_dir():
@@ -252,6 +269,7 @@ def read_trace(path: str | os.PathLike, *,
                 f"(found {', '.join(names) or 'none'})", path=str(p), line=1, field=field)
         cols[field] = col
     key_col = _find_column(names, "key")
+    mooncake = key_col is not None and key_col.strip().lower() == "hash_ids"
     n = len(rows)
     t = np.empty(n)
     s = np.empty(n)
@@ -267,7 +285,10 @@ def read_trace(path: str | os.PathLike, *,
         s[j] = _parse_count(rec[cols["prompt"]], str(p), line, cols["prompt"])
         o[j] = _parse_count(rec[cols["output"]], str(p), line, cols["output"])
         lines[j] = line
-        if keys is not None:
+        if mooncake:
+            t[j] /= 1000.0  # Mooncake timestamps are milliseconds
+            keys.append(_hash_key(rec.get(key_col), str(p), line, key_col))
+        elif keys is not None:
             keys.append(str(rec.get(key_col, "")))
     return trace_from_arrays(t, s, o, prompt_key=keys, path=str(p), on_unsorted=on_unsorted,
                              lines=lines)
