@@ -316,15 +316,20 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
         affinity=_affinity(path, sim.get("affinity")))
 
 
+def _section(path: str, name: str, spec: Any, cls: type) -> Mapping[str, Any]:
+    """``spec`` as a mapping whose keys are fields of the dataclass ``cls``, else an error."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    if not isinstance(spec, Mapping) or set(spec) - fields:
+        raise _err(path, name, f"expected a mapping with fields from {sorted(fields)}, "
+                               f"got {spec!r}")
+    return spec
+
+
 def _affinity(path: str, spec: Any) -> Affinity | None:
     if spec is None:
         return None
-    fields = {f.name for f in dataclasses.fields(Affinity)}
-    if not isinstance(spec, Mapping) or set(spec) - fields:
-        raise _err(path, "affinity", f"expected a mapping with fields from {sorted(fields)}, "
-                                     f"got {spec!r}")
     kw: dict[str, Any] = {}
-    for k, v in spec.items():
+    for k, v in _section(path, "affinity", spec, Affinity).items():
         kw[k] = _num(path, f"affinity.{k}", v, positive=k == "active_sessions",
                      integer=k == "active_sessions")
         if k != "active_sessions" and kw[k] > 1:
@@ -335,12 +340,8 @@ def _affinity(path: str, spec: Any) -> Affinity | None:
 def _estimation(path: str, spec: Any) -> Estimation | None:
     if spec is None:
         return None
-    fields = {f.name for f in dataclasses.fields(Estimation)}
-    if not isinstance(spec, Mapping) or set(spec) - fields:
-        raise _err(path, "estimation", f"expected a mapping with fields from {sorted(fields)}, "
-                                       f"got {spec!r}")
     kw: dict[str, Any] = {}
-    for k, v in spec.items():
+    for k, v in _section(path, "estimation", spec, Estimation).items():
         if k == "family":
             if v not in ("softplus", "mm1"):
                 raise _err(path, "estimation.family", f"expected 'softplus' or 'mm1', got {v!r}")
