@@ -23,32 +23,25 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
+# Every experiment of experiments/*.py through the sweep runner (`lbtheory sweep`), on a local
+# Dask cluster (one worker process per core). Resumable: each finished cell is cached under
+# experiments/results/<name>/cells/, so an interrupted `make experiments` continues where it
+# stopped. SWEEP="--quick" runs the CI profile; SWEEP="--scheduler tcp://host:8786" a real cluster.
+SWEEP ?=
+
 experiments: $(STAMP)
-	@for f in experiments/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	OPENBLAS_NUM_THREADS=1 $(BIN)/lbtheory sweep --all --scheduler local $(SWEEP)
 
-# Figures only read results: each result file is made by its experiment when it is missing (an
-# existing result is never re-run; `make experiments` or deleting the file re-runs it).
-RES     := experiments/results
-RESULTS := $(RES)/poa_braess/poa_vs_demand.json $(RES)/balanceroute/horizon.json \
-           $(RES)/stability_chart/stability_chart.json $(RES)/fluid_six_policies/results.json
-
-$(RES)/poa_braess/poa_vs_demand.json: | $(STAMP)
-	$(BIN)/python experiments/poa_braess.py
-
-$(RES)/balanceroute/horizon.json: | $(STAMP)  # also writes scaling.json, load_traces.json
-	$(BIN)/python experiments/balanceroute.py
-
-$(RES)/stability_chart/stability_chart.json: | $(STAMP)
-	$(BIN)/python experiments/stability_chart.py
-
-$(RES)/fluid_six_policies/results.json: | $(STAMP)
-	$(BIN)/python experiments/fluid_six_policies.py
-
-figures: $(RESULTS) | $(STAMP)
+# Figures only read results: an experiment runs only when it has no results at all (no
+# experiments/results/<name>/sweep_<profile>.json); cached cells are never recomputed.
+figures: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/lbtheory sweep --all --if-missing --scheduler local $(SWEEP)
 	@for f in paper_figures/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; OPENBLAS_NUM_THREADS=1 $(BIN)/python $$f || exit 1; done
 
+# keeps the committed experiments/results/claims.md
 clean:
-	rm -rf out paper_figures/out experiments/results .pytest_cache .ruff_cache
+	rm -rf out paper_figures/out .pytest_cache .ruff_cache
+	if [ -d experiments/results ]; then find experiments/results -mindepth 1 -maxdepth 1 ! -name claims.md -exec rm -rf {} +; fi

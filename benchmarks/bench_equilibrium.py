@@ -1,17 +1,22 @@
-"""Benchmark: CVXPY equilibria of full-mesh cell networks vs baselines measured in the same run.
+"""Benchmark: cell-network equilibria, the default dual Newton route vs the CVXPY program,
+measured in the same run (issue 13, part 3).
 
-For n = 10, 100, 300 cells (full mesh, MM1 and softplus service models) and the system optimum
-(gradient cost) and Wardrop equilibrium (latency cost):
+For full-mesh networks of n cells (M/M/1 cells, ``lbtheory.instances.full_mesh``, seed 0) and
+the three programs (Wardrop = latency cost, system optimum = gradient cost, RIF):
 
-* lbtheory: build + solve (first call, includes CVXPY's DPP compilation) and DPP re-solve with new
-  arrival rates; the Definition-1 residual reached;
-* baseline 1: scipy ``minimize`` (SLSQP, analytic gradient) on the same potential, arc-flow form
-  (only where it has ≤ 2,000 variables: SLSQP is dense);
-* baseline 2: bi-conjugate Frank–Wolfe (``lbtheory.games.frank_wolfe``) on the equivalent routing
-  game: time to relative gap 1e-3 and 1e-5 (or the gap reached within its time limit).
+* cold: build + solve, from the network object (``EquilibriumProblem(net, cost).solve()``);
+* re-solve: the same problem object after a demand change (arrival rates × 1.02, × 0.98, ...),
+  i.e. the warm start;
+* the Definition-1 residual of every answer, and the route that produced it.
 
-Usage:  OPENBLAS_NUM_THREADS=1 python benchmarks/bench_equilibrium.py [--quick] [--repeat R]
-Prints one line per case and a markdown table (medians and ratios).
+Routes: ``dual`` = the default (``solver=None``: dual Newton continuation + KKT polish, CVXPY
+only as fallback); ``cvxpy`` = the CVXPY program with Clarabel (``solver="CLARABEL"``), the
+previous default, run where ``--cvxpy-max-n`` allows (n = 300 takes minutes for RIF).
+Ratios are cvxpy / dual of medians in this run.
+
+Usage:  OPENBLAS_NUM_THREADS=1 python benchmarks/bench_equilibrium.py [--sizes 100 300 1000]
+        [--repeat R] [--cvxpy-max-n 300]
+Prints one line per case and a markdown table.
 """
 
 from __future__ import annotations
@@ -24,141 +29,73 @@ import warnings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from scipy.optimize import minimize  # noqa: E402
 
-from lbtheory.costs import CostKind, flow_cost, flow_potential  # noqa: E402
 from lbtheory.equilibrium import EquilibriumProblem  # noqa: E402
+from lbtheory.errors import SolverError  # noqa: E402
 from lbtheory.instances import full_mesh  # noqa: E402
-from lbtheory.stats import median_wall_time  # noqa: E402
+
+COSTS = {"latency": "Wardrop", "gradient": "system optimum", "rif": "RIF"}
 
 
-def bench_lbtheory(net, cost: str, repeat: int) -> dict:
-    def build_solve():
-        prob = EquilibriumProblem(net, cost)
-        return prob, prob.solve()
-
-    t_first, (prob, res) = median_wall_time(build_solve, repeat)
-    scales = iter(np.linspace(0.8, 1.0, 3 * repeat + 3))
-    t_re, res2 = median_wall_time(
-        lambda: prob.solve(arrival_rates=net.arrival_rates * next(scales)), max(3, repeat))
-    return {"first_s": t_first, "resolve_s": t_re, "residual": max(res.residual, res2.residual),
-            "tlr": res.total_latency_rate}
-
-
-def bench_slsqp(net, cost: str) -> dict | None:
-    src, dst = net.arc_pairs
-    if len(src) > 2000:
-        return None
-    kind = CostKind.parse(cost)
-    lam = net.arrival_rates
-    g = 2.0 * net.delays[src, dst]
-
-    def psi(f):
-        z = np.bincount(dst, f, net.n)
-        if np.any(z >= net.max_rates):
-            return 1e12
-        return float(sum(flow_potential(kind, net.services[j], z[j]) for j in range(net.n))
-                     + g @ f)
-
-    def grad(f):
-        z = np.minimum(np.bincount(dst, f, net.n), net.max_rates * (1 - 1e-12))
-        fc = np.array([float(flow_cost(kind, net.services[j], z[j])) for j in range(net.n)])
-        return fc[dst] + g
-
-    # start: proportional to capacity (feasible at the generator's utilisation)
-    share = net.max_rates[dst] * net.adjacency[src, dst]
-    f0 = lam[src] * share / np.bincount(src, share, net.n)[src]
-    cons = [{"type": "eq", "fun": (lambda f, i=i: f[src == i].sum() - lam[i]),
-             "jac": (lambda f, i=i: (src == i).astype(float))} for i in range(net.n)]
-    t = time.perf_counter()
-    res = minimize(psi, f0, jac=grad, constraints=cons, bounds=[(0, None)] * len(src),
-                   method="SLSQP", options={"ftol": 1e-12, "maxiter": 2000})
-    elapsed = time.perf_counter() - t
-    z = np.bincount(dst, res.x, net.n)
-    return {"time_s": elapsed, "success": bool(res.success), "tlr_z": z}
-
-
-def bench_fw(net, cost: str, time_limit: float) -> dict | None:
-    try:
-        from lbtheory.games import frank_wolfe, to_routing_game
-    except ImportError:  # pragma: no cover
-        return None
-    game = to_routing_game(net, cost=cost)
-    # feasible start (the free-flow all-or-nothing start overloads cells): capacity-proportional
-    # split, utilisation = Λ/Σμ̄ < 1 in every cell of a full mesh. Game arcs: the network's arcs
-    # of sources with arrivals, then one congestion arc per cell (to_routing_game's layout).
-    lam = net.arrival_rates
-    srcs = np.flatnonzero(lam > 0)
-    share = net.max_rates / net.max_rates.sum()
-    start = np.zeros((len(srcs), game.n_arcs))
-    k_of = {int(i): k for k, i in enumerate(srcs)}
-    a_idx = 0
-    for a in net.arcs:
-        i, j = net.index(a.source), net.index(a.target)
-        if lam[i] > 0:
-            start[k_of[i], a_idx] = lam[i] * share[j]
-            start[k_of[i], game.n_arcs - net.n + j] += lam[i] * share[j]
-            a_idx += 1
-    t = time.perf_counter()
-    _res, trace = frank_wolfe(game, objective="wardrop", method="bfw", tol=1e-5,
-                              time_limit=time_limit, start=start)
-    total = time.perf_counter() - t
-    secs, gaps = np.asarray(trace.seconds), np.asarray(trace.relative_gap)
-
-    def first(th):
-        hit = np.flatnonzero(gaps <= th)
-        return float(secs[hit[0]]) if len(hit) else None
-
-    return {"t_1e-3": first(1e-3), "t_1e-5": first(1e-5), "best_gap": float(gaps.min()),
-            "total_s": total}
+def bench(n: int, cost: str, solver: str | None, repeat: int) -> dict:
+    """Median cold (build + solve) and warm re-solve times (s), worst residual, route."""
+    cold, warm, resid, routes = [], [], [], set()
+    for _ in range(repeat):
+        net = full_mesh(n, seed=0)
+        t = time.perf_counter()
+        try:
+            prob = EquilibriumProblem(net, cost, solver=solver)
+            res = prob.solve()
+        except SolverError as exc:
+            return {"error": str(exc)[:120]}
+        cold.append(time.perf_counter() - t)
+        resid.append(res.residual)
+        routes.add(res.solver)
+        for scale in (1.02, 0.98, 1.01):
+            t = time.perf_counter()
+            try:
+                res = prob.solve(arrival_rates=net.arrival_rates * scale)
+            except SolverError as exc:
+                return {"cold_s": cold[-1], "error": "re-solve: " + str(exc)[:100]}
+            warm.append(time.perf_counter() - t)
+            resid.append(res.residual)
+            routes.add(res.solver)
+    return {"cold_s": float(np.median(cold)), "warm_s": float(np.median(warm)),
+            "residual": float(max(resid)), "route": "+".join(sorted(routes))}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="n = 10, 100 only")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--fw-time", type=float, default=20.0, help="Frank–Wolfe time limit (s)")
-    ap.add_argument("--softplus-max-n", type=int, default=300,
-                    help="skip softplus networks larger than this")
-    ap.add_argument("--softplus-300", action="store_true",
-                    help="also run softplus at n = 300 (several minutes)")
+    ap.add_argument("--cvxpy-max-n", type=int, default=300)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    sizes = {"mm1": (10, 100) if args.quick else (10, 100, 300),
-             "softplus": (10, 100) if args.quick or not args.softplus_300 else (10, 100, 300)}
-    sizes["softplus"] = tuple(n for n in sizes["softplus"] if n <= args.softplus_max_n)
     rows = []
-    for family in ("mm1", "softplus"):
-        for n in sizes[family]:
-            net = full_mesh(n, seed=0, family=family)
-            for cost in ("gradient", "latency"):
-                rep = 1 if n >= 300 else args.repeat
-                lb = bench_lbtheory(net, cost, rep)
-                sq = bench_slsqp(net, cost)
-                fw = bench_fw(net, cost, args.fw_time)
-                row = {"family": family, "n": n, "cost": cost, **lb,
-                       "slsqp_s": None if sq is None else sq["time_s"],
-                       "fw": fw}
-                rows.append(row)
-                print(f"{family:8s} n={n:4d} {cost:8s} first {lb['first_s']:.3f}s "
-                      f"re-solve {lb['resolve_s']:.3f}s residual {lb['residual']:.1e}  "
-                      f"SLSQP {row['slsqp_s'] if sq is None else round(sq['time_s'], 3)}s  "
-                      f"FW {fw}", flush=True)
-    print("\n| model | n | program | build+solve (s) | DPP re-solve (s) | residual | "
-          "SLSQP (s) | SLSQP / lbtheory | BFW to 1e-3 (s) | BFW to 1e-5 (s) | BFW best gap |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        prog = "system optimum" if r["cost"] == "gradient" else "Wardrop"
-        sl = "—" if r["slsqp_s"] is None else f"{r['slsqp_s']:.3f}"
-        ratio = "—" if r["slsqp_s"] is None else f"{r['slsqp_s'] / r['first_s']:.1f}×"
-        fw = r["fw"] or {}
+    for n in args.sizes:
+        for cost in COSTS:
+            rep = args.repeat if n <= 100 else 1
+            d = bench(n, cost, None, rep)
+            c = bench(n, cost, "CLARABEL", rep) if n <= args.cvxpy_max_n else None
+            rows.append((n, cost, d, c))
+            print(f"n={n:5d} {cost:9s} dual {d}  cvxpy {c}", flush=True)
+    print("\n| n | program | dual cold (s) | dual re-solve (s) | dual residual | CVXPY cold (s) | "
+          "CVXPY re-solve (s) | CVXPY residual | cold ratio | re-solve ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, cost, d, c in rows:
+        def cell(r, key, fmt):
+            return "—" if r is None or key not in r else format(r[key], fmt)
 
-        def fmt(v):
-            return "not reached" if v is None else f"{v:.3f}"
-
-        print(f"| {r['family']} | {r['n']} | {prog} | {r['first_s']:.3f} | {r['resolve_s']:.3f} "
-              f"| {r['residual']:.1e} | {sl} | {ratio} | {fmt(fw.get('t_1e-3'))} | "
-              f"{fmt(fw.get('t_1e-5'))} | {fw.get('best_gap', float('nan')):.1e} |")
+        ratio = ratio_w = "—"
+        if c is not None and "cold_s" in c and "cold_s" in d:
+            ratio = f"{c['cold_s'] / d['cold_s']:.1f}×"
+        if c is not None and "warm_s" in c and "warm_s" in d:
+            ratio_w = f"{c['warm_s'] / d['warm_s']:.1f}×"
+        cerr = "" if c is None or "error" not in c else f" (failed: {c['error']})"
+        print(f"| {n} | {COSTS[cost]} | {cell(d, 'cold_s', '.3f')} | {cell(d, 'warm_s', '.3f')} "
+              f"| {cell(d, 'residual', '.1e')} | {cell(c, 'cold_s', '.3f')}{cerr} | "
+              f"{cell(c, 'warm_s', '.3f')} | {cell(c, 'residual', '.1e')} | {ratio} | "
+              f"{ratio_w} |")
 
 
 if __name__ == "__main__":

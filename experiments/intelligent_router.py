@@ -1,8 +1,12 @@
 """Intelligent Router (arXiv 2408.13510, THEORY §10): routers vs round robin; batching vs routing.
 
-Run:  .venv/bin/python experiments/intelligent_router.py [--quick]
+Run:  .venv/bin/lbtheory sweep intelligent-router [--quick]
+      (or .venv/bin/python experiments/intelligent_router.py [--quick])
 
-Writes ``experiments/results/intelligent_router/`` (atomically):
+Sweep cells (cached, resumable; see :mod:`lbtheory.sweep`): the batching-vs-routing study, each
+heuristic router on each evaluation seed, and each RL router (training + evaluation on every seed;
+its checkpoint files travel in the cell's result and are written by ``collect``). Writes
+``experiments/results/intelligent-router/`` (atomically):
 
 * ``latency.json`` — 4 instances, Azure code + conversation mix, Poisson 20 req/s (saturation), the
   true output lengths (oracle predictor): per router and evaluation seed the summary, and the paired
@@ -23,38 +27,147 @@ round robin there (``--quick``: 3 × 300 and 2 × 300). Nothing is tuned towards
 
 from __future__ import annotations
 
-import argparse
-import time
+import base64
+import sys
+import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from scipy import stats as sst
 
-from lbtheory.intelligent import (
-    ClusterConfig,
-    DQNConfig,
-    RoutingEnv,
-    decode_balancer,
-    greedy_rollout,
-    make_heuristic,
-    mix_traces,
-    save_checkpoint,
-    simulate,
-    size_partition,
-    train_dqn,
-    workload_from_arrays,
-)
-from lbtheory.io import run_manifest, write_json_atomic, write_text_atomic
-from lbtheory.workloads import read_trace
+from lbtheory.io import run_manifest, write_bytes_atomic, write_json_atomic, write_text_atomic
+from lbtheory.sweep import Experiment, script_main
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = [ROOT / "examples" / "traces" / f"AzureLLMInferenceTrace_{k}.csv"
           for k in ("code", "conv")]
-OUT = ROOT / "experiments" / "results" / "intelligent_router"
 HEURISTICS = ["rr", "jsq", "minmin", "maxcap", "heuristic"]
 RL = [("rl", "hurl"), ("wa-rl", "hurl"), ("wg-rl", "hurl"), ("wg-rl", "literal")]
 PAPER = {"jsq": -0.46, "minmin": -1.50, "maxcap": -2.60, "rl": -4.35, "wa-rl": -7.79,
          "wg-rl-hurl": -11.43, "wg-rl-literal": -11.43}
+#: per profile: RL training episodes × requests, evaluation seeds × requests, BvR requests
+BUDGET = {"quick": {"episodes": 3, "train_requests": 300, "eval_seeds": 2, "eval_requests": 300,
+                    "bvr_requests": 600},
+          "full": {"episodes": 20, "train_requests": 1000, "eval_seeds": 5,
+                   "eval_requests": 1000, "bvr_requests": 3000}}
+RATE_RPS = 20.0
+
+
+def _traces() -> list:
+    from lbtheory.workloads import read_trace
+
+    return [read_trace(p) for p in TRACES]
+
+
+def _label(router: str, reading: str) -> str:
+    return router if router != "wg-rl" else f"wg-rl-{reading}"
+
+
+def grid(profile: str) -> list[dict]:
+    """Cells: ``bvr``; ``heuristic`` per (router, evaluation seed); ``rl`` per RL router."""
+    b = BUDGET[profile]
+    seeds = [1000 + s for s in range(b["eval_seeds"])]
+    cells = [{"part": "bvr", "requests": b["bvr_requests"], "seed": 7, "rate_rps": RATE_RPS}]
+    cells += [{"part": "heuristic", "router": name, "eval_seed": s,
+               "eval_requests": b["eval_requests"], "rate_rps": RATE_RPS, "instances": 4}
+              for name in HEURISTICS for s in seeds]
+    cells += [{"part": "rl", "router": router, "reading": reading, "seed": 0,
+               "episodes": b["episodes"], "train_requests": b["train_requests"],
+               "eval_seeds": seeds, "eval_requests": b["eval_requests"], "rate_rps": RATE_RPS,
+               "instances": 4}
+              for router, reading in RL]
+    return cells
+
+
+def cell(config: dict) -> dict:
+    """One cell of :func:`grid`: a JSON summary (RL cells add history and checkpoint files)."""
+    part = config["part"]
+    if part == "bvr":
+        return batching_vs_routing(config)
+    if part == "heuristic":
+        return heuristic_run(config)
+    return rl_run(config)
+
+
+def _eval_workload(traces, config: dict, seed: int):
+    from lbtheory.intelligent import mix_traces
+
+    return mix_traces(traces, n_requests=config["eval_requests"], seed=seed,
+                      rate_rps=config["rate_rps"])
+
+
+def heuristic_run(config: dict) -> dict:
+    """Summary of one heuristic router on one evaluation seed (4 instances)."""
+    from lbtheory.intelligent import ClusterConfig, make_heuristic, simulate
+
+    wl = _eval_workload(_traces(), config, config["eval_seed"])
+    return simulate(wl, make_heuristic(config["router"]),
+                    ClusterConfig(n_instances=config["instances"])).summary()
+
+
+def rl_run(config: dict) -> dict:
+    """Train one Double-DQN router, evaluate it greedily on every evaluation seed; the
+    checkpoint files (``save_checkpoint``'s format) are returned, base64-encoded."""
+    from lbtheory.intelligent import (
+        ClusterConfig,
+        DQNConfig,
+        RoutingEnv,
+        greedy_rollout,
+        mix_traces,
+        save_checkpoint,
+        train_dqn,
+    )
+
+    traces = _traces()
+    cfg = ClusterConfig(n_instances=config["instances"])
+    label = _label(config["router"], config["reading"])
+
+    def train_wl(seed: int):
+        return mix_traces(traces, n_requests=config["train_requests"], seed=seed,
+                          rate_rps=config["rate_rps"])
+
+    dq = DQNConfig(router=config["router"], reading=config["reading"],
+                   episodes=config["episodes"], seed=config["seed"])
+    res = train_dqn(train_wl, cfg, dq)
+    evals = {}
+    for s in config["eval_seeds"]:
+        wl = _eval_workload(traces, config, s)
+        env = RoutingEnv(lambda _s, wl=wl: wl, cfg, res.env_config)
+        evals[str(s)] = greedy_rollout(res.net, env, s, label).summary()
+    with tempfile.TemporaryDirectory() as tmp:  # the one checkpoint format, read back
+        save_checkpoint(res, tmp)
+        files = {f.name: base64.b64encode(f.read_bytes()).decode("ascii")
+                 for f in sorted(Path(tmp).iterdir())}
+    return {"label": label, "history": res.history, "eval": evals, "checkpoint": files}
+
+
+def batching_vs_routing(config: dict) -> dict:
+    """2 instances, ordered arrivals (task blocks: code, then conversation), router × batcher."""
+    from lbtheory.intelligent import (
+        ClusterConfig,
+        decode_balancer,
+        make_heuristic,
+        mix_traces,
+        simulate,
+        size_partition,
+        workload_from_arrays,
+    )
+
+    wl0 = mix_traces(_traces(), n_requests=config["requests"], seed=config["seed"],
+                     rate_rps=config["rate_rps"])
+    order = np.argsort(wl0.task, kind="stable")
+    wl = workload_from_arrays(wl0.arrival_s, wl0.prompt_tokens[order], wl0.output_tokens[order],
+                              wl0.task[order], task_names=wl0.task_names)
+    threshold = int(np.median(wl.prompt_tokens + wl.output_tokens))
+    routers = {"small-large": lambda: size_partition(threshold), "rr": lambda: make_heuristic("rr"),
+               "decode-balancer": decode_balancer}
+    out: dict = {"threshold_tokens": threshold, "requests": len(wl), "results": {}}
+    for rname, make in routers.items():
+        for batcher in ("fcfs", "spf"):
+            s = simulate(wl, make(), ClusterConfig(n_instances=2, admission=batcher)).summary()
+            out["results"].setdefault(rname, {})[batcher] = s
+    return out
 
 
 def _ci(x: np.ndarray) -> tuple[float, float]:
@@ -86,59 +199,6 @@ def _table(per: dict, eval_seeds: list[int]) -> dict:
     return table
 
 
-def latency_table(traces, args, checkpoint=None) -> tuple[dict, dict]:
-    cfg = ClusterConfig(n_instances=4)
-
-    def train_wl(seed: int):
-        return mix_traces(traces, n_requests=args.train_requests, seed=seed, rate_rps=20.0)
-
-    eval_seeds = [1000 + s for s in range(args.eval_seeds)]
-    workloads = {s: mix_traces(traces, n_requests=args.eval_requests, seed=s, rate_rps=20.0)
-                 for s in eval_seeds}
-    per: dict[str, dict[int, dict]] = {}
-    for name in HEURISTICS:
-        per[name] = {s: simulate(wl, make_heuristic(name), cfg).summary()
-                     for s, wl in workloads.items()}
-        print(f"{name}: " + ", ".join(f"{v['latency']['mean']:.2f}" for v in per[name].values()),
-              flush=True)
-    curves = {}
-    for router, reading in RL:
-        label = router if router != "wg-rl" else f"wg-rl-{reading}"
-        t0 = time.time()
-        dq = DQNConfig(router=router, reading=reading, episodes=args.episodes, seed=0)
-        res = train_dqn(train_wl, cfg, dq)
-        save_checkpoint(res, OUT / "checkpoints" / label)
-        curves[label] = res.history
-        per[label] = {}
-        for s, wl in workloads.items():
-            env = RoutingEnv(lambda _s, wl=wl: wl, cfg, res.env_config)
-            per[label][s] = greedy_rollout(res.net, env, s, label).summary()
-        print(f"{label} ({time.time() - t0:.0f} s): "
-              + ", ".join(f"{v['latency']['mean']:.2f}" for v in per[label].values()), flush=True)
-        if checkpoint is not None:  # partial results after every RL router
-            checkpoint(_table(per, eval_seeds), curves)
-    return _table(per, eval_seeds), curves
-
-
-def batching_vs_routing(traces, args) -> dict:
-    """2 instances, ordered arrivals (task blocks: code, then conversation), router × batcher."""
-    wl0 = mix_traces(traces, n_requests=args.bvr_requests, seed=7, rate_rps=20.0)
-    order = np.argsort(wl0.task, kind="stable")
-    wl = workload_from_arrays(wl0.arrival_s, wl0.prompt_tokens[order], wl0.output_tokens[order],
-                              wl0.task[order], task_names=wl0.task_names)
-    threshold = int(np.median(wl.prompt_tokens + wl.output_tokens))
-    routers = {"small-large": lambda: size_partition(threshold), "rr": lambda: make_heuristic("rr"),
-               "decode-balancer": decode_balancer}
-    out: dict = {"threshold_tokens": threshold, "requests": len(wl), "results": {}}
-    for rname, make in routers.items():
-        for batcher in ("fcfs", "spf"):
-            cfg = ClusterConfig(n_instances=2, admission=batcher)
-            s = simulate(wl, make(), cfg).summary()
-            out["results"].setdefault(rname, {})[batcher] = s
-            print(f"bvr {rname}/{batcher}: {s['latency']['mean']:.2f}", flush=True)
-    return out
-
-
 def _markdown(table: dict, bvr: dict, args) -> str:
     lines = ["# Intelligent Router — measured (lbtheory) vs published (arXiv 2408.13510)", "",
              f"4 instances, Azure 2023 code + conversation mix, Poisson 20 req/s, oracle output "
@@ -164,32 +224,41 @@ def _markdown(table: dict, bvr: dict, args) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny budget (smoke test)")
-    args = ap.parse_args()
-    q = args.quick
-    args.episodes, args.train_requests = (3, 300) if q else (20, 1000)
-    args.eval_seeds, args.eval_requests = (2, 300) if q else (5, 1000)
-    args.bvr_requests = 600 if q else 3000
-    traces = [read_trace(p) for p in TRACES]
-    conf = {k: v for k, v in vars(args).items()} | {"traces": [p.name for p in TRACES],
-                                                    "instances": 4, "rate_rps": 20.0}
-    bvr = batching_vs_routing(traces, args)
-    write_json_atomic(OUT / "batching_vs_routing.json",
+def collect(rows: list, out_dir: Path, profile: str) -> None:
+    """Write latency.json, learning_curves.json, batching_vs_routing.json, summary.md and the
+    RL checkpoints, from the cells (same files and keys as before the runner)."""
+    b = BUDGET[profile]
+    args = SimpleNamespace(quick=profile == "quick", **b)
+    conf = {"quick": profile == "quick", **b, "traces": [p.name for p in TRACES],
+            "instances": 4, "rate_rps": RATE_RPS, "profile": profile}
+    bvr = next(r for c, r in rows if c["part"] == "bvr")
+    write_json_atomic(out_dir / "batching_vs_routing.json",
                       {"config": conf, "manifest": run_manifest(conf, seed=7), **bvr})
-
-    def write(table: dict, curves: dict) -> None:
-        write_json_atomic(OUT / "latency.json", {"config": conf,
+    eval_seeds = [1000 + s for s in range(b["eval_seeds"])]
+    per: dict[str, dict[int, dict]] = {}
+    for c, r in rows:
+        if c["part"] == "heuristic":
+            per.setdefault(c["router"], {})[c["eval_seed"]] = r
+    curves = {}
+    for c, r in rows:
+        if c["part"] == "rl":
+            label = r["label"]
+            per[label] = {int(s): v for s, v in r["eval"].items()}
+            curves[label] = r["history"]
+            for fname, data in r["checkpoint"].items():
+                write_bytes_atomic(out_dir / "checkpoints" / label / fname,
+                                   base64.b64decode(data))
+    table = _table(per, eval_seeds)
+    write_json_atomic(out_dir / "latency.json", {"config": conf,
                                                  "manifest": run_manifest(conf, seed=0),
                                                  "routers": table})
-        write_json_atomic(OUT / "learning_curves.json", {"config": conf, "curves": curves})
-        write_text_atomic(OUT / "summary.md", _markdown(table, bvr, args))
+    write_json_atomic(out_dir / "learning_curves.json", {"config": conf, "curves": curves})
+    write_text_atomic(out_dir / "summary.md", _markdown(table, bvr, args))
 
-    table, curves = latency_table(traces, args, checkpoint=write)
-    write(table, curves)
-    print((OUT / "summary.md").read_text())
 
+EXPERIMENT = Experiment(name="intelligent-router", description="Intelligent Router (arXiv "
+                        "2408.13510): heuristic and Double-DQN routers vs round robin; batching "
+                        "vs routing", grid=grid, cell=cell, collect=collect)
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(EXPERIMENT))

@@ -24,7 +24,8 @@ _EXPORTS: dict[str, str] = {}
 for _mod, _names in {
     "errors": ("LBTheoryError", "TopologyError", "ModelError", "InfeasibleDemandError",
                "SolverError", "UnstableError", "DataFormatError", "StepsizeError",
-               "BoundaryEquilibriumError", "SolveStatus", "DynamicsStatus", "StepsizeStatus"),
+               "BoundaryEquilibriumError", "SolveStatus", "DynamicsStatus", "StepsizeStatus",
+               "SweepError"),
     "models": ("ServiceModel", "MM1Latency", "SoftplusLatency", "ExpSaturation", "service_model",
                "ModelBank", "check_assumption_1"),
     "costs": ("CostKind", "cell_cost", "cell_cost_prime", "static_cost", "arc_costs",
@@ -35,11 +36,12 @@ for _mod, _names in {
            "run_manifest"),
     "instances": ("symmetric_two_cell", "spill_example", "mm1_pigou", "mm1_pigou_poa",
                   "random_network", "full_mesh"),
-    "stats": ("percentile", "percentiles", "summarize"),
+    "stats": ("percentile", "percentiles", "summarize", "mean_ci"),
     "workloads": ("Trace", "read_trace", "trace_from_arrays"),
     "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "GamePoAResult", "Objective",
               "FWMethod", "wardrop_equilibrium", "system_optimum", "frank_wolfe",
-              "to_routing_game", "load_tntp_game"),
+              "to_routing_game", "load_tntp_game", "gradient_projection", "TAPState",
+              "solve_game", "certify", "synthetic_network", "write_tntp"),
     "equilibrium": ("EquilibriumProblem", "EquilibriumResult", "PoAResult", "solve_equilibrium",
                     "solve_wardrop", "solve_system_optimum", "solve_rif", "price_of_anarchy",
                     "optimality_residuals", "demand_sweep"),
@@ -55,10 +57,12 @@ for _mod, _names in {
                 "JSQRouter", "PowerOfDRouter", "RoundRobinRouter", "ErrorAversion",
                 "AffinityRouter", "POLICY_NAMES"),
     "sim": ("simulate", "SimResult", "Scenario", "load_scenario", "scenario_from_dict",
-            "generate_arrivals", "appendix_b_scenario", "Estimation"),
+            "generate_arrivals", "appendix_b_scenario", "Estimation", "weight_oscillation",
+            "WeightRecorder"),
     "intelligent": ("ClusterConfig", "ClusterSim", "run_router", "make_heuristic",
                     "IterationTimeModel", "fit_iteration_model", "calibrate_impact",
                     "fit_length_predictor", "mix_traces"),
+    "sweep": ("Experiment", "SweepResult", "run_sweep", "script_main", "discover_experiments"),
 }.items():
     for _name in _names:
         if _name in _EXPORTS:  # one name, one definition: a clash is a packaging error

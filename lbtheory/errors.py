@@ -18,6 +18,7 @@ __all__ = [
     "DataFormatError",
     "StepsizeError",
     "BoundaryEquilibriumError",
+    "SweepError",
     "SolveStatus",
     "DynamicsStatus",
     "StepsizeStatus",
@@ -98,6 +99,12 @@ class BoundaryEquilibriumError(LBTheoryError):
     def __init__(self, message: str, *, arcs: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(message)
         self.arcs = tuple(arcs)
+
+
+class SweepError(LBTheoryError, ValueError):
+    """An experiment sweep is malformed or cannot run (empty grid, duplicate or non-JSON config,
+    unknown profile or experiment, unreachable scheduler, a failed cell); names the experiment and
+    the field, profile or address."""
 
 
 class SolveStatus(enum.StrEnum):

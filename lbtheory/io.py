@@ -36,8 +36,13 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- atomic writes
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file + ``os.replace``)."""
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = True) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file + ``os.replace``).
+
+    ``fsync=False`` skips flushing the data to disk before the rename (ms per file on a busy
+    disk): the file is still never seen half-written by a reader or after a killed process, but
+    after a power loss it may be empty — for caches that check what they read (sweep cells).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -48,7 +53,8 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -57,9 +63,9 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write UTF-8 ``text`` to ``path`` atomically."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: str | os.PathLike, text: str, *, fsync: bool = True) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically (``fsync``: see :func:`write_bytes_atomic`)."""
+    return write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
 
 
 def _json_default(obj: Any) -> Any:
@@ -97,9 +103,10 @@ def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
     return json.dumps(to_jsonable(obj), indent=indent, allow_nan=False)
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
-    """Write ``obj`` as JSON to ``path`` atomically."""
-    return write_text_atomic(path, dumps_json(obj, indent=indent) + "\n")
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None = 2,
+                      fsync: bool = True) -> Path:
+    """Write ``obj`` as JSON to ``path`` atomically (``fsync``: see :func:`write_bytes_atomic`)."""
+    return write_text_atomic(path, dumps_json(obj, indent=indent) + "\n", fsync=fsync)
 
 
 #: File suffixes ``save_figure_atomic`` writes (matplotlib's Agg/vector backends).

@@ -22,7 +22,7 @@ from ._checks import check_real
 from .errors import ModelError
 
 __all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES",
-           "median_wall_time"]
+           "median_wall_time", "mean_ci"]
 
 #: Percentiles reported by :func:`summarize` (percent).
 DEFAULT_QUANTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
@@ -76,6 +76,33 @@ def ratio(numerator: float, denominator: float) -> float:
     """``numerator / denominator``, ``nan`` when the denominator is 0 (no ZeroDivisionError)."""
     den = float(denominator)
     return float(numerator) / den if den != 0.0 else float("nan")
+
+
+def mean_ci(values: Iterable[float] | np.ndarray,
+            level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t confidence interval ``(mean, low, high)`` of the mean.
+
+    The interval is ``mean ± t_{(1+level)/2, n−1} · s/√n`` with ``s`` the sample standard
+    deviation (ddof = 1); with fewer than two samples the bounds are ``nan`` (no interval can be
+    estimated), with none the mean is ``nan`` too. Same units as ``values``.
+
+    Example:
+        >>> m, lo, hi = mean_ci([1.0, 2.0, 3.0])
+        >>> (m, round(hi - m, 4))
+        (2.0, 2.4841)
+    """
+    lv = check_real(level, "confidence level", low=0.0, high=1.0)
+    arr = _as_array(values)
+    if arr.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    m = float(arr.mean())
+    if arr.size < 2:
+        return m, float("nan"), float("nan")
+    from scipy.stats import t as student_t
+
+    half = float(student_t.ppf(0.5 + lv / 2.0, arr.size - 1)) * float(arr.std(ddof=1)) \
+        / float(np.sqrt(arr.size))
+    return m, m - half, m + half
 
 
 def summarize(values: Iterable[float] | np.ndarray,

@@ -1,8 +1,11 @@
-"""Figures for BalanceRoute from ``experiments/results/balanceroute/`` (reads results only).
+"""Figures for BalanceRoute from ``experiments/results/`` (reads results only).
 
 Run:  .venv/bin/python paper_figures/balanceroute.py
-Writes ``paper_figures/out/balanceroute_scaling.png``, ``balanceroute_load_traces.png`` and
-``balanceroute_horizon.png``.
+Reads ``balanceroute/{scaling,load_traces,horizon}.json`` (``experiments/balanceroute.py``) and,
+when present, ``balanceroute-tables/tables.json`` and ``balanceroute-ablation/ablation.json``
+(``experiments/balanceroute_tables.py``, ``experiments/balanceroute_ablation.py``). Writes
+``paper_figures/out/balanceroute_scaling.png``, ``balanceroute_load_traces.png``,
+``balanceroute_horizon.png``, ``balanceroute_tables.png`` and ``balanceroute_ablation.png``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib.ticker
 import numpy as np
 
 from lbtheory.io import save_figure_atomic
@@ -17,6 +21,8 @@ from lbtheory.plotting import POLICY_COLORS, figure
 
 ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "experiments" / "results" / "balanceroute"
+TABLES = ROOT / "experiments" / "results" / "balanceroute-tables" / "tables.json"
+ABLATION = ROOT / "experiments" / "results" / "balanceroute-ablation" / "ablation.json"
 OUT = ROOT / "paper_figures" / "out"
 
 
@@ -28,7 +34,7 @@ def _load(name: str) -> dict:
 STYLES: dict[str, tuple[str, str]] = {
     "random": ("v", "--"), "rr": ("s", "--"), "p2c": ("D", "--"), "jsq": ("^", "--"),
     "jsq-tokens": ("P", "--"), "br0": ("o", "-"), "brh-oracle": ("X", "-"),
-    "brh-survival": ("*", "-"),
+    "brh-survival": ("*", "-"), "brh-exactmatch": ("d", ":"),
 }
 
 
@@ -90,7 +96,80 @@ def horizon() -> None:
     save_figure_atomic(fig, OUT / "balanceroute_horizon.png")
 
 
+def tables() -> None:
+    """Mean imbalance vs G on both traces: whole trace (markers) and 95 % CI over windows."""
+    table = json.loads(TABLES.read_text())["table"]
+    fig, axes = figure(nrows=1, ncols=len(table), width=10.5, height=3.8, sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, (trace, by_g) in zip(axes, table.items()):
+        Gs = sorted(int(g) for g in by_g)
+        for pol in by_g[str(Gs[0])]:
+            marker, ls = STYLES.get(pol, ("o", "-"))
+            whole = [by_g[str(g)][pol]["whole"]["mean_imbalance"] for g in Gs]
+            win = [by_g[str(g)][pol]["mean_imbalance_windows"] for g in Gs]
+            ax.plot(Gs, whole, marker=marker, ls=ls, ms=6, mfc="none", lw=1.2, label=pol,
+                    color=POLICY_COLORS.get(pol))
+            ax.errorbar(Gs, [w["mean"] for w in win], yerr=[w["half_width"] for w in win],
+                        fmt="none", lw=0.8, capsize=2, color=POLICY_COLORS.get(pol), alpha=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(Gs, [str(g) for g in Gs])
+        ax.set_xlabel("decode replicas G")
+        ax.set_title(f"Azure {trace} trace (2023), saturation replay", fontsize=9)
+    axes[0].set_ylabel(r"mean imbalance $\bar I$ (tokens)")
+    axes[-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
+                    title="policy (dashed: baselines)", title_fontsize=8)
+    first = next(iter(next(iter(table.values())).values()))
+    n = int(next(iter(first.values()))["mean_imbalance_windows"]["n"])
+    fig.text(0.5, -0.04, f"markers: whole trace; bars: mean ± 95 % t-interval over {n} disjoint "
+             "request windows (clipped at the axis)", ha="center", va="top", fontsize=8,
+             color="0.3")
+    save_figure_atomic(fig, OUT / "balanceroute_tables.png")
+
+
+def ablation() -> None:
+    """BR-H(Oracle) / BR-0 mean imbalance per factor value, one factor at a time, both traces."""
+    data = json.loads(ABLATION.read_text())
+    cells = [c for c in data["cells"] if c["config"]["min_output"] is None]
+    base = data["config"]["base"]
+    traces = list(dict.fromkeys(c["config"]["trace"] for c in cells))
+    panels = [("H", "horizon H (steps)"), ("gamma", r"discount $\gamma$"),
+              ("beta_over_G", r"penalty $\beta / G$"), ("alpha", r"reward weight $\alpha$")]
+    fig, axes = figure(nrows=1, ncols=len(panels), width=12, height=3.4, sharey=True)
+    for ax, (factor, label) in zip(axes, panels):
+        for ti, (trace, marker) in enumerate(zip(traces, ("o", "s"))):
+            for pi, (proj, ls, name) in enumerate((
+                    ({}, "-", "seed projection"),
+                    ({"own_load": "projected", "lifetime": "exact", "refill": "pool-mean"}, "--",
+                     "all-projected + refill"))):
+                want = base | proj
+                pts = sorted((c["config"][factor], c["over_br0"]) for c in cells
+                             if c["config"]["trace"] == trace and c["config"]["policy"] == "brh"
+                             and all(c["config"][k] == v for k, v in want.items()
+                                     if k != factor))
+                if len(pts) > 1:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, ls=ls,
+                            mfc="none", label=f"{trace}, {name}", color=f"C{2 * ti + pi}")
+        ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
+        ax.set_xlabel(label)
+        ax.set_yscale("log")
+    ticks = [0.5, 0.75, 1, 1.5, 2, 4, 8]
+    axes[0].set_yticks(ticks, [f"{t:g}" for t in ticks])
+    axes[0].yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axes[0].set_ylabel("BR-H(Oracle) / BR-0 imbalance")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 0.98), ncol=4)
+    fig.text(0.5, -0.04, "G = 8, whole traces; below the dotted line BR-H beats BR-0; other "
+             "factors at the seed's defaults (H = 80, γ = 1, β = G, α = 1)", ha="center",
+             va="top", fontsize=8, color="0.3")
+    save_figure_atomic(fig, OUT / "balanceroute_ablation.png")
+
+
 if __name__ == "__main__":
     scaling()
     load_traces()
     horizon()
+    if TABLES.exists():
+        tables()
+    if ABLATION.exists():
+        ablation()

@@ -1,6 +1,6 @@
 """Figure: the six DLB policies in the delayed fluid model, flow converging vs discrete herding.
 
-Reads ``experiments/results/fluid_six_policies/results.json`` only (run the experiment first) and
+Reads ``experiments/results/fluid-six-policies/results.json`` only (run the experiment first) and
 writes ``paper_figures/out/fluid_six_policies.png``: N_c1(t) − N*_c1 for every delay, one panel per
 (mechanism, cost), and the late oscillation amplitude against the delay.
 
@@ -18,7 +18,7 @@ from lbtheory.io import save_figure_atomic
 from lbtheory.plotting import figure
 
 ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results" / "fluid_six_policies" / "results.json"
+RES = ROOT / "experiments" / "results" / "fluid-six-policies" / "results.json"
 OUT = ROOT / "paper_figures" / "out"
 WINDOW_S = 30.0
 

@@ -1,7 +1,7 @@
 """Figure: price of anarchy of the Braess network vs demand (reads results only).
 
 Run:  .venv/bin/python paper_figures/poa_braess.py
-Reads ``experiments/results/poa_braess/poa_vs_demand.json``; writes
+Reads ``experiments/results/poa-braess/poa_vs_demand.json``; writes
 ``paper_figures/out/poa_braess.png``.
 """
 
@@ -16,7 +16,7 @@ from lbtheory.io import save_figure_atomic
 from lbtheory.plotting import POLICY_COLORS, figure
 
 ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results" / "poa_braess" / "poa_vs_demand.json"
+RES = ROOT / "experiments" / "results" / "poa-braess" / "poa_vs_demand.json"
 OUT = ROOT / "paper_figures" / "out"
 
 

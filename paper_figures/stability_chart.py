@@ -1,7 +1,7 @@
 """Figure: stability chart of flow routing — stepsize vs mean network delay (reads results only).
 
 Run:  .venv/bin/python paper_figures/stability_chart.py
-Reads ``experiments/results/stability_chart/stability_chart.json``; writes
+Reads ``experiments/results/stability-chart/stability_chart.json``; writes
 ``paper_figures/out/stability_chart.png``.
 """
 
@@ -17,7 +17,7 @@ from lbtheory.io import save_figure_atomic
 from lbtheory.plotting import figure
 
 ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results" / "stability_chart" / "stability_chart.json"
+RES = ROOT / "experiments" / "results" / "stability-chart" / "stability_chart.json"
 OUT = ROOT / "paper_figures" / "out"
 #: η is in 1/(cost unit·s); the gradient cost here is in seconds, so 1/s² (as ``stepsize --help``)
 ETA_LABEL = "stepsize η (1/(cost unit·s) = 1/s²)"

@@ -224,9 +224,9 @@ def test_tntp_path_honours_solver(monkeypatch, capsys):
     seen = []
     real = _tntp.price_of_anarchy
 
-    def spy(game, *, solver=None):
+    def spy(game, *, solver=None, **kw):
         seen.append(solver)
-        return real(game, solver=solver)
+        return real(game, solver=solver, **kw)
 
     monkeypatch.setattr(_tntp, "price_of_anarchy", spy)
     assert main(["equilibrium", *BRAESS_ARGS, "--solver", "ecos", "--json"]) == 0

@@ -38,6 +38,8 @@ def test_table(capsys):
     (["--replicas", "0"], "error: number of replicas G must be an integer >= 1, got 0"),
     (["--slots", "0"], "error: slot capacity 0 per replica is too small for any request"),
     (["--time-scale", "0"], "error: time_scale must be positive, got 0.0"),
+    (["--kv-budget", "0"], "error: kv_budget must be an integer >= 1"),
+    (["--kv-budget", "100"], "error: kv_budget 100 tokens is smaller than the longest prompt"),
 ])
 def test_bad_arguments(capsys, argv, message):
     assert main(["barrier", CONV, "--limit", "50"] + argv) == 2
@@ -50,3 +52,16 @@ def test_bad_trace(tmp_path, capsys):
     assert main(["barrier", str(p)]) == 2
     assert "missing column for output" in capsys.readouterr().err
     assert main(["barrier", str(tmp_path / "absent.csv")]) == 2
+
+
+def test_kv_budget_is_recorded_and_binds(capsys):
+    # 50 requests, G = 2: a 6 000-token budget per replica holds the queue back (the JSQ run
+    # without it admits everything at once), and the JSON records the budget and the peak ratio
+    argv = ["barrier", CONV, "--limit", "50", "--replicas", "2", "--policies", "jsq", "--json"]
+    assert main(argv) == 0
+    free = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--kv-budget", "6000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["kv_budget"] == 6000 and free["config"]["kv_budget"] is None
+    assert 0.5 < out["policies"]["jsq"]["kv_peak_ratio"]
+    assert out["policies"]["jsq"]["steps"] > free["policies"]["jsq"]["steps"]

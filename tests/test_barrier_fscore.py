@@ -143,3 +143,12 @@ def test_subset_table_and_ties():
     q, s = best_subset([2, 3, 5], 3, lambda ds: [x if x <= 5 else -x for x in ds])
     assert s == 5 and len(q) == 2
     assert best_subset([], 3, lambda ds: ds) == ((), float("-inf"))
+
+
+def test_refill_loads_hand_case():
+    # G = 2, H = 4, fill 5 tokens: request on g0 ends at ℓ = 2 → its slot holds 5, 6, 7 at
+    # h = 2, 3, 4; ℓ = 0.3 rounds up to 1 (every request counts at h = 0) → 5, 6, 7, 8 on g1;
+    # ℓ = 10 > H is never refilled inside the window
+    from lbtheory.barrier.fscore import refill_loads
+    got = refill_loads(np.array([0, 1, 1]), np.array([2.0, 0.3, 10.0]), 5.0, 2, 4)
+    assert got.tolist() == [[0, 0, 5, 6, 7], [0, 5, 6, 7, 8]]

@@ -13,7 +13,7 @@ from lbtheory.barrier.fscore import discount_vector, fscore_horizon, fscore_prof
 from lbtheory.barrier.imbalance import imbalance_from_totals
 from lbtheory.barrier.predictors import OraclePredictor, SurvivalPredictor
 from lbtheory.barrier.protocol import ClusterView
-from lbtheory.barrier.schedulers import Lifetime, MarginSource, OwnLoad
+from lbtheory.barrier.schedulers import Lifetime, MarginSource, OwnLoad, Refill
 from lbtheory.barrier.sim import decode_steps
 from lbtheory.errors import LBTheoryError
 from lbtheory.workloads import read_trace
@@ -22,20 +22,20 @@ CONV = (Path(__file__).resolve().parents[1] / "examples" / "traces"
         / "AzureLLMInferenceTrace_conv.csv")
 
 
-@pytest.mark.parametrize("own,life,pred", [
-    (OwnLoad.CONSTANT, Lifetime.CLAMPED, "oracle"),
-    (OwnLoad.CONSTANT, Lifetime.CLAMPED, "survival"),
-    (OwnLoad.PROJECTED, Lifetime.EXACT, "oracle"),
-    (OwnLoad.CONSTANT, Lifetime.EXACT, "survival"),
+@pytest.mark.parametrize("own,life,pred,refill", [
+    (OwnLoad.CONSTANT, Lifetime.CLAMPED, "oracle", Refill.NONE),
+    (OwnLoad.CONSTANT, Lifetime.CLAMPED, "survival", Refill.NONE),
+    (OwnLoad.PROJECTED, Lifetime.EXACT, "oracle", Refill.POOL_MEAN),
+    (OwnLoad.CONSTANT, Lifetime.EXACT, "survival", Refill.POOL_MEAN),
 ])
-def test_h0_equals_br0_decision_by_decision(own, life, pred):
+def test_h0_equals_br0_decision_by_decision(own, life, pred, refill):
     tr = read_trace(CONV).head(400)
     G = 8
     steps = decode_steps(tr)
     factory = (lambda: OraclePredictor(steps)) if pred == "oracle" else SurvivalPredictor
     a = simulate_decode(tr, br0(), replicas=G, slots=4, window=32)
     b = simulate_decode(tr, brh(factory, horizon=0, gamma=1.0, alpha=1.0, beta=float(G),
-                                own_load=own, lifetime=life),
+                                own_load=own, lifetime=life, refill=refill),
                         replicas=G, slots=4, window=32)
     assert np.array_equal(a.start_step, b.start_step)   # every request admitted at the same tick
     assert np.array_equal(a.replica, b.replica)         # ... onto the same replica
@@ -103,4 +103,6 @@ def test_projection_options_are_validated():
         brh(SurvivalPredictor, margins="all")
     with pytest.raises(LBTheoryError, match="lifetime"):
         brh(SurvivalPredictor, lifetime="soon")
+    with pytest.raises(LBTheoryError, match="refill"):
+        brh(SurvivalPredictor, refill="always")
     assert MarginSource("running") is MarginSource.RUNNING

@@ -308,8 +308,8 @@ def test_solver_failure_names_solver_and_status():
 def test_column_generation_matches_full_program():
     net = random_network(np.random.default_rng(21), 12, arc_prob=1.0, softplus_share=0.3)
     for cost in ("gradient", "latency", "rif"):
-        full = EquilibriumProblem(net, cost, column_generation=False).solve()
-        cg_prob = EquilibriumProblem(net, cost, column_generation=True)
+        full = EquilibriumProblem(net, cost, solver="CLARABEL", column_generation=False).solve()
+        cg_prob = EquilibriumProblem(net, cost, solver="CLARABEL", column_generation=True)
         assert cg_prob._mask.sum() < net.adjacency.sum()  # it really starts restricted
         cg = cg_prob.solve()
         np.testing.assert_allclose(cg.workload, full.workload, rtol=1e-8, atol=1e-10)

@@ -76,7 +76,7 @@ def _poa_braess(res: Path) -> None:
     rows = [{"demand": x, "price_of_anarchy": 1 + 0.1 * np.sin(x / 5) ** 2,
              "wardrop_tstt": 60 * x, "no_bridge_tstt": 65 * x, "system_optimum_tstt": 55 * x}
             for x in d]
-    _write(res / "poa_braess" / "poa_vs_demand.json", {"results": rows})
+    _write(res / "poa-braess" / "poa_vs_demand.json", {"results": rows})
 
 
 def _balanceroute(res: Path) -> None:
@@ -99,7 +99,7 @@ def _stability_chart(res: Path) -> None:
             "critical": 0.13 / t, "closed_form": 0.13 / t, "rule": 0.1 / t,
             "simulated": [{"stepsize": 0.1 / t, "verdict": "converges"},
                           {"stepsize": 0.2 / t, "verdict": "oscillates"}]} for t in taus]
-    _write(res / "stability_chart" / "stability_chart.json", {
+    _write(res / "stability-chart" / "stability_chart.json", {
         "symmetric": sym, "scaled": [{"mean_delay": t, "critical": 0.1 / t, "rule": 0.08 / t}
                                      for t in taus],
         "practice": {"symmetric": {"kappa": 0.01}, "scaled": {"kappa": 0.01}},
@@ -115,10 +115,16 @@ def _fluid_six_policies(res: Path) -> None:
              "equilibrium_workload": [5.0, 5.0], "tail_amplitude": d * 10}
             for c in ("rif", "latency", "gradient") for m in ("flow", "discrete")
             for d in (0.01, 0.05)]
-    _write(res / "fluid_six_policies" / "results.json", {"runs": runs})
+    _write(res / "fluid-six-policies" / "results.json", {"runs": runs})
 
 
-DATA = {"poa_braess": _poa_braess, "balanceroute": _balanceroute,
+def _appendix_b(res: Path) -> None:
+    from test_appendix_b import tiny_results  # the Appendix-B collect steps on synthetic cells
+
+    tiny_results(res)
+
+
+DATA = {"appendix_b": _appendix_b, "poa_braess": _poa_braess, "balanceroute": _balanceroute,
         "stability_chart": _stability_chart, "fluid_six_policies": _fluid_six_policies}
 
 

@@ -218,7 +218,10 @@ def test_cvxpy_refuses_non_dcp_arcs():
     arc = ServiceArc("latency", SoftplusLatency(0.5, 0.05, 5.0, 1.0))
     game = RoutingGame(["s", "t"], [GameArc("s", "t", arc)], [Commodity("s", "t", 1.0)])
     with pytest.raises(ModelError, match="no exact convex CVXPY form"):
-        wardrop_equilibrium(game)
+        wardrop_equilibrium(game, method="cvxpy")
+    # method "auto" falls back to Frank–Wolfe: one arc carries the whole demand
+    res = wardrop_equilibrium(game)
+    assert res.solver.startswith("frank_wolfe") and res.arc_flow[0] == pytest.approx(1.0)
 
 
 def test_solver_failure_is_typed():

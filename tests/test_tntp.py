@@ -166,7 +166,8 @@ def test_cli_json(capsys):
     out = json.loads(capsys.readouterr().out)
     ue, so = out["equilibria"]["wardrop"], out["equilibria"]["system_optimum"]
     assert set(ue) == {"arc_flow", "beckmann_objective", "total_travel_time", "relative_gap",
-                       "average_excess_cost", "status"}
+                       "average_excess_cost", "status", "solver", "seconds"}
+    assert ue["solver"] == "CLARABEL" and ue["seconds"] > 0  # small game: the CVXPY oracle
     np.testing.assert_allclose(ue["arc_flow"], [4, 2, 2, 2, 4], atol=1e-6)
     np.testing.assert_allclose(so["arc_flow"], [3, 3, 3, 0, 3], atol=1e-6)
     assert ue["status"] == so["status"] == "optimal"

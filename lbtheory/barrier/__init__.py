@@ -23,6 +23,7 @@ from .fscore import (
     fscore_profile,
     projected_loads,
     projected_margins,
+    refill_loads,
     score_peak,
     subset_table,
 )
@@ -43,7 +44,17 @@ from .imbalance import (
 from .policies import BARRIER_POLICIES, Policy, make_router, parse_policies
 from .predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
 from .protocol import ClusterView, Router
-from .schedulers import BRParams, GuardScope, Lifetime, MarginSource, OwnLoad, allocate, br0, brh
+from .schedulers import (
+    BRParams,
+    GuardScope,
+    Lifetime,
+    MarginSource,
+    OwnLoad,
+    Refill,
+    allocate,
+    br0,
+    brh,
+)
 from .sim import DecodeConfig, DecodeResult, decode_steps, simulate_decode
 
 __all__ = [
@@ -57,5 +68,5 @@ __all__ = [
     "BARRIER_POLICIES", "make_router", "parse_policies", "BRParams", "allocate", "br0", "brh",
     "jsq", "jsq_tokens", "power_of_two", "random_router", "round_robin",
     "compare_policies", "summary_table", "Policy", "GuardScope", "Seed", "rng_factory",
-    "Lifetime", "MarginSource", "OwnLoad", "fscore_profile",
+    "Lifetime", "MarginSource", "OwnLoad", "Refill", "fscore_profile", "refill_loads",
 ]

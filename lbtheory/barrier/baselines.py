@@ -1,6 +1,7 @@
 """Baseline decode-slot routers for the barrier simulator: Random, RR, P2C, JSQ, JSQ-tokens.
 
-Each takes pool requests in arrival order (FIFO) and places each on a replica with a free slot:
+Each takes pool requests in arrival order (FIFO) and places each on a replica with a free slot
+(and, under a KV budget, room for its prompt; otherwise the queue waits):
 
 * ``random`` — uniform over replicas with a free slot;
 * ``rr`` — round-robin pointer, skipping full replicas;
@@ -39,20 +40,31 @@ _Pick = Callable[[list[int], list[int], list[int], int], int]
 
 
 def _fifo(view: ClusterView, pick: _Pick) -> tuple[np.ndarray, np.ndarray]:
-    """Assign pool entries in arrival order with ``pick`` until slots or pool run out."""
+    """Assign pool entries in arrival order with ``pick`` until slots or pool run out.
+
+    With a KV budget (``view.kv_free``), ``pick`` only sees replicas with a free slot *and* room
+    for the request's prompt; a head-of-line request that fits nowhere waits, and so does every
+    request behind it (first come, first served).
+    """
     free = view.free.tolist()
     infl = view.inflight.tolist()
     loads = view.loads.tolist()
+    kv = None if view.kv_free is None else view.kv_free.tolist()
     left = sum(free)
     pos: list[int] = []
     reps: list[int] = []
     for p, s in enumerate(view.pool_prompt.tolist()):
         if left == 0:
             break
-        g = pick(free, infl, loads, s)
+        avail = free if kv is None else [f if kv[g] >= s else 0 for g, f in enumerate(free)]
+        if kv is not None and not any(avail):
+            break
+        g = pick(avail, infl, loads, s)
         free[g] -= 1
         infl[g] += 1
         loads[g] += s
+        if kv is not None:
+            kv[g] -= s
         left -= 1
         pos.append(p)
         reps.append(g)

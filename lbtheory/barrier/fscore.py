@@ -30,7 +30,8 @@ from ..errors import ModelError
 
 __all__ = [
     "fscore_br0", "discount_vector", "fscore_horizon", "fscore_profile", "score_peak",
-    "expected_contribution", "projected_loads", "projected_margins", "subset_table", "best_subset",
+    "expected_contribution", "projected_loads", "refill_loads", "projected_margins", "subset_table",
+    "best_subset",
 ]
 
 
@@ -162,6 +163,36 @@ def projected_loads(replica: np.ndarray, base: np.ndarray, lifetime: np.ndarray,
     np.add.at(cnt, (g, steps), -1.0)
     np.add.at(tot, (g, 0), b)
     np.add.at(tot, (g, steps), -b)
+    cnt = np.cumsum(cnt, axis=1)[:, :H1]
+    tot = np.cumsum(tot, axis=1)[:, :H1]
+    return tot + cnt * np.arange(H1, dtype=float)
+
+
+def refill_loads(replica: np.ndarray, lifetime: np.ndarray, fill: float, replicas: int,
+                 horizon: int) -> np.ndarray:
+    """[R] Load of the requests that will *replace* those ending inside the window, ``(G, H+1)``.
+
+    Under a saturated pool every slot freed at offset ``ℓ_i = ĉ_i ≤ H`` is refilled at once by a
+    new request, here one of prompt ``fill`` tokens (the mean prompt of the pool the scheduler
+    sees) that then grows by one token per step: ``Σ_{i on g, ℓ_i ≤ h} (fill + h − ℓ_i)``.
+    Added to :func:`projected_loads` this is the ``refill`` reading of THEORY §9.4 (issue 14).
+
+    Args:
+        replica: replica of each request in flight.
+        lifetime: ``ĉ_i`` (steps); only requests with ``ĉ_i ≤ H`` are refilled (at ``⌈ĉ_i⌉``,
+            ``≥ 1``).
+        fill: prompt tokens of a replacement request.
+        replicas: ``G``.
+        horizon: ``H``.
+    """
+    H1 = horizon + 1
+    ell = np.clip(np.ceil(np.maximum(np.asarray(lifetime, dtype=float), 1.0)), 1, H1)
+    ell = ell.astype(np.int64)
+    g = np.asarray(replica, dtype=np.int64)
+    cnt = np.zeros((replicas, H1 + 1))
+    tot = np.zeros((replicas, H1 + 1))
+    np.add.at(cnt, (g, ell), 1.0)
+    np.add.at(tot, (g, ell), float(fill) - ell)
     cnt = np.cumsum(cnt, axis=1)[:, :H1]
     tot = np.cumsum(tot, axis=1)[:, :H1]
     return tot + cnt * np.arange(H1, dtype=float)

@@ -5,7 +5,8 @@ A router is a :class:`Router`: a name and two pure-ish functions, ``init() -> st
 randomness lives in the state as a seeded ``numpy.random.Generator``. The simulator calls
 ``schedule`` once per tick when the pool is non-empty and some slot is free; the router returns
 which
-pool entries go to which replica (each replica at most ``free[g]`` of them).
+pool entries go to which replica (each replica at most ``free[g]`` of them and, when the cluster
+has a KV-cache budget, prompts totalling at most ``kv_free[g]`` tokens).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class ClusterView(NamedTuple):
         slot_start: first decode step of each slot's request; ``a_i(k) = tick − slot_start``.
         finished_ids: requests that finished since the previous call.
         finished_steps: their decode lengths (steps).
+        kv_free: KV-cache tokens each replica may still admit this tick, ``kv_budget − L_g(k)``
+            (int64 ``(G,)``), or ``None`` when the cluster has no KV budget (the default). The
+            KV held by a replica is its load: prompt + generated tokens of its requests.
     """
 
     tick: int
@@ -48,6 +52,7 @@ class ClusterView(NamedTuple):
     slot_start: np.ndarray
     finished_ids: list[int]
     finished_steps: list[int]
+    kv_free: np.ndarray | None = None
 
 
 class Router(NamedTuple):

@@ -11,6 +11,9 @@ Per tick, with ``cap[g]`` free slots and ``S_tot = Σ cap``:
   candidates (``|Q| ≤ min(cap[g], R_max)``, ≤ 15 subsets for ``R_max = 4``). [R] Candidates are the
   longest prompts first (THEORY §13 item 9). If ``F_g(Q*) ≤ 0`` the starvation guard assigns the
   best single candidate anyway (the summary's wording: the guard prevents stranded requests).
+* **KV budget** (when ``view.kv_free`` is set): a replica only considers pool requests whose
+  prompt fits its remaining KV room; Stage-2 subsets must fit it in total; a replica with room
+  for none takes nothing this tick, and a request that fits nowhere waits in the pool.
 * **Age guard** [R] (the trigger is not in the source): at the start of a tick, every pool request
   that has waited ``max_wait`` ticks or more (oldest first) goes to the replica with a free slot
   where its score ``F_g({i})`` is largest, so no request waits forever (even one never among the
@@ -19,9 +22,9 @@ Per tick, with ``cap[g]`` free slots and ``S_tot = Σ cap``:
 BR-H replaces the single-step margins with projected margins over ``H`` steps (built [R] from the
 predictor's ``ĉ_i``, see :mod:`lbtheory.barrier.fscore`); with ``H = 0, α = 1, β = G`` it makes
 exactly the decisions of BR-0 (tested). [R] The projection's readings are explicit options of
-:func:`brh` (:class:`MarginSource`, :class:`OwnLoad`, :class:`Lifetime`; defaults = the seed's
-formula); ``OwnLoad.PROJECTED`` scores each candidate set by its per-step load profile (the pool is
-then scanned exhaustively instead of by the score peak). Ablation: THEORY §9.4.
+:func:`brh` (:class:`MarginSource`, :class:`OwnLoad`, :class:`Lifetime`, :class:`Refill`; defaults =
+the seed's formula); ``OwnLoad.PROJECTED`` scores each candidate set by its per-step load profile
+(the pool is then scanned exhaustively instead of by the score peak). Ablation: THEORY §9.4.
 """
 
 from __future__ import annotations
@@ -46,13 +49,14 @@ from .fscore import (
     fscore_profile,
     projected_loads,
     projected_margins,
+    refill_loads,
     score_peak,
     subset_table,
 )
 from .protocol import ClusterView, Router
 
-__all__ = ["BRParams", "GuardScope", "MarginSource", "OwnLoad", "Lifetime", "br0", "brh",
-           "allocate"]
+__all__ = ["BRParams", "GuardScope", "MarginSource", "OwnLoad", "Lifetime", "Refill", "br0",
+           "brh", "allocate"]
 
 
 class GuardScope(enum.StrEnum):
@@ -90,6 +94,16 @@ class Lifetime(enum.StrEnum):
     #: A request predicted to outlive the horizon counts at every ``h = 0..H``; the Oracle's known
     #: finishing step is then counted exactly (``h < r_i``).
     EXACT = "exact"
+
+
+class Refill(enum.StrEnum):
+    """[R] Whether the projection refills slots freed inside the window (THEORY §9.4, issue 14)."""
+
+    #: No future admissions: a request's load simply leaves at ``ĉ_i`` (the seed's projection).
+    NONE = "none"
+    #: Saturation refill: a freed slot is refilled at once by a request of the pool's mean prompt
+    #: (:func:`~lbtheory.barrier.fscore.refill_loads`).
+    POOL_MEAN = "pool-mean"
 
 
 @dataclass(frozen=True)
@@ -198,12 +212,14 @@ class _ProfileScorer(_HorizonScorer):
             self._m = None
 
 
-def _best_single(ps: list[int], scorer: Any, g: int) -> int:
-    """Index into ascending ``ps`` of the best single request for replica ``g`` (score peak)."""
-    j = bisect_right(ps, scorer.peak(g)) - 1  # last index with s ≤ peak
-    if j + 1 >= len(ps):
+def _best_single(ps: list[int], scorer: Any, g: int, hi: int | None = None) -> int:
+    """Index into ascending ``ps[:hi]`` of the best single request for replica ``g`` (score
+    peak); ``hi`` (default ``len(ps)``) excludes prompts that do not fit a KV budget."""
+    hi = len(ps) if hi is None else hi
+    j = bisect_right(ps, scorer.peak(g), 0, hi) - 1  # last index with s ≤ peak
+    if j + 1 >= hi:
         return j
-    k = bisect_right(ps, ps[j + 1]) - 1  # last of the run of the smallest s > peak
+    k = bisect_right(ps, ps[j + 1], 0, hi) - 1  # last of the run of the smallest s > peak
     if j < 0:
         return k
     fj, fk = scorer.f_many(g, [ps[j], ps[k]])
@@ -230,6 +246,7 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
     s_tot = sum(cap)
     s_greedy = G if params.s_greedy is None else params.s_greedy
     pool = _Pool(view)
+    kv = None if view.kv_free is None else view.kv_free.tolist()
     out_pos: list[int] = []
     out_g: list[int] = []
     by_item = getattr(scorer, "by_item", False)
@@ -239,12 +256,19 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
         out_pos.append(p)
         out_g.append(g)
         cap[g] -= 1
+        if kv is not None:
+            kv[g] -= s
         return s
 
+    def n_fit(g: int) -> int:
+        """How many of the (ascending) pool prompts fit in replica ``g``'s KV room."""
+        return len(pool.ps) if kv is None else bisect_right(pool.ps, kv[g])
+
     def single(g: int) -> int:
+        nf = n_fit(g)
         if not by_item:
-            return _best_single(pool.ps, scorer, g)
-        f = scorer.f_items(g, [[p] for p in pool.pos])
+            return _best_single(pool.ps, scorer, g, nf)
+        f = scorer.f_items(g, [[p] for p in pool.pos[:nf]])
         return max(range(len(f)), key=lambda j: (f[j], j))
 
     def f_one(g: int, j: int) -> float:
@@ -257,8 +281,10 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
             if s_tot == 0:
                 break
             j = pool.pos.index(p)
-            best_g = max((g for g in range(G) if cap[g] > 0),
-                         key=lambda g: (f_one(g, j), cap[g], -scorer.load[g], -g))
+            room = [g for g in range(G) if cap[g] > 0 and (kv is None or pool.ps[j] <= kv[g])]
+            if not room:  # fits nowhere under the KV budget: it waits
+                continue
+            best_g = max(room, key=lambda g: (f_one(g, j), cap[g], -scorer.load[g], -g))
             scorer.add(best_g, assign(best_g, j), [p])
             s_tot -= 1
 
@@ -266,6 +292,8 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
     heapq.heapify(heap)
     while s_tot > s_greedy and pool.ps and heap:  # Stage 1
         g = heapq.heappop(heap)[2]
+        if n_fit(g) == 0:  # no pool request fits its KV room: it takes nothing this tick
+            continue
         j = single(g)
         p = pool.pos[j]
         scorer.add(g, assign(g, j), [p])
@@ -274,17 +302,24 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
             heapq.heappush(heap, (-cap[g], scorer.load[g], g))
     while heap and pool.ps:  # Stage 2
         g = heapq.heappop(heap)[2]
-        n = min(params.r_max, len(pool.ps))
-        idx = list(range(len(pool.ps) - 1, len(pool.ps) - 1 - n, -1))  # longest first
+        nf = n_fit(g)
+        if nf == 0:
+            continue
+        n = min(params.r_max, nf)
+        idx = list(range(nf - 1, nf - 1 - n, -1))  # longest (that fit) first
         sizes = [pool.ps[j] for j in idx]
+        room = float("inf") if kv is None else kv[g]
         if by_item:
-            subs = [q for q in tables[n] if len(q) <= min(cap[g], params.r_max)]
+            subs = [q for q in tables[n] if len(q) <= min(cap[g], params.r_max)
+                    and sum(sizes[c] for c in q) <= room]
             sc = scorer.f_items(g, [[pool.pos[idx[c]] for c in q] for q in subs])
             b = max(range(len(subs)), key=lambda j: (sc[j], -j))  # first best, as best_subset
             q, score = subs[b], sc[b]
         else:
-            q, score = best_subset(sizes, min(cap[g], params.r_max),
-                                   lambda ds, g=g: scorer.f_many(g, ds), tables[n])
+            def f_room(ds: list[float], g: int = g, room: float = room) -> list[float]:
+                return [f if d <= room else float("-inf")
+                        for d, f in zip(ds, scorer.f_many(g, ds))]
+            q, score = best_subset(sizes, min(cap[g], params.r_max), f_room, tables[n])
         chosen = [idx[c] for c in q]
         if score <= 0:  # starvation guard: best single request
             if params.guard_scope is GuardScope.POOL:
@@ -329,7 +364,8 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
         beta: float | None = None, gate: float = 0.5, params: BRParams | None = None,
         name: str = "brh", margins: MarginSource | str = MarginSource.PLACED,
         own_load: OwnLoad | str = OwnLoad.CONSTANT,
-        lifetime: Lifetime | str = Lifetime.CLAMPED) -> Router:
+        lifetime: Lifetime | str = Lifetime.CLAMPED,
+        refill: Refill | str = Refill.NONE) -> Router:
     """BR-H: horizon F-score with projected margins from a remaining-length predictor.
 
     Args:
@@ -349,6 +385,8 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
         own_load: [R] :class:`OwnLoad` (ablation (b)): the candidates' load as ``Δ_s`` at every
             offset or as their projected per-step load.
         lifetime: [R] :class:`Lifetime` (ablation (c)): how ``ĉ_i`` maps to counted offsets.
+        refill: [R] :class:`Refill`: whether slots freed inside the window are refilled in the
+            projection (the saturated pool refills them at once).
 
     Raises:
         LBTheoryError: an unknown option value (names the parameter).
@@ -357,6 +395,7 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
     src = check_option(MarginSource, margins, "margins")
     own = check_option(OwnLoad, own_load, "own_load")
     life = check_option(Lifetime, lifetime, "lifetime")
+    fill_mode = check_option(Refill, refill, "refill")
 
     def lifetimes(p_fin: np.ndarray, mu: np.ndarray) -> np.ndarray:
         # EXACT: a request outliving H has lifetime H + 1 (counts at every h = 0..H)
@@ -378,14 +417,20 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
         decoded = view.tick - view.slot_start[rows, cols]
         p_fin, mu = pred.predict(ids, decoded, horizon)
         base = view.slot_prompt[rows, cols] + decoded
-        lh = projected_loads(rows, base, lifetimes(p_fin, mu), G, horizon)
+        life_i = lifetimes(p_fin, mu)
+        lh = projected_loads(rows, base, life_i, G, horizon)
+        if fill_mode is Refill.POOL_MEAN and view.pool_prompt.size:
+            lh += refill_loads(rows, life_i, float(view.pool_prompt.mean()), G, horizon)
         b = float(G if beta is None else beta)
         update = src is MarginSource.PLACED
         if own is OwnLoad.PROJECTED:
             P = view.pool_ids.size
             pp, pmu = pred.predict(view.pool_ids, np.zeros(P, dtype=np.int64), horizon)
-            prof = projected_loads(np.arange(P), view.pool_prompt, lifetimes(pp, pmu), P,
-                                   horizon)
+            life_p = lifetimes(pp, pmu)
+            prof = projected_loads(np.arange(P), view.pool_prompt, life_p, P, horizon)
+            if fill_mode is Refill.POOL_MEAN:
+                prof += refill_loads(np.arange(P), life_p, float(view.pool_prompt.mean()), P,
+                                     horizon)
             scorer: _HorizonScorer = _ProfileScorer(lh, d, alpha, b, prof, update)
         else:
             scorer = _HorizonScorer(lh, d, alpha, b, update)

@@ -10,6 +10,17 @@ Model (per tick ``k``):
    (the clock jumps over idle gaps).
 2. **Schedule.** If the pool is non-empty and a slot is free, the router assigns pool requests
    to replicas with free slots (``slots`` per replica). Assignment is sticky.
+   **KV-cache budget** (``kv_budget``, tokens per replica; off by default, see below): a replica
+   holds the KV of its requests, prompt + generated tokens, which is exactly its load ``L_g(k)``.
+   A request of prompt ``s_i`` may be admitted to ``g`` only if ``L_g(k)`` plus the prompts
+   already admitted to ``g`` in this tick plus ``s_i`` is ``≤ kv_budget``; the router sees
+   ``kv_free[g] = kv_budget − L_g(k)`` (:class:`~lbtheory.barrier.protocol.ClusterView`). A request
+   that fits nowhere waits in the pool. [R] The check is at admission only: requests already
+   running keep growing by one token per step and are never preempted (the seed's proxy binds a
+   request to its replica for life), so ``L_g`` can pass the budget later; ``kv_peak_ratio`` in
+   the summary reports ``max_k M(k) / kv_budget``. Default off: the seed (BalanceRoute summary,
+   "两阶段在线调度") states its scheduler's capacity only as free slots ``cap[g]`` and gives no KV
+   token budget for its DeepSeek-V3 / Atlas 910C setting, so a number here would be invented.
 3. **Barrier step.** Every replica runs one decode step; the step takes ``t = a·M(k) + b``
    seconds (:class:`~lbtheory.barrier.imbalance.StepTimeModel`), with ``M(k)`` the largest
    load. Each request in flight generates one token; [R] load ``L_g(k) = Σ (s_i + a_i(k))``.
@@ -55,6 +66,8 @@ class DecodeConfig:
         slots: decode slots per replica (concurrent requests, ≥ 1).
         window: saturation replay: pool size in requests (≥ 1).
         time_scale: ``None`` for saturation replay, else the timestamp compression factor ``X > 0``.
+        kv_budget: KV-cache tokens per replica that admission respects (``None``: no budget, the
+            default; see the module doc).
         step_model: step time ``a·M + b`` (s).
         record_loads: keep the ``(K, G)`` load matrix (for plots).
     """
@@ -63,6 +76,7 @@ class DecodeConfig:
     slots: int = 32
     window: int = 128
     time_scale: float | None = None
+    kv_budget: int | None = None
     step_model: StepTimeModel = field(default_factory=StepTimeModel)
     record_loads: bool = False
 
@@ -76,11 +90,17 @@ class DecodeConfig:
             raise ModelError(f"pool window must be an integer >= 1 requests, got {self.window}")
         if self.time_scale is not None:
             check_real(self.time_scale, "time_scale", low=0.0, low_open=True)
+        if self.kv_budget is not None and (isinstance(self.kv_budget, bool)
+                                           or int(self.kv_budget) != self.kv_budget
+                                           or self.kv_budget < 1):
+            raise ModelError(f"kv_budget must be an integer >= 1 (KV tokens per replica) or None, "
+                             f"got {self.kv_budget!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for manifests)."""
         return {"replicas": self.replicas, "slots": self.slots, "window": self.window,
-                "time_scale": self.time_scale, "step_a_s_per_token": self.step_model.a_s_per_token,
+                "time_scale": self.time_scale, "kv_budget": self.kv_budget,
+                "step_a_s_per_token": self.step_model.a_s_per_token,
                 "step_b_s": self.step_model.b_s}
 
 
@@ -145,6 +165,8 @@ class DecodeResult:
             "requests": float(self.n_steps.size),
         }
         out.update(tpot_percentiles(self.tpot_s(), (50.0, 95.0)))
+        if self.config.kv_budget is not None:
+            out["kv_peak_ratio"] = float(self.max_load.max() / self.config.kv_budget)
         return out
 
 
@@ -191,7 +213,7 @@ class _Cluster:
 
 
 def _apply(view: ClusterView, pos: np.ndarray, reps: np.ndarray, name: str) -> None:
-    """Check a router's answer against the view (distinct positions, free slots)."""
+    """Check a router's answer against the view (distinct positions, free slots, KV room)."""
     pos = np.asarray(pos, dtype=np.int64)
     reps = np.asarray(reps, dtype=np.int64)
     if pos.shape != reps.shape:
@@ -205,6 +227,11 @@ def _apply(view: ClusterView, pos: np.ndarray, reps: np.ndarray, name: str) -> N
         raise ModelError(f"router {name} returned a replica outside 0..{G - 1}")
     if np.any(np.bincount(reps, minlength=G) > view.free):
         raise ModelError(f"router {name} over-filled a replica's free slots")
+    if view.kv_free is not None:
+        kv = np.bincount(reps, weights=view.pool_prompt[pos], minlength=G)
+        if np.any((kv > 0) & (kv > view.kv_free)):  # kv_free < 0 after growth: admit nothing
+            raise ModelError(f"router {name} admitted more prompt tokens than a replica's KV "
+                             "budget has room for (kv_free)")
 
 
 def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None = None,
@@ -220,7 +247,8 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
         :class:`DecodeResult`; every request is scheduled exactly once and finishes.
 
     Raises:
-        ModelError: bad settings (G < 1, slots < 1, ...) or a router that breaks the contract.
+        ModelError: bad settings (G < 1, slots < 1, a ``kv_budget`` below the longest prompt, ...)
+            or a router that breaks the contract.
     """
     import time
 
@@ -229,6 +257,9 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
     n = len(trace)
     prompt = trace.prompt_tokens
     steps = decode_steps(trace)
+    if cfg.kv_budget is not None and n and int(prompt.max()) > cfg.kv_budget:
+        raise ModelError(f"kv_budget {cfg.kv_budget} tokens is smaller than the longest prompt "
+                         f"({int(prompt.max())} tokens): that request could never be admitted")
     arrive = trace.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
     step_time = cfg.step_model  # t = a·M + b (s): the one definition, StepTimeModel.__call__
     cl = _Cluster(G, S)
@@ -260,7 +291,8 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
             ids = np.asarray(pool, dtype=np.int64)
             view = ClusterView(tick, cl.loads.copy(), cl.free.copy(), cl.inflight.copy(), ids,
                                prompt[ids], tick - enter[ids], cl.slot_ids, cl.slot_prompt,
-                               cl.slot_start, done_ids, done_steps)
+                               cl.slot_start, done_ids, done_steps,
+                               None if cfg.kv_budget is None else cfg.kv_budget - cl.loads)
             pos, reps, state = router.schedule(state, view)
             _apply(view, pos, reps, router.name)
             for p, g in zip(np.asarray(pos).tolist(), np.asarray(reps).tolist()):

@@ -17,27 +17,34 @@ __all__ = ["run_tntp", "tntp_report"]
 
 
 def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike, *,
-                solver: str | None = None) -> dict:
-    """Solve Wardrop and system optimum (with CVXPY ``solver``, default Clarabel); the CLI's JSON
-    object.
+                solver: str | None = None, method: str = "auto",
+                tol: float | None = None) -> dict:
+    """Solve Wardrop and system optimum (``method``: auto/cvxpy/gp/fw; CVXPY ``solver``, default
+    Clarabel; ``tol``: target relative gap, default :data:`lbtheory.games.solve.DEFAULT_TOL`);
+    the CLI's JSON object.
 
     Returns:
         ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p}`` with G as
         :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
-        in the file's units) and p the ratio of :func:`lbtheory.games.price_of_anarchy` (a
-        number).
+        in the file's units, plus ``solver`` and ``seconds``) and p the ratio of
+        :func:`lbtheory.games.price_of_anarchy` (a number).
     """
-    poa = price_of_anarchy(load_tntp_game(net_path, trips_path), solver=solver)
-    return {"equilibria": {"wardrop": poa.wardrop.to_dict(),
-                           "system_optimum": poa.optimum.to_dict()},
-            "price_of_anarchy": float(poa.ratio)}
+    kw = {} if tol is None else {"tol": tol}
+    poa = price_of_anarchy(load_tntp_game(net_path, trips_path), solver=solver, method=method,
+                           **kw)
+    eqs = {}
+    for key, res in (("wardrop", poa.wardrop), ("system_optimum", poa.optimum)):
+        eqs[key] = {**res.to_dict(), "solver": res.solver, "seconds": res.seconds}
+    return {"equilibria": eqs, "price_of_anarchy": float(poa.ratio)}
 
 
 def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, *,
-             as_json: bool, solver: str | None = None) -> int:
+             as_json: bool, solver: str | None = None, method: str = "auto",
+             tol: float | None = None) -> int:
     """Print the equilibria of a TNTP game (a table, or the JSON object); returns exit code 0.
 
-    ``solver``: the CVXPY solver (``None``: Clarabel).
+    ``solver``: the CVXPY solver (``None``: Clarabel); ``method``/``tol``: as
+    :func:`tntp_report`.
 
     Raises:
         DataFormatError: ``trips_path`` missing (the one error for a missing ``--trips``, field
@@ -46,7 +53,7 @@ def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, 
     if trips_path is None:
         raise DataFormatError("a TNTP network needs its trip table: add --trips TRIPS.tntp",
                               path=str(net_path), field="--trips")
-    rep = tntp_report(net_path, trips_path, solver=solver)
+    rep = tntp_report(net_path, trips_path, solver=solver, method=method, tol=tol)
     if as_json:
         print(dumps_json(rep))
         return 0
@@ -57,6 +64,7 @@ def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, 
     for name, g in (("wardrop", ue), ("system_optimum", so)):
         print(f"{name}: total travel time {g['total_travel_time']:.10g}, Beckmann "
               f"{g['beckmann_objective']:.10g}, relative gap {g['relative_gap']:.3g}, "
-              f"AEC {g['average_excess_cost']:.3g}, status {g['status']}")
+              f"AEC {g['average_excess_cost']:.3g}, status {g['status']} ({g['solver']}, "
+              f"{g['seconds']:.3g} s)")
     print(f"price of anarchy: {rep['price_of_anarchy']:.10g}")
     return 0

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="saturation replay: prompt-pool size (requests)")
     parser.add_argument("--time-scale", type=float, default=None,
                         help="replay timestamps compressed by this factor instead of saturation")
+    parser.add_argument("--kv-budget", type=int, default=None,
+                        help="KV-cache tokens per replica that admission respects (default: none)")
     parser.add_argument("--limit", type=int, default=None,
                         help="use the first N requests (N ≥ 1; default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines")
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError(f"--limit must be an integer ≥ 1 (requests), got {args.limit}")
     names = parse_policies(args.policies)
     cfg = DecodeConfig(replicas=args.replicas, slots=args.slots, window=args.window,
-                       time_scale=args.time_scale,
+                       time_scale=args.time_scale, kv_budget=args.kv_budget,
                        step_model=StepTimeModel(args.step_a, args.step_b))
     params = BRParams(s_greedy=args.s_greedy, r_max=args.r_max,
                       max_wait=None if args.max_wait < 0 else args.max_wait)

@@ -22,9 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--solver", default=None,
                         help="CVXPY solver, one of the installed ones (default CLARABEL, falling "
                              "back to SCS; e.g. SCS, ECOS)")
+    parser.add_argument("--method", default=None, choices=["auto", "cvxpy", "gp", "fw"],
+                        help="routing-game solver for a TNTP network: auto (default: CVXPY for "
+                             "small games, gradient projection above "
+                             "lbtheory.games.solve.AUTO_THRESHOLD origin-arc variables), cvxpy, "
+                             "gp (path-based gradient projection) or fw (bi-conjugate "
+                             "Frank-Wolfe); others are tried if it fails")
     parser.add_argument("--tol", type=float, default=None,
                         help="target relative Definition-1 residual, dimensionless, in (0, 1) "
                              "(default 1e-6; cell networks only)")
+    parser.add_argument("--gap", type=float, default=None,
+                        help="target relative gap of a TNTP routing game, dimensionless, in "
+                             "(0, 1) (default 1e-10; TNTP networks only)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="write a figure (.png/.pdf/.svg): per-cell load and PoA as demand "
                              "grows (cell networks only)")
@@ -60,10 +69,16 @@ def run(args: argparse.Namespace) -> int:
         for flag, value in (("--tol", args.tol), ("--plot", args.plot)):
             if value is not None:
                 raise TopologyError(f"{flag} applies to cell networks only; a TNTP game "
-                                    f"({args.topology}) is solved to its relative gap, and "
-                                    f"has no per-cell figure: drop {flag}")
+                                    f"({args.topology}) is solved to its relative gap (--gap), "
+                                    f"and has no per-cell figure: drop {flag}")
+        gap = None if args.gap is None else check_real(
+            args.gap, "--gap", low=0.0, high=1.0, low_open=True, high_open=True)
         return run_tntp(args.topology, args.trips, as_json=args.json,
-                        solver=check_solver(args.solver))
+                        solver=check_solver(args.solver), method=args.method or "auto", tol=gap)
+    for flag, value in (("--method", args.method), ("--gap", args.gap)):
+        if value is not None:
+            raise TopologyError(f"{flag} applies to TNTP routing games only; cell networks are "
+                                f"solved to --tol by the equilibrium engine: drop {flag}")
     if args.trips:
         raise TopologyError("--trips is only used with a TNTP network (.tntp)")
     # refuse bad options and outputs before any work (nothing printed, nothing written)

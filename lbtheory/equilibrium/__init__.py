@@ -1,7 +1,10 @@
 """Equilibria of cell networks (THEORY §5): Wardrop, system optimum, RIF equilibrium, PoA.
 
-Modules: :mod:`._solve` (the CVXPY programs, built once with parameters; the DCP-form registry;
-the verbs), :mod:`._result` (:class:`EquilibriumResult`, Definition-1 residuals) and
+Modules: :mod:`._dual` (the default route: Newton's method on the entropic dual in one
+variable per cell, then the KKT polish), :mod:`._solve` (the CVXPY programs, built once with
+parameters, the fallback; the DCP-form registry; the verbs), :mod:`._colgen` (column
+generation for the CVXPY programs), :mod:`._result` (:class:`EquilibriumResult`,
+Definition-1 residuals) and
 :mod:`._polish` (the one Newton polish of the KKT system: :func:`polish_flows`, the active-set
 method the solvers use, and :func:`polish_on_support`, which keeps tied arcs and is what
 :mod:`lbtheory.stability` uses for its operating point).

@@ -35,6 +35,9 @@ __all__ = ["polish_flows", "polish_on_support", "tied_support", "SupportPoint", 
 
 #: Relative cost gap below which an arc counts as tied with the cheapest (polish_on_support).
 SUPPORT_RTOL = 1e-4
+#: KKT residual below which a Newton iteration that no longer halves it counts as converged
+#: (the rounding floor of polish_flows on ill-conditioned, near-capacity systems).
+STALL_RTOL = 1e-9
 #: Routing weight at or below which a tied arc counts as empty (polish_on_support), and the
 #: relative cost gap at or below which an unused arc is degenerate (stability).
 BOUNDARY_TOL = 1e-8
@@ -187,6 +190,7 @@ def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: 
         return None
     steps = 0
     c = None
+    prev = np.inf  # residual before the last Newton step (rounding floor detection)
     while steps < max_steps:
         I, J = np.nonzero(support)
         s = len(I)
@@ -196,13 +200,19 @@ def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: 
         u = F[I, J]
         if c is None or len(c) != r:
             c = _cheapest_on(_cell_terms(net, cost, np.bincount(J, u, net.n))[1], g, I, J, ri, r)
+            prev = np.inf
         R, N, fc, rel = _kkt_residual(net, cost, g, I, J, ri, u, c, lam[srcs])
-        if rel < rtol:
+        # converged: below rtol, or stalled at the rounding floor of an ill-conditioned system
+        # (inflows within ~1e-12 of capacity), where Newton cannot halve the residual any more
+        stalled = rel < STALL_RTOL and rel > 0.5 * prev
+        prev = rel
+        if rel < rtol or stalled:
             # KKT on the support holds; unused arcs cheaper than c*_i must join it
             C = np.where(net.adjacency & ~support & (lam[:, None] > 0), fc[None, :] + g, np.inf)
             cstar = np.full(net.n, np.inf)
             cstar[srcs] = c
-            cheaper = C < cstar[:, None] * (1 - 1e-12)
+            with np.errstate(invalid="ignore"):  # rows of non-sources: inf − inf
+                cheaper = C < cstar[:, None] - np.abs(cstar[:, None]) * max(1e-12, 10.0 * rel)
             if not cheaper.any():
                 return F
             # pivot: each source moves a little flow from its support onto its cheapest new arc,

@@ -38,7 +38,8 @@ class EquilibriumResult:
         min_cost: c*_i = min_j c_ij per source (NaN for a cell without outgoing arcs).
         total_latency_rate: Σ_j N_j + Σ 2τ_ij λ_i x_ij (request-seconds per second).
         mean_latency: total_latency_rate / Λ (s), end-to-end (network + serving).
-        residual: max of the relative residuals below (target ≤ 1e-6).
+        residual: max of the four relative residuals below (target ≤ 1e-6): every part of
+            Definition 1, so ``status`` is ``OPTIMAL`` only if each is within ``tol``.
         cs_residual: max_i (Σ_j x_ij c_ij − c*_i)/Σ_j x_ij c_ij (complementary slackness).
         cost_spread: max_i (max cost on a used arc − c*_i)/c*_i, arcs with x_ij > 1e-6.
         flow_residual: max_j |z_j − μ_j(N_j)|/μ̄_j (flow balance (5)); an inflow at or above
@@ -126,7 +127,12 @@ def _assemble(net: CellNetwork, cost: CostKind, flows: np.ndarray, src: np.ndarr
 
 
 def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: SolveStatus,
-                    solver: str, iterations: int, tol: float = DEFAULT_TOL) -> EquilibriumResult:
+                    solver: str, iterations: int, tol: float = DEFAULT_TOL,
+                    workload: np.ndarray | None = None) -> EquilibriumResult:
+    """Result of arc flows F (n×n, req/s). The workloads are μ⁻¹ of the inflows unless a
+    solver's own ``workload`` (requests) is given — then flow balance (5) is checked on the
+    pair (N, x) as Definition 1 states it, which stays exact for an inflow within rounding of
+    capacity (e.g. a saturating exponential model, μ(N) = μ̄ to double precision)."""
     n = net.n
     lam = net.arrival_rates
     # renormalise each source's flows to its demand (removes solver-level infeasibility ~1e-9;
@@ -140,7 +146,7 @@ def _assemble_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, status: Sol
     # an inflow at or above capacity has no workload: N is evaluated just below capacity, and
     # the excess stays in the reported inflow, so flow_residual (and the status) show it
     N = np.asarray(net.models.inverse_rate(np.minimum(z, net.max_rates * (1 - 1e-15))),
-                   dtype=float)
+                   dtype=float) if workload is None else np.asarray(workload, dtype=float)
     routing = _routing_from_flows(net, F, N, cost)
     return _finish(net, cost, routing, z, N, status, solver, iterations, demand_residual, tol)
 
@@ -172,7 +178,10 @@ def _finish(net: CellNetwork, cost: CostKind, routing: np.ndarray, z: np.ndarray
     with np.errstate(all="ignore"):
         cmin = np.where(net.adjacency.any(axis=1), np.nanmin(np.where(net.adjacency, C, np.inf),
                                                             axis=1), np.nan)
-    residual = max(res["cs_residual"], res["flow_residual"], demand_residual)
+    # every part of Definition 1: complementary slackness (average and spread over used arcs),
+    # flow balance (5) and the demands
+    residual = max(res["cs_residual"], res["cost_spread"], res["flow_residual"],
+                   demand_residual)
     return EquilibriumResult(
         kind=_KIND_OF_COST[cost], cost=cost, routing=routing, inflow=z, workload=N, arc_cost=C,
         min_cost=cmin, total_latency_rate=tlr, mean_latency=tlr / Lam if Lam > 0 else math.nan,
@@ -196,7 +205,8 @@ def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult,
         return eq
     F = np.zeros((n, n))
     np.add.at(F, (src, dst), f)
-    out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations, tol=tol)
+    out = _assemble_flows(net, eq.cost, F, eq.status, eq.solver, eq.iterations, tol=tol,
+                          workload=eq.workload)
     # same inflows, so the same costs; the residual may move within the solver's accuracy
     return out if out.residual <= max(10.0 * eq.residual, 1e-9) else eq
 

@@ -1,4 +1,9 @@
-"""Equilibria of cell networks as convex programs in CVXPY (THEORY §5).
+"""Equilibria of cell networks (THEORY §5): the verbs, and program (12) in CVXPY.
+
+Default route (``solver=None``): the dual Newton continuation of :mod:`._dual` (one variable
+per cell, KKT polish, judged by the Definition-1 residual), warm-started on re-solves; the CVXPY
+program below is its fallback (Clarabel, shorter steps, SCS) and the route of a named solver.
+A :class:`~lbtheory.errors.SolverError` is raised only when every route failed, naming each.
 
 Program (12) in arc-flow form: variables f_ij = λ_i x_ij ≥ 0 on the admissible arcs,
 Σ_j f_ij = λ_i, inflow z_j = Σ_i f_ij, and
@@ -34,7 +39,16 @@ from ..costs import CostKind, flow_cost, flow_potential, static_cost
 from ..errors import SolverError, SolveStatus, TopologyError
 from ..games._cvxforms import DCP_FORMS, DCPForm, dcp_potential_value, form_terms
 from ..models import ServiceModel
-from ..network import CellNetwork, arc_incidence, max_slack_flows
+from ..network import CellNetwork, arc_incidence
+from ._colgen import (
+    COLGEN_ADD_PER_SOURCE,
+    COLGEN_MIN_ARCS,
+    _initial_arc_mask,
+    _max_slack_support,
+    _restrict,
+)
+from ._dual import SOLVER_NAME as DUAL_SOLVER
+from ._dual import DualNewton, certifies_feasibility, solve_by_dual
 from ._result import (
     _KIND_OF_COST,
     EquilibriumResult,
@@ -85,7 +99,8 @@ class EquilibriumProblem:
     Args:
         net: the cell network (its structure, service models and replicas are fixed).
         cost: ``"gradient"`` (system optimum), ``"latency"`` (Wardrop) or ``"rif"``.
-        solver: a CVXPY solver name (default Clarabel).
+        solver: a CVXPY solver name; default (None): the dual Newton route (:mod:`._dual`),
+            with the CVXPY program (Clarabel, then SCS) as fallback.
         column_generation: solve on a restricted arc set grown by pricing (exact: the KKT
             conditions are checked on every arc). Default: on above ``COLGEN_MIN_ARCS`` arcs.
 
@@ -102,10 +117,23 @@ class EquilibriumProblem:
         self.cost = CostKind.parse(cost)
         self.solver = (solver or DEFAULT_SOLVER).upper()
         self._fallback = solver is None  # only the default solver falls back to SCS
+        # the default route: the dual Newton method (._dual); the CVXPY program is built only
+        # when a solver is named or the dual route has to fall back
+        self._dual = DualNewton(net, self.cost) if solver is None else None
         if column_generation is None:
             column_generation = len(net.arcs) > COLGEN_MIN_ARCS
         self._mask = _initial_arc_mask(net, self.cost) if column_generation else None
-        self._build(net if self._mask is None else _restrict(net, self._mask))
+        self._problem: cp.Problem | None = None
+        if self._dual is None:
+            self._build(net if self._mask is None else _restrict(net, self._mask))
+
+    @property
+    def problem(self) -> cp.Problem:
+        """The CVXPY program (built on first use)."""
+        if self._problem is None:
+            self._build(self.full_net if self._mask is None else
+                        _restrict(self.full_net, self._mask))
+        return self._problem
 
     def _build(self, net: CellNetwork) -> None:
         """Build the CVXPY program on ``net`` (the full network or a restricted arc set)."""
@@ -163,7 +191,7 @@ class EquilibriumProblem:
             constraints.append(zC <= self._capC)
             objective = objective + cp.sum(self._t)
             self._init_cuts()
-        self.problem = cp.Problem(cp.Minimize(objective), constraints)
+        self._problem = cp.Problem(cp.Minimize(objective), constraints)
 
     # ------------------------------------------------------------------ cutting planes
     def _cut_models(self) -> list[ServiceModel]:
@@ -219,6 +247,8 @@ class EquilibriumProblem:
             polish: Newton-polish the solver's flows on their support
                 (:func:`~lbtheory.equilibrium.polish_flows`) when that lowers the Definition-1
                 residual; the status is ``OPTIMAL`` only if the final residual is ≤ ``tol``.
+                ``False`` skips the default dual route (which always polishes) and returns
+                the CVXPY program's raw answer.
             **solver_options: passed to ``cvxpy.Problem.solve``.
         """
         if delays is not None and not np.array_equal(np.asarray(delays, dtype=float),
@@ -233,12 +263,70 @@ class EquilibriumProblem:
         lam = self.full_net.arrival_rates if arrival_rates is None else \
             np.asarray(arrival_rates, dtype=float)
         full = self.full_net if arrival_rates is None else self.full_net.with_arrival_rates(lam)
+        if self._dual is not None and polish:  # (polish=False asks for a raw CVXPY answer)
+            # failed routes may hold overflowing numbers: judged by residuals, not warned about
+            with np.errstate(all="ignore"):
+                return self._solve_routes(full, tol, max_iterations, throw, polish,
+                                          check_feasibility, solver_options)
+        self.problem  # noqa: B018 (build the CVXPY program if not yet built)
         if self._mask is None:
             if check_feasibility:
                 full.check_feasibility()
             return self._solve_sub(full, tol, max_iterations, throw, polish, solver_options)
         return self._solve_colgen(full, tol, max_iterations, throw, polish, check_feasibility,
                                   solver_options)
+
+    def _solve_routes(self, full: CellNetwork, tol: float, max_iterations: int, throw: bool,
+                      polish: bool, check_feasibility: bool,
+                      solver_options: dict[str, Any]) -> EquilibriumResult:
+        """The default route and its fallbacks: dual Newton (warm from the last solve, then
+        cold), then the CVXPY program (Clarabel, shorter steps, SCS); every
+        answer is judged by its Definition-1 residual. Assumption 2 is checked by its LP only
+        when no answer certifies it. SolverError (when ``throw``) only when no route reached
+        ``tol``, naming each route tried."""
+        if check_feasibility and full.total_demand >= full.max_rates.sum():
+            full.check_feasibility()  # raises InfeasibleDemandError with the shortfall
+        tried: list[str] = []
+        best: EquilibriumResult | None = None
+        for warm in (True, False) if self._dual.state is not None else (False,):
+            res, why = solve_by_dual(full, self.cost, self._dual, tol, warm=warm)
+            tried.append(why + (" (warm start)" if warm else ""))
+            if res is not None and (best is None or res.residual < best.residual):
+                best = res
+            if best is not None and best.residual <= tol and certifies_feasibility(full, best):
+                return best
+        if check_feasibility:
+            full.check_feasibility()
+        if best is not None and best.residual <= tol:  # (an inflow within rounding of μ̄)
+            return best
+        try:
+            if self._mask is None:
+                self.problem  # noqa: B018 (build)
+                res = self._solve_sub(full, tol, max_iterations, True, polish, solver_options)
+            else:
+                res = self._solve_colgen(full, tol, max_iterations, True, polish, False,
+                                         solver_options)
+            tried.append(f"{res.solver}: residual {res.residual:.3g}")
+            if best is None or res.residual < best.residual:
+                best = res
+        except SolverError as exc:
+            tried.append(str(exc))
+        if best is not None and best.residual <= tol:
+            return best
+        msg = (f"the {_KIND_OF_COST[self.cost]} program did not reach residual {tol:g} on any "
+               f"route: {'; '.join(tried)}")
+        if throw or best is None:
+            if throw:
+                raise SolverError(msg, solver=DUAL_SOLVER, status="failed")
+            return self._failed(full)
+        return best
+
+    def _failed(self, net: CellNetwork) -> EquilibriumResult:
+        """A FAILED result (no route returned flows; ``throw=False``)."""
+        from ._result import _assemble_flows
+
+        return _assemble_flows(net, self.cost, np.zeros((net.n, net.n)), SolveStatus.FAILED,
+                               DUAL_SOLVER, 0)
 
     def _solve_colgen(self, full: CellNetwork, tol: float, max_iterations: int, throw: bool,
                       polish: bool, check_feasibility: bool,
@@ -359,45 +447,6 @@ class EquilibriumProblem:
     def _flows(self) -> np.ndarray:
         v = self.flow.value
         return np.zeros(self._m) if v is None else np.maximum(np.asarray(v, dtype=float), 0.0)
-
-
-# ----------------------------------------------------------------------------- column generation
-#: networks with more arcs than this are solved by delayed column generation by default.
-#: Measured (BENCHMARKS.md): on full meshes up to n = 300 the full program is faster (each
-#: pricing round recompiles the CVXPY program), so the default threshold is high.
-COLGEN_MIN_ARCS = 200_000
-#: arcs per source in the initial restricted set (cheapest at zero load)
-COLGEN_INITIAL_ARCS = 6
-#: arcs added per source and round (the most violated ones)
-COLGEN_ADD_PER_SOURCE = 3
-
-
-def _restrict(net: CellNetwork, mask: np.ndarray) -> CellNetwork:
-    arcs = [a for a in net.arcs if mask[net.index(a.source), net.index(a.target)]]
-    return CellNetwork(net.cells, arcs)
-
-
-def _initial_arc_mask(net: CellNetwork, cost: CostKind) -> np.ndarray:
-    """Self-arcs plus, per source, the arcs cheapest at zero load (f_j(0) + g_ij)."""
-    C = _arc_cost_matrix(net, cost, np.zeros(net.n))
-    C = np.where(net.adjacency, C, np.inf)
-    k = min(COLGEN_INITIAL_ARCS, net.n)
-    mask = np.zeros_like(net.adjacency)
-    rows = np.arange(net.n)[:, None]
-    mask[rows, np.argsort(C, axis=1, kind="stable")[:, :k]] = True
-    mask &= net.adjacency
-    mask |= net.adjacency & np.eye(net.n, dtype=bool)
-    return mask
-
-
-def _max_slack_support(net: CellNetwork) -> np.ndarray:
-    """Arcs used by a max-slack routing (Assumption-2 LP): adding them makes a restricted arc set
-    feasible whenever the full network is."""
-    _, f = max_slack_flows(net)
-    src, dst = net.arc_pairs
-    mask = np.zeros_like(net.adjacency)
-    mask[src[f > 0], dst[f > 0]] = True
-    return mask
 
 
 # ----------------------------------------------------------------------------- verbs

@@ -3,7 +3,9 @@
 DESIGN.md puts ``RoutingGame`` in ``network.py`` and the arc-cost families in ``costs.py``; this
 subpackage deviates (small modules, no edit conflicts). Modules: :mod:`.arccosts` (families),
 :mod:`.game` (the game), :mod:`.solve` (CVXPY programs), :mod:`.frank_wolfe` (reference
-algorithm), :mod:`.metrics` (relative gap, AEC), :mod:`.cells` (CellNetwork → game),
+algorithm), :mod:`.tap` (path-based gradient projection, numba kernels in :mod:`._gpkernels`;
+the fast exact solver above :data:`.solve.AUTO_THRESHOLD`), :mod:`.synthetic` (seeded networks of
+classic TNTP sizes), :mod:`.metrics` (relative gap, AEC), :mod:`.cells` (CellNetwork → game),
 :mod:`.classic` (Pigou, M/M/1, Braess), :mod:`.tntp` (TNTP reader), :mod:`._result`
 (:class:`GameResult`, :class:`GamePoAResult`, :class:`Objective`, shared by every solver),
 :mod:`._cvxforms` (the one registry of exact convex CVXPY forms, keyed by class).
@@ -23,16 +25,33 @@ from .classic import (
 )
 from .frank_wolfe import FWMethod, FWTrace, frank_wolfe
 from .game import Commodity, GameArc, RoutingGame
-from .metrics import all_or_nothing, gap_measures, shortest_path_cost, shortest_paths
-from .solve import price_of_anarchy, system_optimum, wardrop_equilibrium
-from .tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips
+from .metrics import (
+    all_or_nothing,
+    gap_measures,
+    shortest_path_cost,
+    shortest_paths,
+    used_arc_spread,
+)
+from .solve import (
+    Method,
+    certify,
+    price_of_anarchy,
+    solve_game,
+    system_optimum,
+    wardrop_equilibrium,
+)
+from .synthetic import synthetic_network
+from .tap import TAPState, gradient_projection
+from .tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips, write_tntp
 
 __all__ = [
     "ArcCost", "ArcCostBank", "Polynomial", "MM1", "ServiceArc", "affine", "bpr", "constant",
     "RoutingGame", "GameArc", "Commodity",
     "GameResult", "GamePoAResult", "Objective", "wardrop_equilibrium", "system_optimum",
     "price_of_anarchy", "evaluate_flow", "frank_wolfe", "FWTrace", "FWMethod",
-    "shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost",
+    "shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost", "used_arc_spread",
+    "gradient_projection", "TAPState", "Method", "solve_game", "certify", "synthetic_network",
+    "write_tntp",
     "to_routing_game", "cell_inflows", "routing_from_game",
     "load_tntp_game", "read_tntp_network", "read_tntp_trips", "read_tntp_flow",
     "pigou", "pigou_poa", "mm1_two_link", "mm1_two_link_poa", "braess", "grid_game", "GridFamily",

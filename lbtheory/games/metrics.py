@@ -17,7 +17,8 @@ from scipy.sparse.csgraph import dijkstra
 
 from .game import RoutingGame, usable_arcs
 
-__all__ = ["shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost"]
+__all__ = ["shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost",
+           "used_arc_spread"]
 
 
 def _graph(game: RoutingGame, cost: np.ndarray, mask: np.ndarray):
@@ -112,3 +113,28 @@ def gap_measures(game: RoutingGame, x: np.ndarray, cost: np.ndarray, *,
     excess = tstt - sptt
     rel = excess / tstt if tstt > 0 else 0.0
     return rel, excess / game.total_demand if game.total_demand > 0 else 0.0
+
+
+def used_arc_spread(game: RoutingGame, origin_flow: np.ndarray, cost: np.ndarray, *,
+                    dist: np.ndarray | None = None, used: float = 1e-9) -> float:
+    """Largest reduced cost on a used arc, relative to the largest OD shortest-path cost.
+
+    For origin k and arc a = (u, v) carrying f_ka > ``used``·(origin k's demand), the reduced
+    cost c_a + dist_k(u) − dist_k(v) is 0 at equilibrium (every used arc lies on a shortest
+    path). This is the cost spread the relative gap weighs by flow (and so can hide on small
+    flows). Dimensionless; ``cost``/``dist`` as in :func:`gap_measures`.
+    """
+    if dist is None:
+        dist, _ = shortest_paths(game, cost)
+    F = np.asarray(origin_flow, dtype=float)
+    dem = game.demand.sum(axis=1)
+    k, a = np.nonzero(F > used * dem[:, None])
+    if k.size == 0:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        red = cost[a] + dist[k, game.tails[a]] - dist[k, game.heads[a]]
+    fin = np.isfinite(dist) & (game.demand > 0)
+    ref = float(np.max(dist[fin])) if np.any(fin) else 1.0
+    if not np.all(np.isfinite(red)):
+        return np.inf
+    return float(np.max(red)) / ref if ref > 0 else float(np.max(red))

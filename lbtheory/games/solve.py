@@ -13,6 +13,7 @@ interior-point flows are then polished by exact-line-search Frank–Wolfe steps
 from __future__ import annotations
 
 import dataclasses
+import enum
 import time
 import warnings
 from typing import Any
@@ -20,16 +21,19 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import SolverError, SolveStatus
+from .._checks import check_option
+from ..errors import ModelError, SolverError, SolveStatus
 from ..network import arc_incidence
 from ._cvxforms import bank_objective, check_convex_form
 from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
 from .frank_wolfe import FWMethod, frank_wolfe, refine_flows
 from .game import RoutingGame
-from .metrics import shortest_path_cost, shortest_paths
+from .metrics import shortest_path_cost, shortest_paths, used_arc_spread
+from .tap import gradient_projection, supports
 
 __all__ = ["GameResult", "GamePoAResult", "wardrop_equilibrium", "system_optimum",
-           "price_of_anarchy", "evaluate_flow", "Objective"]
+           "price_of_anarchy", "evaluate_flow", "Objective", "Method", "solve_game", "certify",
+           "AUTO_THRESHOLD"]
 
 #: the cvxpy warning silenced while solving: an inaccurate solve is reported in the status.
 _INACCURATE_WARNING = r"Solution may be inaccurate"
@@ -74,7 +78,7 @@ def _scales(game: RoutingGame, objective: Objective, flow_scale: float) -> tuple
 
 
 def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
-                 throw: bool, polish: bool) -> GameResult:
+                 polish: bool) -> GameResult:
     import cvxpy as cp
 
     check_convex_form(game.costs)  # raises ModelError naming a family without a DCP form
@@ -101,63 +105,223 @@ def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
             warnings.filterwarnings("ignore", message=_INACCURATE_WARNING, category=UserWarning)
             prob.solve(solver=name, **opts)
     except cp.error.SolverError as exc:
-        raise SolverError(f"routing game ({objective}): solver {name} failed: {exc}",
-                          solver=name, status="error") from None
+        raise SolverError(f"solver {name} failed: {exc}", solver=name, status="error") from None
     st = {cp.OPTIMAL: SolveStatus.OPTIMAL,
           cp.OPTIMAL_INACCURATE: SolveStatus.OPTIMAL_INACCURATE}.get(prob.status,
                                                                      SolveStatus.FAILED)
     if st is SolveStatus.FAILED or v.value is None:
-        if throw:
-            raise SolverError(f"routing game ({objective}): solver {name} returned status "
-                              f"{prob.status!r}", solver=name, status=str(prob.status))
-        nan = np.full((len(game.origins), game.n_arcs), np.nan)
-        return GameResult(objective, nan.sum(axis=0), nan, nan.sum(axis=0), np.nan, np.nan,
-                          np.nan, np.nan, SolveStatus.FAILED, name, time.perf_counter() - t0)
+        raise SolverError(f"solver {name} returned status {prob.status!r}", solver=name,
+                          status=str(prob.status))
     f = np.zeros((len(game.origins), game.n_arcs))
     f[kv, av] = scale * np.maximum(v.value, 0.0)
     if polish:
         f = refine_flows(game, f, objective)
     iters = int(getattr(prob.solver_stats, "num_iters", 0) or 0)
-    res = evaluate_flow(game, f, objective, status=st, solver=name,
-                        seconds=time.perf_counter() - t0, iterations=iters)
-    if polish and st is SolveStatus.OPTIMAL_INACCURATE and 0 <= res.relative_gap <= POLISHED_GAP:
-        res = dataclasses.replace(res, status=SolveStatus.OPTIMAL)  # the polished flows are optimal
-    return res
+    return evaluate_flow(game, f, objective, status=st, solver=name,
+                         seconds=time.perf_counter() - t0, iterations=iters)
+
+
+class Method(enum.StrEnum):
+    """Which routing-game solver to use (``--method`` of the CLI)."""
+
+    #: CVXPY below :data:`AUTO_THRESHOLD` origin-arc variables, gradient projection above
+    AUTO = "auto"
+    #: interior-point (Clarabel) in CVXPY, the exact oracle, polished by Frank–Wolfe steps
+    CVXPY = "cvxpy"
+    #: path-based gradient projection (:func:`lbtheory.games.tap.gradient_projection`)
+    GP = "gp"
+    #: bi-conjugate Frank–Wolfe (:func:`lbtheory.games.frank_wolfe`)
+    FW = "fw"
+
+    @classmethod
+    def parse(cls, value: Method | str) -> Method:
+        """Coerce a ``method`` argument; raises ModelError listing the allowed values."""
+        return check_option(cls, value, "method")
+
+
+#: Origin-arc variable count (origins × arcs) above which ``method="auto"`` uses gradient
+#: projection instead of CVXPY (Sioux Falls: 24 × 76 = 1,824 stays on CVXPY).
+AUTO_THRESHOLD = 20_000
+
+#: Default target relative gap of a certified solution (dimensionless).
+DEFAULT_TOL = POLISHED_GAP
+
+#: Largest reduced cost on a used arc (relative to the largest OD cost) of a certified solution.
+SPREAD_TOL = 1e-6
+
+
+def certify(game: RoutingGame, res: GameResult, tol: float) -> tuple[bool, str]:
+    """Whether ``res`` satisfies every part of the equilibrium definition to ``tol``.
+
+    Checked, independently of any solver's own status: finite flows; flow conservation per
+    origin and node (relative to the origin's demand, ≤ 1e-9); relative gap ≤ tol
+    (:func:`~lbtheory.games.gap_measures`); and the cost spread on used arcs
+    (:func:`~lbtheory.games.metrics.used_arc_spread`) ≤ :data:`SPREAD_TOL` — the relative gap
+    weighs each excess by its flow and can hide a costly path that carries little flow.
+
+    Returns:
+        ``(ok, why)``: ``why`` names the first failed part (empty when ok).
+    """
+    F = res.origin_flow
+    if not np.all(np.isfinite(F)) or not np.isfinite(res.relative_gap):
+        return False, "non-finite flows or gap"
+    bal = game.origin_balance()
+    n = game.n_nodes
+    net = np.stack([np.bincount(game.tails, F[k], minlength=n)
+                    - np.bincount(game.heads, F[k], minlength=n) for k in range(len(F))]) \
+        if len(F) else bal
+    dem = np.maximum(game.demand.sum(axis=1), 1e-300)
+    cons = float(np.max(np.abs(net - bal) / dem[:, None])) if len(F) else 0.0
+    if cons > 1e-9:
+        return False, f"flow conservation violated by {cons:.2g} of an origin's demand"
+    if not res.relative_gap <= tol:
+        return False, f"relative gap {res.relative_gap:.3g} > {tol:g}"
+    check = res.arc_cost if res.objective is Objective.WARDROP else \
+        game.costs.marginal(res.arc_flow)
+    spread = used_arc_spread(game, F, check)
+    if not spread <= SPREAD_TOL:
+        return False, f"cost spread {spread:.3g} on a used arc > {SPREAD_TOL:g}"
+    return True, ""
+
+
+def _attempts(game: RoutingGame, method: Method, solver: str | None) -> list[str]:
+    fast = supports(game)
+    if method is Method.AUTO:
+        big = len(game.origins) * game.n_arcs > AUTO_THRESHOLD
+        method = Method.GP if big and fast else Method.CVXPY
+    first = [f"cvxpy:{solver or 'CLARABEL'}"]
+    scs = ["cvxpy:SCS"] if solver in (None, "CLARABEL") else []  # low accuracy: late
+    gp = ["gp"] if fast else []
+    order = {Method.CVXPY: first + gp + scs + ["fw"], Method.GP: gp + first + scs + ["fw"],
+             Method.FW: ["fw"] + gp + first + scs}[method]
+    if not fast and method is Method.GP:
+        raise ModelError("method 'gp': the gradient-projection solver supports Polynomial "
+                         "(BPR, affine, constant) and MM1 arcs only; use method 'fw'")
+    return order
+
+
+def _attempt(game: RoutingGame, objective: Objective, how: str, polish: bool, tol: float,
+             time_limit: float) -> GameResult:
+    if how.startswith("cvxpy:"):
+        return _solve_cvxpy(game, objective, how.split(":", 1)[1], polish)
+    if how == "gp":
+        return gradient_projection(game, objective=objective, tol=0.1 * tol, throw=False,
+                                   time_limit=time_limit)[0]
+    return frank_wolfe(game, objective=objective, tol=tol, time_limit=time_limit)[0]
+
+
+def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP, *,
+               method: Method | str = Method.AUTO, solver: str | None = None,
+               tol: float = DEFAULT_TOL, throw: bool = True, polish: bool = True,
+               time_limit: float = 300.0) -> GameResult:
+    """Wardrop equilibrium or system optimum with certified status and solver fallback.
+
+    The solvers are tried in the order the ``method`` gives (``"cvxpy"``: Clarabel, then
+    gradient projection, then SCS, then bi-conjugate Frank–Wolfe; ``"gp"``: gradient projection
+    first; ``"auto"``: CVXPY for small games, gradient projection above :data:`AUTO_THRESHOLD`). The
+    first result that :func:`certify` accepts is returned with status OPTIMAL, whatever the
+    solver itself reported (and a solver's "optimal" is never taken on trust).
+
+    Args:
+        tol: target relative gap (dimensionless).
+        throw: raise when no route gives a certified solution; else return the best one with
+            status OPTIMAL_INACCURATE (or FAILED with NaN values when none gave flows).
+        time_limit: per iterative route (gradient projection, Frank–Wolfe), seconds.
+
+    Raises:
+        ModelError: an unknown method/objective, a family without a convex form (CVXPY only
+            route) or a kernel.
+        SolverError: every route failed, naming each route and its outcome.
+    """
+    objective = Objective.parse(objective)
+    method = Method.parse(method)
+    if solver is not None:
+        import cvxpy as cp
+
+        if solver.upper() not in cp.installed_solvers():
+            raise SolverError(f"routing game ({objective}): solver {solver} failed: not an "
+                              f"installed CVXPY solver ({', '.join(cp.installed_solvers())})",
+                              solver=solver, status="error")
+        solver = solver.upper()
+    outcomes: list[str] = []
+    best: GameResult | None = None
+    model_error: ModelError | None = None
+    for how in _attempts(game, method, solver):
+        try:
+            res = _attempt(game, objective, how, polish, tol, time_limit)
+        except ModelError as exc:  # e.g. no DCP form: other routes may still apply
+            if method is not Method.AUTO and how.split(":")[0] == method.value:
+                raise  # the route the caller asked for cannot take this game
+            model_error = exc
+            outcomes.append(f"{how}: {exc}")
+            continue
+        except SolverError as exc:
+            outcomes.append(f"{how}: {exc}")
+            continue
+        ok, why = certify(game, res, tol)
+        if ok:
+            return dataclasses.replace(res, status=SolveStatus.OPTIMAL)
+        outcomes.append(f"{how}: {res.solver} status {res.status.value}, {why}")
+        if best is None or (np.isfinite(res.relative_gap)
+                            and not res.relative_gap >= best.relative_gap):
+            best = res
+    if best is None and model_error is not None and len(outcomes) == 1:
+        raise model_error
+    msg = (f"routing game ({objective}): no solver reached a certified solution (relative gap "
+           f"≤ {tol:g}, used-arc spread ≤ {SPREAD_TOL:g}); tried " + "; ".join(outcomes))
+    if throw:
+        raise SolverError(msg, solver=",".join(o.split(":")[0] for o in outcomes),
+                          status="failed")
+    if best is None:
+        nan = np.full((len(game.origins), game.n_arcs), np.nan)
+        return GameResult(objective, nan.sum(axis=0), nan, nan.sum(axis=0), np.nan, np.nan,
+                          np.nan, np.nan, SolveStatus.FAILED, "none")
+    return dataclasses.replace(best, status=SolveStatus.OPTIMAL_INACCURATE)
 
 
 def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
-                        polish: bool = True) -> GameResult:
-    """Wardrop (user) equilibrium: minimise the Beckmann potential in CVXPY.
+                        polish: bool = True, method: Method | str = Method.AUTO,
+                        tol: float = DEFAULT_TOL) -> GameResult:
+    """Wardrop (user) equilibrium: the minimiser of the Beckmann potential.
 
     Args:
-        solver: a CVXPY solver name (default Clarabel with tight tolerances).
-        throw: raise :class:`~lbtheory.errors.SolverError` on failure (else status FAILED).
+        solver: a CVXPY solver name (default Clarabel with tight tolerances, then SCS).
+        throw: raise :class:`~lbtheory.errors.SolverError` when every route fails (else the
+            best result, status OPTIMAL_INACCURATE, or FAILED with NaNs).
         polish: refine the interior-point flows with exact-line-search Frank–Wolfe steps
             (removes the O(√tol) flow interior-point methods leave on tied, unused arcs).
+        method: ``"auto"``, ``"cvxpy"``, ``"gp"`` or ``"fw"`` (see :func:`solve_game`).
+        tol: target relative gap of the certificate (dimensionless).
 
     Raises:
-        ModelError: an arc family has no exact convex form (use :func:`frank_wolfe`).
-        SolverError: the solver failed (``throw=True``).
+        ModelError: an arc family no route supports.
+        SolverError: every route failed (the message names each).
 
     Example:
         >>> from lbtheory.games import pigou
         >>> round(wardrop_equilibrium(pigou()).total_travel_time, 6)
         1.0
     """
-    return _solve_cvxpy(game, Objective.WARDROP, solver, throw, polish)
+    return solve_game(game, Objective.WARDROP, method=method, solver=solver, tol=tol,
+                      throw=throw, polish=polish)
 
 
 def system_optimum(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
-                   polish: bool = True) -> GameResult:
-    """System optimum: minimise the total cost Σ_a x_a ℓ_a(x_a) in CVXPY.
+                   polish: bool = True, method: Method | str = Method.AUTO,
+                   tol: float = DEFAULT_TOL) -> GameResult:
+    """System optimum: minimise the total cost Σ_a x_a ℓ_a(x_a).
 
     Its relative gap is measured under marginal costs (the SO is the Wardrop equilibrium of the
-    marginal costs). Raises as :func:`wardrop_equilibrium`.
+    marginal costs; gradient projection solves exactly that). Raises as
+    :func:`wardrop_equilibrium`.
     """
-    return _solve_cvxpy(game, Objective.SYSTEM_OPTIMUM, solver, throw, polish)
+    return solve_game(game, Objective.SYSTEM_OPTIMUM, method=method, solver=solver, tol=tol,
+                      throw=throw, polish=polish)
 
 
-def price_of_anarchy(game: RoutingGame, *, solver: str | None = None) -> GamePoAResult:
+def price_of_anarchy(game: RoutingGame, *, solver: str | None = None,
+                     method: Method | str = Method.AUTO, tol: float = DEFAULT_TOL
+                     ) -> GamePoAResult:
     """Price of anarchy TSTT(Wardrop)/TSTT(system optimum) (≥ 1), with both solutions.
 
     Returns:
@@ -169,5 +333,6 @@ def price_of_anarchy(game: RoutingGame, *, solver: str | None = None) -> GamePoA
         >>> round(price_of_anarchy(pigou()).ratio, 6)
         1.333333
     """
-    return GamePoAResult.from_results(wardrop_equilibrium(game, solver=solver),
-                                      system_optimum(game, solver=solver))
+    return GamePoAResult.from_results(
+        wardrop_equilibrium(game, solver=solver, method=method, tol=tol),
+        system_optimum(game, solver=solver, method=method, tol=tol))

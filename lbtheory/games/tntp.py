@@ -9,8 +9,12 @@ thru node (zones numbered below it may be an origin or destination but never a t
 blocked links (capacity 0: the BPR cost would be infinite for any flow, so such a link is
 removed — our convention [R], the format does not define it), zero free-flow times (zero-cost
 links), powers of 0 (constant cost t0·(1 + B)) and non-integer powers, and tiny B (kept exactly).
-Link costs are BPR, t = t0·(1 + B·(x/c)^p), in the file's own units; length, toll and speed are
-read but not part of the cost. Malformed input raises :class:`~lbtheory.errors.DataFormatError`
+Link costs are the generalised cost of the format, t0·(1 + B·(x/c)^p) + toll_factor·toll +
+distance_factor·length, in the file's own units, with ``<TOLL FACTOR>`` and ``<DISTANCE FACTOR>``
+from the metadata (0 when absent, i.e. plain BPR travel time); speed is read but not used. B may
+be any non-negative number, including values like 1e-71 that some files use for "no congestion"
+(kept exactly: the congestion coefficient is t0·B and the power term is scaled by c).
+Malformed input raises :class:`~lbtheory.errors.DataFormatError`
 naming the file, the line and the field.
 """
 
@@ -29,7 +33,7 @@ from .arccosts import bpr, constant
 from .game import Commodity, GameArc, RoutingGame, reachable_nodes, usable_arcs
 
 __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
-           "read_tntp_flow", "load_tntp_game", "LINK_FIELDS"]
+           "read_tntp_flow", "load_tntp_game", "write_tntp", "LINK_FIELDS"]
 
 #: Column names of a link line, in file order.
 LINK_FIELDS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b", "power",
@@ -43,7 +47,9 @@ class TNTPNetwork:
 
     Attributes:
         path: the file; zones, nodes, first_thru_node: metadata; links: (L × 10) float array in
-        :data:`LINK_FIELDS` order, file order; lines: the line number of each link.
+        :data:`LINK_FIELDS` order, file order; lines: the line number of each link;
+        toll_factor, distance_factor: ``<TOLL FACTOR>``/``<DISTANCE FACTOR>`` (cost units per
+        toll unit / per length unit; 0 when absent).
     """
 
     path: str
@@ -52,6 +58,8 @@ class TNTPNetwork:
     first_thru_node: int
     links: np.ndarray
     lines: np.ndarray
+    toll_factor: float = 0.0
+    distance_factor: float = 0.0
 
     @property
     def blocked(self) -> np.ndarray:
@@ -84,7 +92,8 @@ def _content_lines(path: str):
             yield no, text
 
 
-def _metadata(path: str, lines, required: tuple[str, ...]) -> tuple[dict[str, str], list]:
+def _metadata(path: str, lines, required: tuple[str, ...],
+              optional: tuple[str, ...] = ()) -> tuple[dict, list]:
     meta: dict[str, tuple[str, int]] = {}
     body = []
     ended = False
@@ -113,6 +122,14 @@ def _metadata(path: str, lines, required: tuple[str, ...]) -> tuple[dict[str, st
         except ValueError:
             raise DataFormatError(f"<{key}> must be a number, got {value!r}", path=path,
                                   line=no, field=key) from None
+    for key in optional:
+        if key in meta:
+            value, no = meta[key]
+            v = _number(path, no, key, value)
+            if v < 0:
+                raise DataFormatError(f"<{key}> must be non-negative, got {value}", path=path,
+                                      line=no, field=key)
+            out[key] = v
     return out, body
 
 
@@ -138,7 +155,8 @@ def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
     """
     path = str(path)
     req = ("NUMBER OF ZONES", "NUMBER OF NODES", "FIRST THRU NODE", "NUMBER OF LINKS")
-    meta, body = _metadata(path, _content_lines(path), req)
+    meta, body = _metadata(path, _content_lines(path), req,
+                           optional=("TOLL FACTOR", "DISTANCE FACTOR"))
     n_nodes = meta["NUMBER OF NODES"]
     rows, lines = [], []
     for no, text in body:
@@ -155,7 +173,7 @@ def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
             if not (v.is_integer() and 1 <= v <= n_nodes):
                 raise DataFormatError(f"unknown node {tokens[LINK_FIELDS.index(f)]} (nodes are "
                                       f"1..{n_nodes})", path=path, line=no, field=f)
-        for f in ("capacity", "free_flow_time", "b", "power"):
+        for f in ("capacity", "length", "free_flow_time", "b", "power", "toll"):
             if vals[LINK_FIELDS.index(f)] < 0:
                 raise DataFormatError(f"{f} must be non-negative, got "
                                       f"{tokens[LINK_FIELDS.index(f)]}", path=path, line=no,
@@ -167,7 +185,8 @@ def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
                               f"has {len(rows)} link lines", path=path, field="NUMBER OF LINKS")
     return TNTPNetwork(path, meta["NUMBER OF ZONES"], n_nodes, meta["FIRST THRU NODE"],
                        np.asarray(rows, dtype=float).reshape(-1, len(LINK_FIELDS)),
-                       np.asarray(lines, dtype=int))
+                       np.asarray(lines, dtype=int), float(meta.get("TOLL FACTOR", 0.0)),
+                       float(meta.get("DISTANCE FACTOR", 0.0)))
 
 
 def read_tntp_trips(path: str | os.PathLike) -> TNTPTrips:
@@ -263,6 +282,9 @@ def _check_reachable(net: TNTPNetwork, trips: TNTPTrips) -> None:
 def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
     """Read a TNTP network and trip table into a :class:`~lbtheory.games.RoutingGame`.
 
+    Arc costs are the generalised cost t0·(1 + B·(x/c)^p) + toll_factor·toll +
+    distance_factor·length (see the module docstring).
+
     Nodes are the integers 1..N; arcs are the links in file order (blocked links kept, marked
     ``blocked``); zones below the first thru node are non-through nodes. Intra-zonal demand
     (origin = destination) is dropped.
@@ -280,11 +302,53 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
     _check_reachable(net, trips)
     arcs = []
     for row, blocked in zip(net.links, net.blocked):
-        t, h, cap, _, fft, b, power = row[:7]
-        cost = constant(fft) if blocked else bpr(fft, b, cap, power)
+        t, h, cap, length, fft, b, power, _, toll = row[:9]
+        extra = net.toll_factor * toll + net.distance_factor * length
+        if blocked:
+            cost = constant(fft + extra)
+        else:
+            c = bpr(fft, b, cap, power)
+            cost = dataclasses.replace(c, a=c.a + extra) if extra else c
         arcs.append(GameArc(int(t), int(h), cost, bool(blocked)))
     keep = trips.origins != trips.destinations
     comms = [Commodity(int(o), int(d), float(q)) for o, d, q in
              zip(trips.origins[keep], trips.destinations[keep], trips.demand[keep])]
     return RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
                        non_through=list(range(1, net.first_thru_node)))
+
+
+def write_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike,
+               data: dict, *, first_thru_node: int | None = None) -> None:
+    """Write a network and trip table in TNTP format (e.g. a synthetic network's ``data`` from
+    :func:`lbtheory.games.synthetic.synthetic_network`).
+
+    Args:
+        data: ``tail``, ``head`` (1-based nodes), ``capacity``, ``free_flow_time``, ``b``,
+            ``power`` per link, and ``trips`` (Z × Z demand, zone i+1 to zone j+1).
+        first_thru_node: the ``<FIRST THRU NODE>`` tag (default ``data["first_thru_node"]``,
+            else 1: every node is a through node).
+    """
+    if first_thru_node is None:
+        first_thru_node = int(data.get("first_thru_node", 1))
+    tails, heads = np.asarray(data["tail"], int), np.asarray(data["head"], int)
+    trips = np.asarray(data["trips"], dtype=float)
+    n = int(max(tails.max(), heads.max(), trips.shape[0]))
+    lines = [f"<NUMBER OF ZONES> {trips.shape[0]}", f"<NUMBER OF NODES> {n}",
+             f"<FIRST THRU NODE> {first_thru_node}", f"<NUMBER OF LINKS> {tails.size}",
+             "<END OF METADATA>", "",
+             "~ init_node term_node capacity length free_flow_time b power speed toll "
+             "link_type ;"]
+    for t, h, c, f, b, p in zip(tails, heads, data["capacity"], data["free_flow_time"],
+                                data["b"], data["power"]):
+        lines.append(f"\t{t}\t{h}\t{float(c)!r}\t{float(f)!r}\t{float(f)!r}\t{float(b)!r}\t"
+                     f"{float(p)!r}\t0\t0\t1\t;")
+    Path(net_path).write_text("\n".join(lines) + "\n")
+    out = [f"<NUMBER OF ZONES> {trips.shape[0]}", f"<TOTAL OD FLOW> {float(trips.sum())!r}",
+           "<END OF METADATA>", ""]
+    for o in range(trips.shape[0]):
+        out.append(f"Origin {o + 1}")
+        ents = [f"{d + 1} : {float(trips[o, d])!r};" for d in np.flatnonzero(trips[o] > 0)]
+        for i in range(0, len(ents), 5):
+            out.append("  " + "  ".join(ents[i:i + 5]))
+        out.append("")
+    Path(trips_path).write_text("\n".join(out) + "\n")

@@ -37,7 +37,7 @@ _SIGMA = math.sqrt(math.log(1.04))
 
 def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: float = 0.8,
                         duration_s: float = 600.0, burst: bool = False, outage: bool = False,
-                        noise_eps: float = 0.0, y: float = 1.0,
+                        noise_eps: float = 0.0, y: float = 1.0, homogeneous: bool = False,
                         prefill_s_per_token: float = 0.25e-3,
                         decode_s_per_token: float = 25e-3) -> Scenario:
     """Draw one Appendix-B scenario.
@@ -52,6 +52,10 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         noise_eps: ε of the robustness mode: each cell's fitted latency scaled by (1 + εξ_j),
             ξ_j ~ U[−1, 1] (THEORY §11.1 item 10 [R]).
         y: token times ÷ y and rates × y (item 13; utilisation unchanged).
+        homogeneous: DLB's "homogeneous cells, small latencies" case (THEORY §11.2) [R reading]:
+            every cell in one region (RTT ~ U[1, 5] ms), k_j = 10 servers, identical servers
+            (ξ = 1); demand shares stay Dirichlet. The same random draws are made (then overridden),
+            so the other cells' draws do not depend on this flag.
         prefill_s_per_token, decode_s_per_token: t̄_p, t̄_d (s/token) [R].
     """
     for name, v, lo in (("utilisation", utilisation, 0.0), ("duration_s", duration_s, 0.0),
@@ -67,6 +71,8 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     n_regions = int(rng.integers(1, min(n, len(REGION_NAMES)) + 1))
     regions = rng.choice(len(REGION_NAMES), size=n_regions, replace=False)
     cell_region = regions[rng.integers(0, n_regions, size=n)]
+    if homogeneous:
+        cell_region = np.full(n, regions[0])
     rtt = REGION_RTT_MS[np.ix_(cell_region, cell_region)].copy()
     same = cell_region[:, None] == cell_region[None, :]
     intra = rng.uniform(1.0, 5.0, size=(n, n))
@@ -78,6 +84,8 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     while (k < 1).any():                                    # [R] resample empty cells
         k = np.where(k < 1, rng.poisson(10.0, size=n), k)
     xi = rng.lognormal(-_SIGMA ** 2 / 2, _SIGMA, size=(2, n))
+    if homogeneous:
+        k, xi = np.full(n, 10), np.ones((2, n))
     tp = prefill_s_per_token * xi[0] / y
     td = decode_s_per_token * xi[1] / y
     servers = tuple(ServerSpec(kind="appendix_b", prefill_s_per_token=float(tp[j]),

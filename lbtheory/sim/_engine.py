@@ -536,4 +536,5 @@ class _Core:
             series_workload=np.array(self.series_N, dtype=float).reshape(-1, n),
             events=int(self.events), wall_seconds=float(wall),
             models=tuple(self.fitted) if self.est is not None else self.sc.network.services,
-            cache_hits=int(self.cache_hits))
+            cache_hits=int(self.cache_hits), completion_s=t_done[done][order],
+            error_s=np.sort(t_cell[status == 2]))

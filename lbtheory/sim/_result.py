@@ -33,6 +33,9 @@ class SimResult:
         events: events processed; wall_seconds: wall-clock time of the run.
         models: the service models the routers saw at the end (fitted ones with estimation).
         cache_hits: requests sent to the cell of their session's previous request (affinity).
+        completion_s: completion time of each completed request (s), aligned with
+            ``latency_s`` (completion order) — for latency time series.
+        error_s: times (s) at which the overflow errors happened, sorted.
     """
 
     policy: str
@@ -56,6 +59,8 @@ class SimResult:
     wall_seconds: float
     models: tuple = ()
     cache_hits: int = 0
+    completion_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    error_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     @property
     def error_rate(self) -> float:

@@ -135,12 +135,12 @@ for name, mk in {"small-large": lambda: size_partition(thr), "rr": lambda: make_
 """),
 ("md", """
 ## Stored results of the full experiment
-Read (not recomputed) from `experiments/results/intelligent_router/` when the experiment has run.
+Read (not recomputed) from `experiments/results/intelligent-router/` when the experiment has run.
 """),
 ("code", """
-res_dir = Path("../experiments/results/intelligent_router")
+res_dir = Path("../experiments/results/intelligent-router")
 p = res_dir / "summary.md"
-print(p.read_text() if p.exists() else "run: .venv/bin/python experiments/intelligent_router.py")
+print(p.read_text() if p.exists() else "run: .venv/bin/lbtheory sweep intelligent-router")
 if (res_dir / "latency.json").exists():
     table = json.loads((res_dir / "latency.json").read_text())["routers"]
     fig, ax = figure(width=7, height=3)

@@ -1,0 +1,405 @@
+"""numba kernels of the path-based gradient-projection traffic-assignment solver (:mod:`.tap`).
+
+Arc costs are encoded per arc as ``kind`` (0: polynomial a + b·(x/s)^p; 1: M/M/1 k/(u − x)) with
+parameters ``(A, B, S, P)`` (polynomial: a, b, s, p; M/M/1: −, k, u, −), and evaluated either as
+travel costs ℓ (Wardrop) or as marginal costs x·ℓ' + ℓ (system optimum, ``so=True``). The
+formulas are those of :mod:`.arccosts` (the one definition); ``tests/test_tap.py`` checks the
+kernels against them arc by arc.
+
+Paths live in a growable pool of arc ids: path ``p`` is ``pool[off[p]:off[p] + plen[p]]`` with
+flow ``pflow[p]``; the paths of OD pair ``q`` form a linked list ``head[q] → nxt[p] → … → −1``.
+All flows are in the game's flow units, costs in its cost units.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_INF = np.inf
+
+
+@njit(cache=True)
+def _pow(r, p):
+    if p == 4.0:
+        r2 = r * r
+        return r2 * r2
+    if p == 1.0:
+        return r
+    if p == 0.0:
+        return 1.0
+    return r ** p
+
+
+@njit(cache=True)
+def _cost(kind, A, B, S, P, a, x, so):
+    if x < 0.0:
+        x = 0.0
+    if kind[a] == 0:
+        r = x / S[a]
+        if so:
+            return A[a] + B[a] * (P[a] + 1.0) * _pow(r, P[a])
+        return A[a] + B[a] * _pow(r, P[a])
+    g = S[a] - x
+    if g <= 0.0:
+        return _INF
+    if so:
+        return B[a] * S[a] / (g * g)
+    return B[a] / g
+
+
+@njit(cache=True)
+def _deriv(kind, A, B, S, P, a, x, so):
+    if x < 0.0:
+        x = 0.0
+    if kind[a] == 0:
+        p = P[a]
+        if p == 0.0 or B[a] == 0.0:
+            return 0.0
+        r = x / S[a]
+        if r == 0.0 and p < 1.0:
+            return _INF
+        d = B[a] * p / S[a] * (r * r * r if p == 4.0 else r ** (p - 1.0))
+        if so:
+            d *= p + 1.0
+        return d
+    g = S[a] - x
+    if g <= 0.0:
+        return _INF
+    if so:
+        return 2.0 * B[a] * S[a] / (g * g * g)
+    return B[a] / (g * g)
+
+
+@njit(cache=True)
+def arc_costs(kind, A, B, S, P, x, so, deriv):
+    """Costs (ℓ or marginal) of every arc at flows x, or (``deriv``) their derivatives."""
+    out = np.empty(x.size)
+    for a in range(x.size):
+        out[a] = _deriv(kind, A, B, S, P, a, x[a], so) if deriv else \
+            _cost(kind, A, B, S, P, a, x[a], so)
+    return out
+
+
+@njit(cache=True)
+def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost, dist, pred):
+    """Shortest paths from ``origin`` (binary heap, lazy deletion) under the game's arc-use rule.
+
+    An arc is used when ``usable`` (unblocked), its head is not the origin, and its tail is a
+    through node or the origin itself. Fills ``dist`` (+inf when unreachable) and ``pred`` (the
+    arc entering each node, −1 at the root and unreachable nodes).
+    """
+    for v in range(n):
+        dist[v] = _INF
+        pred[v] = -1
+    hk = np.empty(out_arcs.size + 1)
+    hv = np.empty(out_arcs.size + 1, dtype=np.int64)
+    size = 0
+    dist[origin] = 0.0
+    hk[0] = 0.0
+    hv[0] = origin
+    size = 1
+    done = np.zeros(n, dtype=np.bool_)
+    while size > 0:
+        du = hk[0]
+        u = hv[0]
+        size -= 1
+        if size > 0:  # sift the last element down from the root
+            k, v = hk[size], hv[size]
+            i = 0
+            while True:
+                c = 2 * i + 1
+                if c >= size:
+                    break
+                if c + 1 < size and hk[c + 1] < hk[c]:
+                    c += 1
+                if hk[c] >= k:
+                    break
+                hk[i] = hk[c]
+                hv[i] = hv[c]
+                i = c
+            hk[i] = k
+            hv[i] = v
+        if done[u]:
+            continue
+        done[u] = True
+        if nonthru[u] and u != origin:
+            continue
+        for e in range(out_start[u], out_start[u + 1]):
+            a = out_arcs[e]
+            h = heads[a]
+            if not usable[a] or h == origin or done[h]:
+                continue
+            nd = du + cost[a]
+            if nd < dist[h]:
+                dist[h] = nd
+                pred[h] = a
+                i = size  # sift up
+                size += 1
+                while i > 0:
+                    par = (i - 1) // 2
+                    if hk[par] <= nd:
+                        break
+                    hk[i] = hk[par]
+                    hv[i] = hv[par]
+                    i = par
+                hk[i] = nd
+                hv[i] = h
+    return dist
+
+
+@njit(cache=True)
+def all_dists(origins, n, out_start, out_arcs, heads, tails, usable, nonthru, cost):
+    """Shortest-path distances (K × n) from every origin under ``cost``."""
+    K = origins.size
+    D = np.empty((K, n))
+    pred = np.empty(n, dtype=np.int64)
+    for k in range(K):
+        dijkstra(origins[k], n, out_start, out_arcs, heads, tails, usable, nonthru, cost,
+                 D[k], pred)
+    return D
+
+
+@njit(cache=True)
+def _g(kind, A, B, S, P, so, x, pool, op, lp, os_, ls, mp, ms, stamp, delta):
+    """Cost of path p minus cost of path s after shifting ``delta`` from p to s, and its
+    derivative in delta (over the arcs the two paths do not share)."""
+    g = 0.0
+    dg = 0.0
+    for i in range(op, op + lp):
+        a = pool[i]
+        if ms[a] != stamp:
+            g += _cost(kind, A, B, S, P, a, x[a] - delta, so)
+            dg += _deriv(kind, A, B, S, P, a, x[a] - delta, so)
+    for i in range(os_, os_ + ls):
+        a = pool[i]
+        if mp[a] != stamp:
+            g -= _cost(kind, A, B, S, P, a, x[a] + delta, so)
+            dg += _deriv(kind, A, B, S, P, a, x[a] + delta, so)
+    return g, dg
+
+
+@njit(cache=True)
+def _shift_amount(kind, A, B, S, P, so, x, pool, op, lp, os_, ls, mp, ms, stamp, fp, g0, dg0):
+    """Flow to move from path p (flow fp, cost excess g0 > 0) to the cheaper path s: one Newton
+    step on the cost difference (the gradient-projection step), safeguarded by bisection when
+    the derivative is not finite or the step leaves the feasible range."""
+    if dg0 == 0.0:
+        return fp
+    if np.isfinite(dg0):
+        d = g0 / dg0
+        if d >= fp:
+            g1, _ = _g(kind, A, B, S, P, so, x, pool, op, lp, os_, ls, mp, ms, stamp, fp)
+            if g1 >= 0.0:
+                return fp
+        else:
+            g1, _ = _g(kind, A, B, S, P, so, x, pool, op, lp, os_, ls, mp, ms, stamp, d)
+            if np.isfinite(g1):
+                return d
+    lo, hi = 0.0, fp
+    g1, _ = _g(kind, A, B, S, P, so, x, pool, op, lp, os_, ls, mp, ms, stamp, fp)
+    if g1 >= 0.0:
+        return fp
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        gm, _ = _g(kind, A, B, S, P, so, x, pool, op, lp, os_, ls, mp, ms, stamp, mid)
+        if gm > 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * fp:
+            break
+    return lo
+
+
+@njit(cache=True)
+def _grow(arr, need):
+    if need <= arr.size:
+        return arr
+    new = np.empty(max(need, 2 * arr.size), dtype=arr.dtype)
+    new[:arr.size] = arr
+    return new
+
+
+@njit(cache=True)
+def sweep(kind, A, B, S, P, so, safe, rel, origins, od_start, od_dest, od_demand, n, out_start,
+          out_arcs, heads, tails, usable, nonthru, x, pool, off, plen, pflow, pod, nxt, head,
+          n_paths, pool_used, mp, ms, stamp, generate):
+    """One Gauss–Seidel pass over all OD pairs of the gradient-projection method.
+
+    Per origin: (``generate``) shortest-path tree at the current costs, its path to each
+    destination added to the OD's path set (new OD pairs get their whole demand on it); then,
+    per OD pair, flow moves from every costlier path to the cheapest path of the set by a
+    projected Newton step, updating the arc flows ``x`` at once. Paths left without flow are
+    unlinked. Returns the (possibly reallocated) path arrays and counters.
+    """
+    n_arcs = x.size
+    dist = np.empty(n)
+    pred = np.empty(n, dtype=np.int64)
+    cst = np.empty(n_arcs)
+    der = np.empty(n_arcs)
+    for a in range(n_arcs):
+        cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+        der[a] = _deriv(kind, A, B, S, P, a, x[a], so)
+    buf = np.empty(n, dtype=np.int64)
+    worst = 0.0
+    for k in range(origins.size):
+        o = origins[k]
+        if generate:
+            dijkstra(o, n, out_start, out_arcs, heads, tails, usable, nonthru, cst, dist, pred)
+        for q in range(od_start[k], od_start[k + 1]):
+            if generate:
+                d = od_dest[q]
+                ln = 0
+                v = d
+                while v != o:
+                    a = pred[v]
+                    buf[ln] = a
+                    ln += 1
+                    v = tails[a]
+                found = False
+                p = head[q]
+                while p >= 0:
+                    if plen[p] == ln:
+                        same = True
+                        for i in range(ln):
+                            if pool[off[p] + i] != buf[ln - 1 - i]:
+                                same = False
+                                break
+                        if same:
+                            found = True
+                            break
+                    p = nxt[p]
+                if not found:
+                    pool = _grow(pool, pool_used + ln)
+                    if n_paths + 1 > off.size:
+                        off = _grow(off, n_paths + 1)
+                        plen = _grow(plen, n_paths + 1)
+                        pflow = _grow(pflow, n_paths + 1)
+                        pod = _grow(pod, n_paths + 1)
+                        nxt = _grow(nxt, n_paths + 1)
+                    p = n_paths
+                    n_paths += 1
+                    off[p] = pool_used
+                    plen[p] = ln
+                    for i in range(ln):
+                        pool[pool_used + i] = buf[ln - 1 - i]
+                    pool_used += ln
+                    pod[p] = q
+                    pflow[p] = 0.0
+                    if head[q] < 0:  # a new OD pair: all of its demand on this path
+                        pflow[p] = od_demand[q]
+                        for i in range(ln):
+                            a = buf[i]
+                            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] + od_demand[q])
+                    nxt[p] = head[q]
+                    head[q] = p
+            w = _equilibrate(kind, A, B, S, P, so, safe, x, cst, der, pool, off, plen, pflow, nxt,
+                             head, q, mp, ms, stamp, rel)
+            if w > worst:
+                worst = w
+            stamp[0] += 1
+    return pool, off, plen, pflow, pod, nxt, n_paths, pool_used, worst
+
+
+@njit(cache=True)
+def _set_arc(kind, A, B, S, P, so, x, cst, der, a, v):
+    x[a] = v
+    cst[a] = _cost(kind, A, B, S, P, a, v, so)
+    der[a] = _deriv(kind, A, B, S, P, a, v, so)
+
+
+@njit(cache=True)
+def _equilibrate(kind, A, B, S, P, so, safe, x, cst, der, pool, off, plen, pflow, nxt, head, q,
+                 mp, ms, stamp, rel):
+    """Move flow of OD pair q from its costlier paths to its cheapest one; unlink empty paths.
+
+    ``cst``/``der`` cache the arc costs and derivatives at ``x`` (updated on every shift).
+    ``safe``: every cost is finite with a finite derivative (polynomials of power 0 or ≥ 1), so
+    the clipped Newton step needs no safeguard. Paths within ``rel`` (relative) of the cheapest
+    cost are left alone. Returns the largest cost excess seen on a used path.
+    """
+    if head[q] < 0 or nxt[head[q]] < 0:
+        return 0.0
+    best = -1
+    bc = _INF
+    p = head[q]
+    while p >= 0:
+        c = 0.0
+        for i in range(off[p], off[p] + plen[p]):
+            c += cst[pool[i]]
+        if c < bc or best < 0:
+            bc = c
+            best = p
+        p = nxt[p]
+    s = best
+    st = stamp[0]
+    for i in range(off[s], off[s] + plen[s]):
+        ms[pool[i]] = st
+    prev = -1
+    worst = 0.0
+    p = head[q]
+    while p >= 0:
+        nx = nxt[p]
+        if p != s and pflow[p] > 0.0:
+            g0 = 0.0
+            dg0 = 0.0
+            for i in range(off[p], off[p] + plen[p]):
+                a = pool[i]
+                mp[a] = st
+                if ms[a] != st:
+                    g0 += cst[a]
+                    dg0 += der[a]
+            for i in range(off[s], off[s] + plen[s]):
+                a = pool[i]
+                if mp[a] != st:
+                    g0 -= cst[a]
+                    dg0 += der[a]
+            if g0 > worst:
+                worst = g0
+            if g0 > rel * bc:
+                if safe:
+                    d = pflow[p] if dg0 <= 0.0 else min(g0 / dg0, pflow[p])
+                else:
+                    d = _shift_amount(kind, A, B, S, P, so, x, pool, off[p], plen[p], off[s],
+                                      plen[s], mp, ms, st, pflow[p], g0, dg0)
+                if d > 0.0:
+                    if pflow[p] - d <= 1e-15 * pflow[p]:
+                        d = pflow[p]
+                    for i in range(off[p], off[p] + plen[p]):
+                        a = pool[i]
+                        if ms[a] != st:
+                            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] - d)
+                    for i in range(off[s], off[s] + plen[s]):
+                        a = pool[i]
+                        if mp[a] != st:
+                            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] + d)
+                    pflow[p] -= d
+                    pflow[s] += d
+            for i in range(off[p], off[p] + plen[p]):
+                mp[pool[i]] = -1
+        if p != s and pflow[p] <= 0.0:
+            if prev < 0:
+                head[q] = nx
+            else:
+                nxt[prev] = nx
+        else:
+            prev = p
+        p = nx
+    return worst
+
+
+@njit(cache=True)
+def flows_from_paths(pool, off, plen, pflow, pod, nxt, head, od_origin, K, n_arcs):
+    """Origin flows (K × m) and arc flows summed exactly from the linked path flows."""
+    F = np.zeros((K, n_arcs))
+    for q in range(head.size):
+        p = head[q]
+        k = od_origin[q]
+        while p >= 0:
+            f = pflow[p]
+            if f > 0.0:
+                for i in range(off[p], off[p] + plen[p]):
+                    F[k, pool[i]] += f
+            p = nxt[p]
+    return F

@@ -1,0 +1,335 @@
+"""Run an :class:`~lbtheory.sweep.Experiment`: cached cells, Dask backends, resumable.
+
+Each cell's result is written to ``<out_dir>/<name>/cells/<key>.json`` (atomically, as soon as it
+finishes), so a sweep that is killed keeps every finished cell and a restart computes only the
+missing ones. Backends: ``"serial"`` (in-process), ``"local"`` (a ``dask.distributed``
+LocalCluster, one single-threaded worker process per core) or a scheduler address
+(``"tcp://host:8786"``). Dask is the engine; nothing here pools processes or queues tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import functools
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SweepError
+from ..io import package_versions, run_manifest, to_jsonable, write_json_atomic
+from ._experiment import Experiment, _version, cache_key
+
+__all__ = ["SweepResult", "run_sweep", "pending_cells", "cell_path", "dask_client",
+           "CONNECT_TIMEOUT_S"]
+
+#: Seconds to wait for a remote Dask scheduler before giving up.
+CONNECT_TIMEOUT_S: float = 5.0
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run_sweep` did.
+
+    Attributes:
+        experiment: the experiment's name.
+        profile: the profile that was run.
+        rows: ``(config, result)`` pairs in grid order (what ``collect`` received).
+        computed: cells computed in this run.
+        cached: cells read from the cache.
+        out_dir: ``<out_dir>/<name>``, where cells and summaries are.
+        wall_s: wall-clock seconds of the whole run, s.
+        backend: the backend used (``"serial"``, ``"local"`` or the scheduler address).
+    """
+
+    experiment: str
+    profile: str
+    rows: list[tuple[dict, dict]] = field(repr=False)
+    computed: int
+    cached: int
+    out_dir: Path
+    wall_s: float
+    backend: str
+
+
+def cell_path(out_dir: Path, name: str, key: str) -> Path:
+    """Where the cell with cache key ``key`` of experiment ``name`` is stored."""
+    return Path(out_dir) / name / "cells" / f"{key}.json"
+
+
+def _timed(cell: Any, config: dict) -> tuple[Any, float]:
+    """Run one cell (on a worker or in-process); returns its result and wall time in s."""
+    t0 = time.perf_counter()
+    out = cell(config)
+    return out, time.perf_counter() - t0
+
+
+#: cell functions unpickled on this (worker) process, by their cloudpickle bytes.
+_CELLS: dict[bytes, Any] = {}
+
+
+def _timed_batch(blob: bytes, configs: list[dict]) -> list[tuple[bool, Any, float]]:
+    """Run a batch of cells on a Dask worker, the cell function sent as cloudpickle bytes.
+
+    Dask pickles task arguments by reference (module + name), which a worker cannot resolve for a
+    function loaded from an experiment file; cloudpickle sends those modules by value. Returns
+    ``(ok, result or exception, wall s)`` per config, so one failing cell spoils no other.
+    """
+    cell = _CELLS.get(blob)
+    if cell is None:
+        import cloudpickle
+
+        cell = _CELLS[blob] = cloudpickle.loads(blob)
+    out: list[tuple[bool, Any, float]] = []
+    for config in configs:
+        try:
+            out.append((True, *_timed(cell, config)))
+        except Exception as exc:  # noqa: BLE001 - reported by the runner
+            out.append((False, exc, 0.0))
+    return out
+
+
+def _read_cached(path: Path, config: dict) -> dict | None:
+    """The cached result at ``path`` if it is a complete cell file for ``config``, else None."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("config") != config or "result" not in data:
+        return None
+    return data["result"]
+
+
+#: A temporary cell file older than this (s) is an orphan of a killed run: writes take ms.
+ORPHAN_AGE_S: float = 60.0
+
+
+def _remove_orphans(cells_dir: Path) -> int:
+    """Delete temporary files left in ``cells_dir`` by a run killed mid-write; returns how many.
+
+    Only files older than :data:`ORPHAN_AGE_S` go, so a concurrent run's write is never touched.
+    """
+    n = 0
+    now = time.time()
+    for f in cells_dir.glob(".*.tmp") if cells_dir.is_dir() else ():
+        try:
+            if now - f.stat().st_mtime > ORPHAN_AGE_S:
+                f.unlink()
+                n += 1
+        except OSError:  # pragma: no cover - removed meanwhile
+            pass
+    return n
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> dict[str, str]:
+    """Package versions recorded in every cell file (read once per process)."""
+    return package_versions()
+
+
+def _check_backend(backend: str, workers: int | None) -> None:
+    if not isinstance(backend, str) or not (backend in ("serial", "local") or "://" in backend):
+        raise SweepError(f"backend {backend!r}: expected 'serial', 'local' or a Dask scheduler "
+                         f"address such as tcp://host:8786")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise SweepError(f"workers {workers!r}: expected a positive integer number of worker "
+                         f"processes (or None: one per core)")
+
+
+@contextlib.contextmanager
+def _quiet_distributed() -> Iterator[None]:
+    """Keep ``distributed``'s own log lines (connection retries, cluster shutdown) off stderr."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, lv in zip(loggers, levels, strict=True):
+            lg.setLevel(lv)
+
+
+@contextlib.contextmanager
+def dask_client(backend: str, workers: int | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``"local"`` (a LocalCluster with ``workers`` single-threaded
+    processes, default one per core) or a scheduler address; closed on exit.
+
+    Raises:
+        SweepError: the scheduler at ``backend`` cannot be reached within
+            :data:`CONNECT_TIMEOUT_S` seconds; the message names the address.
+    """
+    from distributed import Client, LocalCluster
+
+    with _quiet_distributed():
+        if backend == "local":
+            n = workers or os.cpu_count() or 1
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+            client = Client(cluster)
+        else:
+            cluster = None
+            try:
+                client = Client(backend, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise SweepError(f"scheduler {backend!r}: cannot connect within "
+                                 f"{CONNECT_TIMEOUT_S:g} s ({type(exc).__name__}: {exc}); "
+                                 f"expected the address of a running Dask scheduler, e.g. "
+                                 f"tcp://host:8786") from None
+    try:
+        yield client
+    finally:
+        with _quiet_distributed():
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _progress(total: int, initial: int, desc: str, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="cell", file=sys.stderr,
+                disable=not enabled, dynamic_ncols=True, smoothing=0.1)
+
+
+def pending_cells(experiment: Experiment, profile: str | None = None,
+                  out_dir: str | os.PathLike = Path("experiments/results")) -> int:
+    """How many cells of ``experiment``'s ``profile`` grid are not cached under ``out_dir``."""
+    configs = experiment.configs(profile)
+    version = _version()
+    return sum(_read_cached(cell_path(Path(out_dir), experiment.name,
+                                      cache_key(experiment.name, c, version,
+                                                experiment.version)), c) is None
+               for c in configs)
+
+
+def run_sweep(experiment: Experiment, profile: str | None = None, backend: str = "serial",
+              workers: int | None = None, out_dir: str | os.PathLike = Path("experiments/results"),
+              progress: bool = False, *, client: Any = None, batch: int = 1) -> SweepResult:
+    """Run every cell of ``experiment``'s grid for ``profile`` that is not cached, then collect.
+
+    Args:
+        experiment: the sweep to run.
+        profile: a name in ``experiment.profiles`` (default: ``"full"`` when listed).
+        backend: ``"serial"``, ``"local"`` (LocalCluster, ``workers`` processes, default one per
+            core) or a Dask scheduler address (``"tcp://host:8786"``).
+        workers: number of local worker processes (``"local"`` only).
+        out_dir: results root; cells go to ``<out_dir>/<name>/cells/``, and ``collect`` writes
+            under ``<out_dir>/<name>/``.
+        progress: show a tqdm bar (cells done / total, ETA) on stderr.
+        client: an open ``distributed.Client`` to run on instead of starting one for
+            ``backend`` (lets several sweeps share one cluster); ignored when nothing is missing.
+        batch: cells per Dask task (default 1: each cell is saved as soon as it finishes); more
+            amortises Dask's per-task cost over cheap cells, and a batch is saved when it ends.
+
+    Returns:
+        A :class:`SweepResult` with the rows given to ``collect`` and computed/cached counts.
+
+    Raises:
+        SweepError: a malformed grid, unknown profile or backend, unreachable scheduler, a result
+            that is not a JSON object, or cells that raised (every other cell is still saved).
+    """
+    if not isinstance(experiment, Experiment):
+        raise SweepError(f"experiment: expected an lbtheory.sweep.Experiment, got "
+                         f"{type(experiment).__name__}")
+    _check_backend(backend, workers)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise SweepError(f"batch {batch!r}: expected a positive integer number of cells per "
+                         f"Dask task")
+    t_start = time.perf_counter()
+    profile = experiment.default_profile if profile is None else profile
+    configs = experiment.configs(profile)
+    name, root = experiment.name, Path(out_dir)
+    version = _version()
+    keys = [cache_key(name, c, version, experiment.version) for c in configs]
+    paths = [cell_path(root, name, k) for k in keys]
+    _remove_orphans(root / name / "cells")
+    results: list[dict | None] = [_read_cached(p, c) for p, c in zip(paths, configs, strict=True)]
+    missing = [i for i, r in enumerate(results) if r is None]
+    n_cached = len(configs) - len(missing)
+    versions = _versions() if missing else {}
+    failures: list[tuple[int, BaseException]] = []
+
+    def store(i: int, out: Any, wall: float) -> None:
+        if not isinstance(out, dict):
+            raise SweepError(f"experiment {name!r}: cell returned {type(out).__name__} for "
+                             f"config {configs[i]}; expected a dict")
+        try:
+            clean = to_jsonable(out)
+        except (TypeError, ValueError) as exc:
+            raise SweepError(f"experiment {name!r}: the result of config {configs[i]} is not "
+                             f"JSON-serialisable ({exc})") from None
+        # no fsync: a cell file is complete or absent (os.replace), and one that a power loss
+        # emptied fails to parse and is recomputed; fsync would cost ms per cell (measured)
+        write_json_atomic(paths[i], {
+            "experiment": name, "key": keys[i], "config": configs[i], "result": clean,
+            "wall_s": wall, "lbtheory_version": version, "versions": versions,
+            "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")},
+            indent=None, fsync=False)
+        results[i] = clean
+
+    bar = _progress(len(configs), n_cached, f"{name} [{profile}]", progress)
+    try:
+        if missing and backend == "serial" and client is None:
+            for i in missing:
+                try:
+                    out, wall = _timed(experiment.cell, configs[i])
+                except Exception as exc:  # noqa: BLE001 - reported after the others ran
+                    failures.append((i, exc))
+                else:
+                    store(i, out, wall)
+                bar.update(1)
+        elif missing:
+            from distributed import as_completed
+
+            with contextlib.ExitStack() as stack:
+                if client is None:
+                    client = stack.enter_context(dask_client(backend, workers))
+                import cloudpickle
+
+                blob = cloudpickle.dumps(experiment.cell)
+                chunks = [missing[k:k + batch] for k in range(0, len(missing), batch)]
+                fl = client.map(_timed_batch, [blob] * len(chunks),
+                                [[configs[i] for i in ch] for ch in chunks],
+                                key=[f"{name}-{keys[ch[0]]}-{len(ch)}" for ch in chunks],
+                                pure=False)
+                futs = dict(zip(fl, range(len(chunks)), strict=True))
+                del fl
+                for fut in as_completed(futs):
+                    ch = chunks[futs[fut]]
+                    if fut.status == "error":  # e.g. a worker died: the whole batch failed
+                        failures.extend((i, fut.exception()) for i in ch)
+                    else:
+                        for i, (ok, out, wall) in zip(ch, fut.result(), strict=True):
+                            if ok:
+                                store(i, out, wall)
+                            else:
+                                failures.append((i, out))
+                    bar.update(len(ch))
+                    fut.release()
+    finally:
+        bar.close()
+    if failures:
+        i, exc = min(failures, key=lambda f: f[0])  # the first in grid order, not in time
+        raise SweepError(f"experiment {name!r}: {len(failures)} of {len(missing)} cells failed "
+                         f"(the others are saved); first: config {configs[i]}: "
+                         f"{type(exc).__name__}: {exc}") from exc
+    rows = [(c, r) for c, r in zip(configs, results, strict=True)]
+    exp_dir = root / name
+    experiment.collect(rows, exp_dir, profile)
+    write_json_atomic(exp_dir / f"sweep_{profile}.json", {
+        "experiment": name, "profile": profile, "cells": len(configs),
+        "computed": len(missing), "cached": n_cached, "backend": backend,
+        "cell_keys": keys,
+        "manifest": run_manifest({"experiment": name, "profile": profile,
+                                  "description": experiment.description})})
+    return SweepResult(experiment=name, profile=profile, rows=rows, computed=len(missing),
+                       cached=n_cached, out_dir=exp_dir,
+                       wall_s=time.perf_counter() - t_start, backend=backend)

@@ -1,0 +1,248 @@
+"""DLB Appendix-B experiments (issue 12): the quick profile end to end through the sweep runner,
+normalisation and CIs against independent computations, experiment 7's stepsizes against the
+stability module, the oscillation measure against closed forms, and bad configs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from lbtheory.errors import DataFormatError
+from lbtheory.routers import FlowRouter, make_router
+from lbtheory.sim import appendix_b_scenario, generate_arrivals, simulate
+from lbtheory.sim._protocol import (
+    WeightRecorder,
+    appendix_b_cell,
+    run_metrics,
+    trial_seed,
+    weight_oscillation,
+)
+from lbtheory.stats import mean_ci
+
+ROOT = Path(__file__).resolve().parents[1]
+EXP_FILE = ROOT / "experiments" / "appendix_b.py"
+
+
+def _load_experiments():
+    from lbtheory.sweep import load_experiments
+
+    return load_experiments(EXP_FILE)
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """The whole ``appendix-b`` group, quick profile, serial backend, through the runner."""
+    from lbtheory.sweep import run_sweep
+
+    out = tmp_path_factory.mktemp("appb")
+    exps = _load_experiments()
+    res = {e.name: run_sweep(e, profile="quick", backend="serial", out_dir=out, progress=False)
+           for e in exps}
+    return out, exps, res
+
+
+def test_quick_group_end_to_end(quick):
+    out, exps, res = quick
+    names = {e.name for e in exps}
+    assert names == {f"appendix-b-{n}" for n in ("baseline", "utilisation", "noise", "y",
+                                                  "events", "homogeneous", "eta")}
+    assert all(e.group == "appendix-b" for e in exps)
+    for e in exps:
+        s = json.loads((out / e.name / "summary.json").read_text())
+        assert s["profile"] == "quick" and s["cells"] == len(e.configs("quick"))
+        assert s["manifest"]["versions"]  # package versions recorded
+        for g in s["groups"]:
+            rand = g["policies"]["rand"]
+            assert rand["mean_norm"]["mean"] == 1.0 and rand["p90_norm"]["mean"] == 1.0
+            for p in g["policies"].values():
+                assert p["mean_s"]["mean"] > 0 and 0 <= p["error_rate"]["mean"] <= 1
+        assert len(list((out / e.name / "cells").glob("*.json"))) == len(e.configs("quick"))
+    ev = json.loads((out / "appendix-b-events" / "summary.json").read_text())
+    assert set(ev["series"]) == {"burst", "outage"}
+    eta = json.loads((out / "appendix-b-eta" / "summary.json").read_text())
+    assert {p["rule"] for p in eta["points"]} == {"dlb", "0.5", "1.5"}
+    claims = (out / "claims.md").read_text()
+    assert "profile(s): quick" in claims and "not tuned" in claims
+    assert "| Noise ε (two claims) |" in claims and "**not measured**" in claims
+    # a second run recomputes nothing
+    from lbtheory.sweep import run_sweep
+
+    again = run_sweep(exps[0], profile="quick", backend="serial", out_dir=out, progress=False)
+    assert again.computed == 0 and again.cached == len(exps[0].configs("quick"))
+
+
+def test_normalisation_against_raw_cells(quick):
+    """mean_norm / p90_norm of the summary = mean over cells of policy/Rand recomputed from the
+    cached raw cell results, with the Student-t interval from scipy."""
+    out, exps, _ = quick
+    name = "appendix-b-utilisation"
+    cells = [json.loads(p.read_text()) for p in (out / name / "cells").glob("*.json")]
+    s = json.loads((out / name / "summary.json").read_text())
+    for g in s["groups"]:
+        u = g["level"]["utilisation"]
+        mine = [c for c in cells if c["config"]["utilisation"] == u]
+        assert len(mine) == g["cells"] >= 1
+        for pol, v in g["policies"].items():
+            r = [c["result"]["runs"][pol]["mean"] / c["result"]["runs"]["rand"]["mean"]
+                 for c in mine]
+            assert v["mean_norm"]["mean"] == pytest.approx(np.mean(r), rel=1e-12)
+            if len(r) > 1:
+                lo, hi = sps.t.interval(0.95, len(r) - 1, loc=np.mean(r), scale=sps.sem(r))
+                assert (v["mean_norm"]["lo"], v["mean_norm"]["hi"]) == pytest.approx((lo, hi))
+
+
+def test_cell_normalisation_matches_direct_simulation():
+    """The cell's numbers equal a direct simulation of the same scenario and arrivals, with
+    mean/p90 from numpy and the ratio computed here."""
+    cfg = {"scenario": 5, "n_cells": 3, "duration_s": 4.0, "policies": ["rand", "disc-grad"]}
+    out = appendix_b_cell(cfg)
+    sc = appendix_b_scenario(5, n_cells=3, duration_s=4.0)
+    seed = trial_seed(5, 0)
+    arr = generate_arrivals(sc, 4.0, seed)
+    raw = {p: simulate(sc, make_router(p), duration_s=4.0, seed=seed, arrivals=arr)
+           for p in ("rand", "disc-grad")}
+    for p, r in raw.items():
+        assert out["runs"][p]["mean"] == pytest.approx(float(np.mean(r.latency_s)), rel=1e-12)
+        assert out["runs"][p]["p90"] == pytest.approx(float(np.percentile(r.latency_s, 90)))
+        assert out["runs"][p]["errors"] == r.errors
+    for m, f in (("mean", np.mean), ("p90", lambda a: np.percentile(a, 90))):
+        assert out["normalised"]["disc-grad"][m] == pytest.approx(
+            f(raw["disc-grad"].latency_s) / f(raw["rand"].latency_s), rel=1e-12)
+    assert out["normalised"]["rand"] == {"mean": 1.0, "p90": 1.0}
+
+
+def test_eta_runs_use_factor_times_critical_stepsize():
+    """Experiment 7: η given to the flow router = factor × critical_stepsize of the scenario's
+    network (computed here, independently); the DLB-rule run uses 0.01 / mean one-way delay."""
+    from lbtheory.stability import critical_stepsize
+
+    cfg = {"scenario": 3, "n_cells": 3, "duration_s": 2.0, "policies": ["rand"],
+           "eta_costs": ["gradient"], "eta_factors": [0.5, 2.0], "record_every": 1}
+    out = appendix_b_cell(cfg)
+    net = appendix_b_scenario(3, n_cells=3, duration_s=2.0).network
+    crit = critical_stepsize(net, "gradient").critical_stepsize
+    assert out["eta_crit"]["gradient"]["eta_crit"] == pytest.approx(crit, rel=1e-9)
+    for f in (0.5, 2.0):
+        run = out["runs"][f"flow-grad@{f:g}"]
+        assert run["eta"] == pytest.approx(f * crit, rel=1e-9)
+        assert run["eta_over_crit"] == pytest.approx(f, rel=1e-9)
+    d = net.delays[net.adjacency & (net.delays > 0)]
+    assert out["runs"]["flow-grad@dlb"]["eta"] == pytest.approx(0.01 / d.mean(), rel=1e-12)
+
+
+def test_weight_oscillation_closed_forms():
+    t = np.linspace(0.0, 20.0, 2001)
+    a = 0.2
+    x = 0.5 + a * np.sin(2 * np.pi * t / 2.0)            # 10 whole periods
+    rows = np.stack([x, 1 - x], axis=1)[:, None, :]      # one source, two cells
+    # RMS of ‖(a sin, −a sin)‖ is a; the least-squares line removes the part of sin correlated
+    # with t: cov(t, sin ωt) = −1/ω over whole periods, var t = T²/12 ⇒ a·sqrt(1 − 24/(ωT)²)
+    w, T = np.pi, 20.0
+    closed = a * np.sqrt(1.0 - 24.0 / (w * T) ** 2)
+    assert weight_oscillation(t, rows, np.array([1.0]), 0.0) == pytest.approx(closed, rel=1e-3)
+    drift = np.stack([0.3 + 0.01 * t, 0.7 - 0.01 * t], axis=1)[:, None, :]
+    assert weight_oscillation(t, drift, np.array([1.0]), 0.0) == pytest.approx(0.0, abs=1e-12)
+    both = np.concatenate([rows, drift], axis=1)           # λ-weighted mean over two sources
+    assert weight_oscillation(t, both, np.array([3.0, 1.0]), 0.0) == pytest.approx(
+        0.75 * closed, rel=1e-3)
+
+
+def test_recorder_is_transparent_and_series_add_up():
+    sc = appendix_b_scenario(3, n_cells=3, duration_s=3.0, burst=True)
+    arr = generate_arrivals(sc, 3.0, 1)
+    plain = simulate(sc, FlowRouter(cost="latency"), duration_s=3.0, seed=1, arrivals=arr)
+    rec = WeightRecorder(FlowRouter(cost="latency"), every=3)
+    wrapped = simulate(sc, rec, duration_s=3.0, seed=1, arrivals=arr)
+    np.testing.assert_array_equal(plain.latency_s, wrapped.latency_s)
+    assert len(rec.rows) == len(rec.times) > 50
+    assert np.allclose(np.array(rec.rows).sum(axis=2), 1.0)
+    m = run_metrics(plain, series_bins=6)
+    assert sum(m["series"]["completed"]) == plain.completed
+    assert sum(m["series"]["errors"]) == plain.errors
+    assert np.all(np.diff(plain.completion_s) >= 0) and plain.error_s.size == plain.errors
+
+
+def test_homogeneous_scenario():
+    h = appendix_b_scenario(4, homogeneous=True)
+    s = appendix_b_scenario(4)
+    assert h.network.n == s.network.n
+    assert all(c.replicas == 10 for c in h.network.cells)
+    assert np.ptp(h.capacities()) == pytest.approx(0.0, abs=1e-9)
+    assert h.network.delays.max() <= 2.5e-3                 # RTT ≤ 5 ms ⇒ τ ≤ 2.5 ms
+    assert h.network.arrival_rates.sum() == pytest.approx(0.8 * sum(h.capacities()))
+
+
+def test_mean_ci_against_scipy():
+    v = [0.91, 0.85, 1.02, 0.88, 0.95]
+    m, lo, hi = mean_ci(v, 0.9)
+    assert (lo, hi) == pytest.approx(sps.t.interval(0.9, 4, loc=np.mean(v), scale=sps.sem(v)))
+    assert m == pytest.approx(np.mean(v))
+    assert np.isnan(mean_ci([1.0])[1])
+
+
+@pytest.mark.parametrize("bad,field", [
+    ({"scenario": 1, "policies": ["rand", "warp"]}, "policies"),
+    ({"scenario": 1, "policies": ["flow-grad"]}, "policies"),
+    ({"scenario": 1, "colour": "red"}, "colour"),
+    ({"scenario": -1}, "scenario"),
+    ({"scenario": 1, "duration_s": 0}, "duration_s"),
+    ({"scenario": 1, "eta_costs": ["gradient"]}, "eta_factors"),
+    ({"scenario": 1, "eta_costs": ["speed"], "eta_factors": [1.0]}, "eta_costs"),
+])
+def test_bad_cell_config_names_the_field(bad, field):
+    with pytest.raises(DataFormatError, match=field) as info:
+        appendix_b_cell(bad)
+    assert info.value.field == field
+
+
+def test_script_unknown_profile_is_one_error_line():
+    p = subprocess.run([sys.executable, str(EXP_FILE), "--profile", "huge", "--no-progress"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 2
+    lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "huge" in lines[0]
+
+
+def tiny_results(res: Path) -> None:
+    """Synthetic Appendix-B summaries (no simulation) written by the experiments' own collect
+    steps, for the figure tests (tests/test_figures.py)."""
+    spec = importlib.util.spec_from_file_location("_appb_for_figures", EXP_FILE)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(EXP_FILE.parent))
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(0)
+    for e in mod.EXPERIMENTS:
+        rows = []
+        for cfg in e.configs("quick"):
+            labels = list(cfg.get("policies", []))
+            crit = {}
+            if cfg.get("eta_costs"):
+                crit = {c: {"eta_crit": 0.5, "period_s": 2.0, "verified": True, "reason": None}
+                        for c in cfg["eta_costs"]}
+                labels += ["flow-grad@dlb"] + [f"flow-grad@{f:g}" for f in cfg["eta_factors"]]
+            runs, norm = {}, {}
+            for lab in labels:
+                k = 1.0 if lab == "rand" else float(rng.uniform(0.8, 1.1))
+                runs[lab] = {"mean": 1.5 * k, "p90": 3.0 * k, "p50": 1.2 * k, "p99": 5.0 * k,
+                             "error_rate": 0.01 * k, "requests": 100, "completed": 99,
+                             "errors": 1, "mean_network_s": 0.05}
+                if cfg.get("series_bins"):
+                    b = cfg["series_bins"]
+                    runs[lab]["series"] = {"t_mid_s": list(np.linspace(0.5, 7.5, b)),
+                                           "mean": [1.5 * k] * b, "completed": [10] * b,
+                                           "errors": [0] * b}
+                if "@" in lab:
+                    r = lab.split("@")[1]
+                    runs[lab].update(eta=0.4, eta_over_crit=0.8 if r == "dlb" else float(r),
+                                     osc_weights=0.1 * k, osc_workload=0.2)
+                norm[lab] = {"mean": k, "p90": k}
+            rows.append((cfg, {"runs": runs, "normalised": norm, "eta_crit": crit,
+                               "scenario": {"n_cells": 3, "mean_delay_s": 0.05}}))
+        e.collect(rows, res / e.name, "quick")

@@ -1,0 +1,240 @@
+"""Gradient-projection traffic assignment (lbtheory.games.tap) against independent oracles.
+
+Oracles: closed forms (Pigou 4/3, Braess 552/498), the CVXPY/Clarabel programs (Beckmann and
+total-cost minimisers, polished) on small random games, scipy.sparse.csgraph shortest paths for
+the numba Dijkstra, the arc-cost families of arccosts.py for the numba cost kernels, and the
+relative-gap certificate of gap_measures recomputed here.
+"""
+
+import numpy as np
+import pytest
+
+from lbtheory.errors import SolverError, SolveStatus
+from lbtheory.games import (
+    MM1,
+    Commodity,
+    GameArc,
+    RoutingGame,
+    affine,
+    bpr,
+    braess,
+    constant,
+    gap_measures,
+    pigou,
+    shortest_paths,
+    system_optimum,
+    wardrop_equilibrium,
+)
+from lbtheory.games import _gpkernels as kern
+from lbtheory.games import solve as solve_mod
+from lbtheory.games.synthetic import synthetic_network
+from lbtheory.games.tap import _Net, encode_costs, gradient_projection
+
+
+def _random_game(seed, powers=(1.0, 2.0, 4.0, 2.5), n=9, extra=14, mm1=False, zones=0):
+    """Strongly connected random digraph (a ring plus random chords), random BPR-like arcs,
+    3 origins with 2-4 destinations each; ``zones`` low-numbered non-through nodes."""
+    rng = np.random.default_rng(seed)
+    pairs = [(i, (i + 1) % n) for i in range(n)] + [((i + 1) % n, i) for i in range(n)]
+    for _ in range(extra):
+        a, b = rng.choice(n, 2, replace=False)
+        pairs.append((int(a), int(b)))
+    arcs = []
+    for k, (a, b) in enumerate(pairs):
+        p = float(powers[k % len(powers)])
+        cost = MM1(float(rng.uniform(40, 60)), float(rng.uniform(1, 3))) if mm1 and k % 3 == 0 \
+            else bpr(float(rng.uniform(1, 5)), float(rng.uniform(0.1, 1.0)),
+                     float(rng.uniform(5, 15)), p)
+        arcs.append(GameArc(a, b, cost))
+    comms = []
+    for o in rng.choice(n, 3, replace=False):
+        for d in rng.choice(n, int(rng.integers(2, 5)), replace=False):
+            if d != o:
+                comms.append(Commodity(int(o), int(d), float(rng.uniform(1, 8))))
+    return RoutingGame(list(range(n)), arcs, comms, non_through=list(range(zones)))
+
+
+def _cvxpy_oracle(game, objective):
+    """The CVXPY program alone (Clarabel, FW-polished), without fallback or certificate."""
+    return solve_mod._solve_cvxpy(game, solve_mod.Objective.parse(objective), "CLARABEL", True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_wardrop_and_optimum_match_cvxpy_on_random_games(seed):
+    game = _random_game(seed, zones=2 if seed % 2 else 0)
+    for objective in ("wardrop", "system_optimum"):
+        gp, _ = gradient_projection(game, objective=objective, tol=1e-13)
+        cvx = _cvxpy_oracle(game, objective)
+        assert cvx.relative_gap < 1e-9
+        assert gp.status is SolveStatus.OPTIMAL and gp.relative_gap <= 1e-13
+        assert gp.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
+        assert gp.total_travel_time == pytest.approx(cvx.total_travel_time, rel=1e-9)
+        # strictly increasing costs: the arc flows are unique
+        np.testing.assert_allclose(gp.arc_flow, cvx.arc_flow, rtol=1e-7,
+                                   atol=1e-7 * game.total_demand)
+
+
+@pytest.mark.parametrize("powers", [(0.0, 1.0, 4.0), (0.5, 1.0, 0.25)])
+def test_unusual_powers_and_mm1_match_cvxpy_beckmann(powers):
+    # power 0 (constant: flows not unique, the objective is), powers below 1 (infinite
+    # derivative at zero flow: the bisection safeguard) and M/M/1 arcs
+    game = _random_game(7, powers=powers, mm1=True)
+    gp, _ = gradient_projection(game, tol=1e-12)
+    cvx = _cvxpy_oracle(game, "wardrop")
+    assert gp.relative_gap <= 1e-12
+    assert gp.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
+    so_gp, _ = gradient_projection(game, objective="system_optimum", tol=1e-12)
+    so_cvx = _cvxpy_oracle(game, "system_optimum")
+    assert so_gp.total_travel_time == pytest.approx(so_cvx.total_travel_time, rel=1e-9)
+
+
+def test_closed_forms_pigou_and_braess():
+    ue = wardrop_equilibrium(pigou(), method="gp")
+    so = system_optimum(pigou(), method="gp")
+    assert ue.solver == so.solver == "gradient_projection"
+    assert ue.total_travel_time / so.total_travel_time == pytest.approx(4 / 3, rel=1e-12)
+    g = braess()
+    ue, so = wardrop_equilibrium(g, method="gp"), system_optimum(g, method="gp")
+    # the TNTP Braess example (6 units): TSTT 552 at equilibrium, 498 at the optimum
+    assert ue.total_travel_time == pytest.approx(552.0, rel=1e-12)
+    assert so.total_travel_time == pytest.approx(498.0, rel=1e-12)
+    np.testing.assert_allclose(ue.arc_flow, [4, 2, 2, 2, 4], atol=1e-9)
+
+
+def test_gap_certificate_on_synthetic_sioux_falls_size():
+    game, _ = synthetic_network("sioux_falls", seed=3)
+    res, _ = gradient_projection(game, tol=1e-10)
+    c = game.costs.cost(res.arc_flow)
+    gap, _ = gap_measures(game, res.arc_flow, c)  # fresh all-or-nothing (scipy Dijkstra)
+    assert gap <= 1e-10 and res.relative_gap == pytest.approx(gap, abs=1e-16)
+    cvx = _cvxpy_oracle(game, "wardrop")
+    assert res.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
+    # origin flows conserve demand at every node
+    bal = game.origin_balance()
+    for k in range(len(game.origins)):
+        net = np.bincount(game.tails, res.origin_flow[k], minlength=game.n_nodes) \
+            - np.bincount(game.heads, res.origin_flow[k], minlength=game.n_nodes)
+        np.testing.assert_allclose(net, bal[k], atol=1e-9 * game.total_demand)
+
+
+def test_numba_dijkstra_matches_scipy_with_zones_and_blocked_arcs():
+    game = _random_game(6, zones=3).without_arcs([2, 5])
+    net = _Net(game)
+    cost = game.costs.cost(np.full(game.n_arcs, 3.0))
+    D = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
+                       net.tails, net.usable, net.nonthru, cost)
+    ref, _ = shortest_paths(game, cost)
+    np.testing.assert_allclose(D, ref, rtol=1e-14)
+    free = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
+                          net.tails, np.ones(game.n_arcs, bool), np.zeros(game.n_nodes, bool),
+                          cost)
+    assert not np.allclose(D, free)  # the zones and blocked arcs do change the distances
+
+
+def test_cost_kernels_match_the_arc_families():
+    arcs = [bpr(2.0, 0.15, 10.0, 4.0), bpr(1.0, 0.5, 3.0, 0.5), bpr(1.5, 0.2, 4.0, 2.5),
+            constant(3.0), affine(1.0, 2.0), MM1(5.0, 2.0)]
+    game = RoutingGame([0, 1], [GameArc(0, 1, c) for c in arcs], [Commodity(0, 1, 1.0)])
+    kind, A, B, S, P = encode_costs(game)
+    x = np.array([7.0, 2.0, 3.0, 1.0, 0.7, 3.5])
+    bank = game.costs
+    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, False, False), bank.cost(x),
+                               rtol=1e-14)
+    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, True, False), bank.marginal(x),
+                               rtol=1e-14)
+    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, False, True),
+                               bank.cost_prime(x), rtol=1e-14)
+    h = 1e-6
+    num = (bank.marginal(x + h) - bank.marginal(x - h)) / (2 * h)
+    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, True, True), num, rtol=1e-6)
+
+
+def test_warm_start_after_a_demand_change():
+    game, _ = synthetic_network("sioux_falls", seed=1)
+    _, state = gradient_projection(game, tol=1e-10)
+    more = game.with_demand_scale(1.1)
+    cold, _ = gradient_projection(more, tol=1e-10)
+    warm, _ = gradient_projection(more, tol=1e-10, warm=state)
+    assert warm.relative_gap <= 1e-10
+    assert warm.beckmann_objective == pytest.approx(cold.beckmann_objective, rel=1e-10)
+    assert warm.iterations < cold.iterations
+
+
+def test_compacting_the_path_pool_keeps_the_flows():
+    from lbtheory.games.tap import _compact
+
+    game, _ = synthetic_network("sioux_falls", seed=1)
+    res, st = gradient_projection(game, tol=1e-10)
+    net = _Net(game)
+
+    def flows(s):
+        return kern.flows_from_paths(s.pool, s.off, s.plen, s.pflow, s.pod, s.nxt, s.head,
+                                     net.od_origin, len(game.origins), game.n_arcs)
+
+    before, n_before = flows(st), st.n_paths
+    _compact(st)
+    assert st.n_paths < n_before  # unlinked paths were dropped
+    np.testing.assert_array_equal(flows(st), before)
+    again, _ = gradient_projection(game, tol=1e-10, warm=st)
+    assert again.iterations == 1 and again.relative_gap <= 1e-10
+
+
+def test_auto_method_threshold_and_fallback(monkeypatch):
+    game, _ = synthetic_network("sioux_falls", seed=2)
+    assert wardrop_equilibrium(game).solver == "CLARABEL"  # small: the CVXPY oracle
+    monkeypatch.setattr(solve_mod, "AUTO_THRESHOLD", 10)
+    assert wardrop_equilibrium(game).solver == "gradient_projection"
+
+    def broken(*args, **kwargs):
+        raise SolverError("solver CLARABEL failed: numerical trouble", solver="CLARABEL")
+
+    monkeypatch.setattr(solve_mod, "_solve_cvxpy", broken)
+    res = system_optimum(game, method="cvxpy")
+    assert res.solver == "gradient_projection" and res.status is SolveStatus.OPTIMAL
+
+
+def test_clarabel_failure_on_a_feasible_game_falls_back():
+    # found by the random-game test: Clarabel stops with "Solver 'CLARABEL' failed" on this
+    # feasible game; the answer comes from the next route and is certified
+    game = _random_game(3, zones=2)
+    with pytest.raises(SolverError, match="CLARABEL"):
+        _cvxpy_oracle(game, "wardrop")
+    res = wardrop_equilibrium(game, method="cvxpy")
+    assert res.status is SolveStatus.OPTIMAL and res.solver != "CLARABEL"
+    gp, _ = gradient_projection(game, tol=1e-13)
+    assert res.total_travel_time == pytest.approx(gp.total_travel_time, rel=1e-9)
+
+
+def test_every_route_failing_names_each(monkeypatch):
+    def broken(*args, **kwargs):
+        raise SolverError("boom", solver="x")
+
+    monkeypatch.setattr(solve_mod, "_solve_cvxpy", broken)
+    monkeypatch.setattr(solve_mod, "gradient_projection", broken)
+    monkeypatch.setattr(solve_mod, "frank_wolfe", broken)
+    with pytest.raises(SolverError, match=r"tried cvxpy:CLARABEL: boom; gp: boom; cvxpy:SCS: "
+                                          r"boom; fw: boom"):
+        wardrop_equilibrium(pigou())
+
+
+def test_status_is_decided_by_the_certificate_not_the_solver():
+    from lbtheory.games import evaluate_flow
+
+    game = pigou()
+    # solver claims optimal, but 1e-3 of the demand sits on the costlier constant link: the
+    # gap (1e-3 · excess 1e-3 = 1e-6) passes a 1e-5 target, the used-arc spread (1e-3) does not
+    f = np.array([[1e-3, 1.0 - 1e-3]])
+    res = evaluate_flow(game, f, "wardrop", status=SolveStatus.OPTIMAL)
+    ok, why = solve_mod.certify(game, res, 1e-5)
+    assert res.relative_gap == pytest.approx(1e-6, rel=1e-3)
+    assert not ok and "spread 0.001" in why
+    # an "optimal_inaccurate" answer at the exact equilibrium is certified
+    exact = evaluate_flow(game, np.array([[0.0, 1.0]]), "wardrop",
+                          status=SolveStatus.OPTIMAL_INACCURATE)
+    assert solve_mod.certify(game, exact, 1e-12) == (True, "")
+
+
+def test_infeasible_mm1_start_is_a_typed_error():
+    game = RoutingGame([0, 1], [GameArc(0, 1, MM1(1.0))], [Commodity(0, 1, 2.0)])
+    with pytest.raises(SolverError, match="capacity"):
+        gradient_projection(game)
