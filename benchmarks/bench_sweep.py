@@ -173,7 +173,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer cells and repeats")
     ap.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
+    ap.add_argument("--spin", type=int, default=3_000_000,
+                    help="loop iterations of one CPU-bound speed-up cell (3e6 ≈ 0.3 s; the real "
+                         "Appendix-B cells take 20-500 s)")
     args = ap.parse_args()
+    if args.spin < 1:
+        ap.error(f"--spin: expected a positive number of iterations, got {args.spin}")
+    os.environ["BENCH_SPIN"] = str(args.spin)
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         (tmp / "exps").mkdir()
