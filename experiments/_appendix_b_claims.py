@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from lbtheory.io import write_text_atomic
+from lbtheory.sim import DLB_POLICIES as DLB
 
-DLB = ("disc-rif", "disc-lat", "disc-grad", "flow-rif", "flow-lat", "flow-grad")
-RIF = ("disc-rif", "flow-rif")
-MODEL = ("disc-lat", "disc-grad", "flow-lat", "flow-grad")
+RIF = tuple(p for p in DLB if p.endswith("-rif"))
+MODEL = tuple(p for p in DLB if not p.endswith("-rif"))
 NAMES = ("baseline", "utilisation", "noise", "y", "events", "homogeneous", "eta")
 
 

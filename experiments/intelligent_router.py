@@ -34,9 +34,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from scipy import stats as sst
 
 from lbtheory.io import run_manifest, write_bytes_atomic, write_json_atomic, write_text_atomic
+from lbtheory.stats import mean_ci
 from lbtheory.sweep import Experiment, script_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,10 +172,8 @@ def batching_vs_routing(config: dict) -> dict:
 
 def _ci(x: np.ndarray) -> tuple[float, float]:
     """Mean and half-width of the 95% t-interval (nan half-width for one sample)."""
-    x = np.asarray(x, float)
-    if x.size < 2:
-        return float(x.mean()), float("nan")
-    return float(x.mean()), float(sst.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    m, _, hi = mean_ci(x)
+    return m, hi - m
 
 
 def _table(per: dict, eval_seeds: list[int]) -> dict:

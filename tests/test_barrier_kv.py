@@ -79,6 +79,17 @@ def test_br0_stage2_subsets_must_fit_the_kv_room_in_total():
     assert sorted(pos.tolist()) == [1, 2] and reps.tolist() == [1, 1]
 
 
+def test_br0_stage1_drops_the_free_slots_of_a_replica_with_no_kv_room():
+    # loads (20, 0), free slots (4, 2), S_greedy = G = 2, pool (15, 10, 9), KV room (5, 100).
+    # g0's 4 slots are unusable (no prompt ≤ 5), so only 2 usable slots remain: S_tot = 2 is not
+    # > S_greedy and Stage 1 must stop at once; Stage 2 on g1 (m = 20, ≤ 2 slots):
+    #   {15, 10} = 25 → 25 − 2·5 = 15; {15, 9} = 24 → 24 − 2·4 = 16; {10, 9} = 19 → F = 19 (best).
+    # Counting g0's dead slots kept Stage 1 greedy: 15 (F = 15), then m = 5: F(10) = 0, F(9) = 1
+    # → {15, 9}, the worse set.
+    pos, reps, _ = br0().schedule(None, _view([20, 0], [4, 2], [15, 10, 9], [5, 100]))
+    assert sorted(pos.tolist()) == [1, 2] and reps.tolist() == [1, 1]
+
+
 def test_a_budget_that_never_binds_changes_nothing():
     tr = read_trace("examples/traces/AzureLLMInferenceTrace_conv.csv").head(400)
     big = 32 * int((tr.prompt_tokens + tr.output_tokens).max())  # 32 slots × the largest request

@@ -9,10 +9,13 @@ import pytest
 
 from lbtheory.cli import main
 from lbtheory.errors import DataFormatError
-from lbtheory.games import wardrop_equilibrium
+from lbtheory.games import certify, wardrop_equilibrium
+from lbtheory.games._result import evaluate_flow
 from lbtheory.games.tntp import load_tntp_game, read_tntp_network
 
 TRAPS = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "traps"
+#: the solver that must have answered (no silent fallback from a broken gradient projection)
+SOLVER = {"cvxpy": "CLARABEL", "gp": "gradient_projection"}
 
 
 def _game(name):
@@ -31,6 +34,7 @@ def _game(name):
 def test_trap_closed_forms(name, flows, cost, method):
     game = _game(name)
     res = wardrop_equilibrium(game, method=method)
+    assert res.solver == SOLVER[method]
     np.testing.assert_allclose(res.arc_flow, flows, rtol=1e-9, atol=1e-9)
     assert res.total_travel_time == pytest.approx(cost * game.total_demand, rel=1e-10)
     assert res.relative_gap <= 1e-10
@@ -58,9 +62,21 @@ def test_toll_and_distance_factors_are_read_and_default_to_zero(tmp_path):
 def test_first_thru_node_blocks_the_shortcut_through_a_zone(method):
     game = _game("ThruNode")
     res = wardrop_equilibrium(game, method=method)
+    assert res.solver == SOLVER[method]
     # arcs: 1->2, 2->3 (cheap, through zone 2: unusable for 1 -> 3), 1->4, 4->3
     np.testing.assert_allclose(res.arc_flow, [2.0, 0.0, 3.0, 3.0], atol=1e-9)
     assert res.total_travel_time == pytest.approx(2 * 1 + 3 * 13, rel=1e-10)
+
+
+def test_certify_refuses_flow_through_a_non_through_zone():
+    # the 1 -> 3 demand (3) sent 1 -> 2 -> 3 through zone 2: conserving and "cheaper" (its gap
+    # against the usable shortest path is negative), but it breaks the arc-use rule
+    game = _game("ThruNode")
+    bad = evaluate_flow(game, np.array([[5.0, 3.0, 0.0, 0.0]]), "wardrop")
+    ok, why = certify(game, bad, 1e-10)
+    assert not ok and "may not use" in why
+    good = wardrop_equilibrium(game, method="cvxpy")
+    assert certify(game, good, 1e-10) == (True, "")
 
 
 def test_cli_method_gp_json(capsys):

@@ -292,7 +292,8 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
     heapq.heapify(heap)
     while s_tot > s_greedy and pool.ps and heap:  # Stage 1
         g = heapq.heappop(heap)[2]
-        if n_fit(g) == 0:  # no pool request fits its KV room: it takes nothing this tick
+        if n_fit(g) == 0:  # no pool request fits its KV room: it takes nothing this tick,
+            s_tot -= cap[g]  # and its free slots stop counting towards the Stage-1 threshold
             continue
         j = single(g)
         p = pool.pos[j]

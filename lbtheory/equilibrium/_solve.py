@@ -293,8 +293,10 @@ class EquilibriumProblem:
             tried.append(why + (" (warm start)" if warm else ""))
             if res is not None and (best is None or res.residual < best.residual):
                 best = res
-            if best is not None and best.residual <= tol and certifies_feasibility(full, best):
-                return best
+            if best is not None and best.residual <= tol:
+                if certifies_feasibility(full, best):
+                    return best
+                break  # converged but with too little slack to prove Assumption 2: ask the LP
         if check_feasibility:
             full.check_feasibility()
         if best is not None and best.residual <= tol:  # (an inflow within rounding of μ̄)

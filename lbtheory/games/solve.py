@@ -174,7 +174,12 @@ def certify(game: RoutingGame, res: GameResult, tol: float) -> tuple[bool, str]:
     cons = float(np.max(np.abs(net - bal) / dem[:, None])) if len(F) else 0.0
     if cons > 1e-9:
         return False, f"flow conservation violated by {cons:.2g} of an origin's demand"
-    if not res.relative_gap <= tol:
+    for k in range(len(F)):  # the arc-use rule (blocked arcs, non-through nodes)
+        bad = float(F[k][~game.usable(k)].max(initial=0.0))
+        if bad > 1e-12 * dem[k]:
+            return False, (f"origin {k} sends {bad:.3g} on an arc it may not use (blocked or "
+                           f"through a non-through node)")
+    if not -tol <= res.relative_gap <= tol:
         return False, f"relative gap {res.relative_gap:.3g} > {tol:g}"
     check = res.arc_cost if res.objective is Objective.WARDROP else \
         game.costs.marginal(res.arc_flow)

@@ -10,6 +10,7 @@ from ._appendix_b import appendix_b_scenario
 from ._arrivals import Arrivals, arrivals_from_trace, generate_arrivals
 from ._engine import simulate
 from ._protocol import (
+    DLB_POLICIES,
     WeightRecorder,
     appendix_b_cell,
     check_cell_config,
@@ -28,7 +29,8 @@ from ._scenario import (
     scenario_from_dict,
 )
 
-__all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "TokenDist", "Burst", "Outage",
+__all__ = ["DLB_POLICIES", "simulate", "SimResult", "Scenario", "ServerSpec", "TokenDist", "Burst",
+           "Outage",
            "load_scenario", "scenario_from_dict", "Arrivals", "generate_arrivals",
            "Estimation", "appendix_b_scenario", "arrivals_from_trace", "appendix_b_cell",
            "check_cell_config", "trial_seed", "weight_oscillation", "WeightRecorder"]

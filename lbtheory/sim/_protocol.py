@@ -270,7 +270,7 @@ def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
     Raises:
         DataFormatError: a bad config (the message names the field).
     """
-    from ..routers import FlowRouter, make_router
+    from ..routers import make_router
 
     cfg = check_cell_config(config)
     sc = cell_scenario(cfg)
@@ -298,11 +298,9 @@ def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
             info = _eta_crit(net, cost)
             out["eta_crit"][cost] = info
             pol = FLOW_COSTS[cost]
-            dlb = FlowRouter(cost=cost)
-            labels = [(f"{pol}@dlb", dlb)]
+            labels = [(f"{pol}@dlb", make_router(pol))]
             if info["eta_crit"] is not None:
-                labels += [(f"{pol}@{f:g}", FlowRouter(cost=cost,
-                                                      stepsize=f * info["eta_crit"]))
+                labels += [(f"{pol}@{f:g}", make_router(pol, stepsize=f * info["eta_crit"]))
                            for f in cfg["eta_factors"]]
             for label, router in labels:
                 rec = WeightRecorder(router, every=cfg["record_every"])
