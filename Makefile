@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check lbtheory tests benchmarks experiments paper_figures examples
 
 test: $(STAMP) lint
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -n auto --dist worksteal
 
 # Every experiment of experiments/*.py through the sweep runner (`lbtheory sweep`), on a local
 # Dask cluster (one worker process per core). Resumable: each finished cell is cached under

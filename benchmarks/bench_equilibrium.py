@@ -1,7 +1,8 @@
 """Benchmark: cell-network equilibria, the default dual Newton route vs the CVXPY program,
 measured in the same run (issue 13, part 3).
 
-For full-mesh networks of n cells (M/M/1 cells, ``lbtheory.instances.full_mesh``, seed 0) and
+For full-mesh networks of n cells (``lbtheory.instances.full_mesh``, seed 0: M/M/1 cells, or
+with ``--family mixed`` half softplus, half M/M/1 via ``random_network(softplus_share=0.5)``) and
 the three programs (Wardrop = latency cost, system optimum = gradient cost, RIF):
 
 * cold: build + solve, from the network object (``EquilibriumProblem(net, cost).solve()``);
@@ -15,7 +16,7 @@ previous default, run where ``--cvxpy-max-n`` allows (n = 300 takes minutes for 
 Ratios are cvxpy / dual of medians in this run.
 
 Usage:  OPENBLAS_NUM_THREADS=1 python benchmarks/bench_equilibrium.py [--sizes 100 300 1000]
-        [--repeat R] [--cvxpy-max-n 300]
+        [--repeat R] [--cvxpy-max-n 300] [--family mm1|mixed]
 Prints one line per case and a markdown table.
 """
 
@@ -32,16 +33,23 @@ import numpy as np  # noqa: E402
 
 from lbtheory.equilibrium import EquilibriumProblem  # noqa: E402
 from lbtheory.errors import SolverError  # noqa: E402
-from lbtheory.instances import full_mesh  # noqa: E402
+from lbtheory.instances import full_mesh, random_network  # noqa: E402
 
 COSTS = {"latency": "Wardrop", "gradient": "system optimum", "rif": "RIF"}
 
 
-def bench(n: int, cost: str, solver: str | None, repeat: int) -> dict:
+def network(n: int, family: str):
+    """The benchmark network: full mesh of n cells (seed 0), M/M/1 or mixed models."""
+    if family == "mixed":
+        return random_network(np.random.default_rng(0), n, arc_prob=1.1, softplus_share=0.5)
+    return full_mesh(n, seed=0, family=family)
+
+
+def bench(n: int, cost: str, solver: str | None, repeat: int, family: str = "mm1") -> dict:
     """Median cold (build + solve) and warm re-solve times (s), worst residual, route."""
     cold, warm, resid, routes = [], [], [], set()
     for _ in range(repeat):
-        net = full_mesh(n, seed=0)
+        net = network(n, family)
         t = time.perf_counter()
         try:
             prob = EquilibriumProblem(net, cost, solver=solver)
@@ -69,16 +77,18 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cvxpy-max-n", type=int, default=300)
+    ap.add_argument("--family", choices=["mm1", "softplus", "mixed"], default="mm1",
+                    help="service models of the cells (default M/M/1)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     rows = []
     for n in args.sizes:
         for cost in COSTS:
             rep = args.repeat if n <= 100 else 1
-            d = bench(n, cost, None, rep)
-            c = bench(n, cost, "CLARABEL", rep) if n <= args.cvxpy_max_n else None
+            d = bench(n, cost, None, rep, args.family)
+            c = bench(n, cost, "CLARABEL", rep, args.family) if n <= args.cvxpy_max_n else None
             rows.append((n, cost, d, c))
-            print(f"n={n:5d} {cost:9s} dual {d}  cvxpy {c}", flush=True)
+            print(f"n={n:5d} {args.family} {cost:9s} dual {d}  cvxpy {c}", flush=True)
     print("\n| n | program | dual cold (s) | dual re-solve (s) | dual residual | CVXPY cold (s) | "
           "CVXPY re-solve (s) | CVXPY residual | cold ratio | re-solve ratio |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -41,6 +41,7 @@ for _mod, _names in {
     "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "GamePoAResult", "Objective",
               "FWMethod", "wardrop_equilibrium", "system_optimum", "frank_wolfe",
               "to_routing_game", "load_tntp_game", "gradient_projection", "TAPState",
+              "bush_assignment", "BushState",
               "solve_game", "certify", "synthetic_network", "write_tntp"),
     "equilibrium": ("EquilibriumProblem", "EquilibriumResult", "PoAResult", "solve_equilibrium",
                     "solve_wardrop", "solve_system_optimum", "solve_rif", "price_of_anarchy",

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from lbtheory.io import save_figure_atomic
-from lbtheory.plotting import figure
+from lbtheory.plotting import POLICY_COLORS, figure
+from lbtheory.sim import EVENT_WINDOW
 
 ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "experiments" / "results"
@@ -25,9 +26,7 @@ OUT = ROOT / "paper_figures" / "out"
 
 ORDER = ("rand", "mnlb", "rr", "jsq", "p2c", "disc-rif", "disc-lat", "disc-grad", "flow-rif",
          "flow-lat", "flow-grad")
-COLOR = {"rand": "0.35", "mnlb": "tab:brown", "rr": "0.6", "jsq": "tab:pink", "p2c": "tab:olive",
-         "disc-rif": "tab:cyan", "disc-lat": "tab:orange", "disc-grad": "tab:green",
-         "flow-rif": "tab:blue", "flow-lat": "tab:red", "flow-grad": "tab:purple"}
+COLOR = POLICY_COLORS
 
 
 def _load(results: Path, name: str) -> dict | None:
@@ -123,6 +122,7 @@ def fig_events(s: dict, path: Path) -> None:
     fig, axes = figure(nrows=2, ncols=len(events), width=6.0 * len(events) + 1.5, height=6.4,
                        squeeze=False)
     T = max(s["duration_s"])
+    w0, w1 = EVENT_WINDOW
     for c, ev in enumerate(events):
         e = s["series"][ev]
         t = np.array(e["t_mid_s"])
@@ -134,10 +134,10 @@ def fig_events(s: dict, path: Path) -> None:
             axes[1, c].plot(t, d["errors"], color=COLOR[p], lw=1.2,
                             ls="--" if p.startswith("disc") else "-")
         for r in (0, 1):
-            axes[r, c].axvspan(0.3 * T, 0.7 * T, color="0.9", zorder=0)
+            axes[r, c].axvspan(w0 * T, w1 * T, color="0.9", zorder=0)
         axes[0, c].set(xlabel="simulated time (s)", ylabel="mean latency of completions (s)",
                        title=f"{ev} in shaded "
-                       f"window [{0.3 * T:g}, {0.7 * T:g}) s")
+                       f"window [{w0 * T:g}, {w1 * T:g}) s")
         axes[1, c].set(xlabel="simulated time (s)", ylabel="overflow errors per bin "
                                                            "(all cells summed)")
     axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))

@@ -1,4 +1,5 @@
-"""Gradient-projection traffic assignment (lbtheory.games.tap) against independent oracles.
+"""Gradient-projection (lbtheory.games.tap) and bush-based (lbtheory.games._bush) traffic
+assignment against independent oracles.
 
 Oracles: closed forms (Pigou 4/3, Braess 552/498), the CVXPY/Clarabel programs (Beckmann and
 total-cost minimisers, polished) on small random games, scipy.sparse.csgraph shortest paths for
@@ -6,10 +7,14 @@ the numba Dijkstra, the arc-cost families of arccosts.py for the numba cost kern
 relative-gap certificate of gap_measures recomputed here.
 """
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from lbtheory.errors import SolverError, SolveStatus
+from lbtheory.cli import main
+from lbtheory.errors import ModelError, SolverError, SolveStatus
 from lbtheory.games import (
     MM1,
     Commodity,
@@ -18,6 +23,7 @@ from lbtheory.games import (
     affine,
     bpr,
     braess,
+    bush_assignment,
     constant,
     gap_measures,
     pigou,
@@ -29,6 +35,9 @@ from lbtheory.games import _gpkernels as kern
 from lbtheory.games import solve as solve_mod
 from lbtheory.games.synthetic import synthetic_network
 from lbtheory.games.tap import _Net, encode_costs, gradient_projection
+from lbtheory.games.tntp import load_tntp_game
+
+TRAPS = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "traps"
 
 
 def _random_game(seed, powers=(1.0, 2.0, 4.0, 2.5), n=9, extra=14, mm1=False, zones=0):
@@ -186,7 +195,8 @@ def test_auto_method_threshold_and_fallback(monkeypatch):
     game, _ = synthetic_network("sioux_falls", seed=2)
     assert wardrop_equilibrium(game).solver == "CLARABEL"  # small: the CVXPY oracle
     monkeypatch.setattr(solve_mod, "AUTO_THRESHOLD", 10)
-    assert wardrop_equilibrium(game).solver == "gradient_projection"
+    assert wardrop_equilibrium(game).solver == "bush"  # large: the bush-based solver
+    assert wardrop_equilibrium(game, method="gp").solver == "gradient_projection"
 
     def broken(*args, **kwargs):
         raise SolverError("solver CLARABEL failed: numerical trouble", solver="CLARABEL")
@@ -241,3 +251,102 @@ def test_infeasible_mm1_start_is_a_typed_error():
     game = RoutingGame([0, 1], [GameArc(0, 1, MM1(1.0))], [Commodity(0, 1, 2.0)])
     with pytest.raises(SolverError, match="capacity"):
         gradient_projection(game)
+
+
+# --- the bush-based solver (Dial's Algorithm B) --------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bush_matches_cvxpy_on_random_games_with_zones_and_blocked_arcs(seed):
+    game = _random_game(seed, zones=2 if seed % 2 else 0)
+    if seed == 2:
+        game = game.without_arcs([2, 5])
+    for objective in ("wardrop", "system_optimum"):
+        res, _ = bush_assignment(game, objective=objective, tol=1e-13)
+        cvx = _cvxpy_oracle(game, objective)
+        assert res.status is SolveStatus.OPTIMAL and res.solver == "bush"
+        assert res.relative_gap <= 1e-13  # the independent recomputation (evaluate_flow)
+        assert res.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
+        assert res.total_travel_time == pytest.approx(cvx.total_travel_time, rel=1e-9)
+        np.testing.assert_allclose(res.arc_flow, cvx.arc_flow, rtol=1e-7,
+                                   atol=1e-7 * game.total_demand)
+        ok, why = solve_mod.certify(game, res, 1e-12)  # conservation, arc-use rule, spread
+        assert ok, why
+
+
+@pytest.mark.parametrize("powers", [(0.0, 1.0, 4.0), (0.5, 1.0, 0.25)])
+def test_bush_unusual_powers_and_mm1_match_cvxpy(powers):
+    game = _random_game(7, powers=powers, mm1=True)
+    for objective in ("wardrop", "system_optimum"):
+        res, _ = bush_assignment(game, objective=objective, tol=1e-12)
+        cvx = _cvxpy_oracle(game, objective)
+        assert res.relative_gap <= 1e-12
+        assert res.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
+        assert res.total_travel_time == pytest.approx(cvx.total_travel_time, rel=1e-9)
+
+
+@pytest.mark.parametrize("name, flows, cost", [
+    ("ZeroFFT", [4.0, 4.0, 2.0], 6.0),  # a zero-time link (zero costs in the bush)
+    ("TinyB", [5.0, 10.0], 20.0),  # constant 20 against 10 + x
+    ("ThruNode", [2.0, 0.0, 3.0, 3.0], None),  # the cheap arc through zone 2 is unusable
+])
+def test_bush_tntp_traps_closed_forms(name, flows, cost):
+    game = load_tntp_game(TRAPS / f"{name}_net.tntp", TRAPS / f"{name}_trips.tntp")
+    res = wardrop_equilibrium(game, method="bush")
+    assert res.solver == "bush"
+    np.testing.assert_allclose(res.arc_flow, flows, rtol=1e-9, atol=1e-9)
+    if cost is not None:
+        assert res.total_travel_time == pytest.approx(cost * game.total_demand, rel=1e-10)
+
+
+def test_bush_closed_forms_pigou_and_braess():
+    g = braess()
+    ue, so = wardrop_equilibrium(g, method="bush"), system_optimum(g, method="bush")
+    assert ue.solver == so.solver == "bush"
+    assert ue.total_travel_time == pytest.approx(552.0, rel=1e-12)
+    assert so.total_travel_time == pytest.approx(498.0, rel=1e-12)
+    ue_p, _ = bush_assignment(pigou())
+    so_p, _ = bush_assignment(pigou(), objective="system_optimum")
+    assert ue_p.total_travel_time / so_p.total_travel_time == pytest.approx(4 / 3, rel=1e-12)
+
+
+def test_bush_cli_method(capsys):
+    code = main(["equilibrium", str(TRAPS / "Toll_net.tntp"), "--trips",
+                 str(TRAPS / "Toll_trips.tntp"), "--method", "bush", "--gap", "1e-12", "--json"])
+    assert code == 0
+    ue = json.loads(capsys.readouterr().out)["equilibria"]["wardrop"]
+    assert ue["solver"] == "bush" and ue["status"] == "optimal"
+    np.testing.assert_allclose(ue["arc_flow"], [4.5, 5.5], rtol=1e-9)
+
+
+def test_bush_agrees_with_gp_at_anaheim_size():
+    game, _ = synthetic_network("anaheim", seed=2)
+    b, state = bush_assignment(game, tol=1e-10)
+    g, _ = gradient_projection(game, tol=1e-10)
+    assert b.relative_gap <= 1e-10 and g.relative_gap <= 1e-10
+    assert b.beckmann_objective == pytest.approx(g.beckmann_objective, rel=1e-9)
+    # the bushes are acyclic and respect the arc-use rule (non-through zones)
+    for k in range(len(game.origins)):
+        assert not np.any(state.bush[k] & ~game.usable(k))
+        assert not np.any(state.origin_flow[k][~state.bush[k]])
+
+
+def test_bush_warm_start_and_limits():
+    game, _ = synthetic_network("sioux_falls", seed=1)
+    cold, state = bush_assignment(game, tol=1e-10)
+    same, _ = bush_assignment(game, tol=1e-10, warm=state)
+    assert same.iterations == 0 and same.relative_gap <= 1e-10  # resumed, already certified
+    more = game.with_demand_scale(1.1)
+    cold2, _ = bush_assignment(more, tol=1e-10)
+    warm2, _ = bush_assignment(more, tol=1e-10, warm=state)
+    assert warm2.relative_gap <= 1e-10 and warm2.iterations < cold2.iterations
+    assert warm2.beckmann_objective == pytest.approx(cold2.beckmann_objective, rel=1e-10)
+    with pytest.raises(ModelError, match="warm start"):
+        bush_assignment(_random_game(0), warm=state)
+    # a limit before tol: never OPTIMAL, and a typed error when asked to throw
+    res, _ = bush_assignment(game, tol=1e-14, max_iter=1, throw=False)
+    assert res.status is SolveStatus.MAX_ITERATIONS and res.relative_gap > 1e-14
+    with pytest.raises(SolverError, match="relative gap"):
+        bush_assignment(game, tol=1e-14, max_iter=1)
+    with pytest.raises(SolverError, match="capacity"):
+        bush_assignment(RoutingGame([0, 1], [GameArc(0, 1, MM1(1.0))], [Commodity(0, 1, 2.0)]))

@@ -22,12 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--solver", default=None,
                         help="CVXPY solver, one of the installed ones (default CLARABEL, falling "
                              "back to SCS; e.g. SCS, ECOS)")
-    parser.add_argument("--method", default=None, choices=["auto", "cvxpy", "gp", "fw"],
+    parser.add_argument("--method", default=None,
+                        choices=["auto", "cvxpy", "gp", "bush", "fw"],
                         help="routing-game solver for a TNTP network: auto (default: CVXPY for "
-                             "small games, gradient projection above "
+                             "small games, the bush solver above "
                              "lbtheory.games.solve.AUTO_THRESHOLD origin-arc variables), cvxpy, "
-                             "gp (path-based gradient projection) or fw (bi-conjugate "
-                             "Frank-Wolfe); others are tried if it fails")
+                             "gp (path-based gradient projection), bush (bush-based Algorithm "
+                             "B) or fw (bi-conjugate Frank-Wolfe); others are tried if it fails")
     parser.add_argument("--tol", type=float, default=None,
                         help="target relative Definition-1 residual, dimensionless, in (0, 1) "
                              "(default 1e-6; cell networks only)")

@@ -7,7 +7,9 @@ generation for the CVXPY programs), :mod:`._result` (:class:`EquilibriumResult`,
 Definition-1 residuals) and
 :mod:`._polish` (the one Newton polish of the KKT system: :func:`polish_flows`, the active-set
 method the solvers use, and :func:`polish_on_support`, which keeps tied arcs and is what
-:mod:`lbtheory.stability` uses for its operating point).
+:mod:`lbtheory.stability` uses for its operating point), :mod:`._kkt` (the active-set Newton
+core of :func:`polish_flows`, in the workloads, on forest supports) and :mod:`._cells` (fast
+numpy evaluation of the cell costs and rates, the solvers' hot path).
 """
 
 from ._polish import SupportPoint, polish_flows, polish_on_support, tied_support

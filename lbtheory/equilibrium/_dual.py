@@ -17,7 +17,8 @@ G = λᵀΠ(y) − z(y) = 0 is solved by Newton's method (one n×n system per st
 −(diag(s) − Πᵀ diag(λ) Π)/ε with s = λᵀΠ), each cell in the better-conditioned of two variables
 — its workload N_j (y = f_j(N)), or its price y_j where the cost is the steep coordinate (an
 exponential gradient cost) — with capped workload growth and backtracking on ‖G‖₂, for ε
-decreasing from 10⁻¹ to 10⁻⁷ of a typical cost (continuation). From ε = 10⁻³ on, each routing is
+decreasing from 10⁻¹ to 10⁻⁷ of a typical cost (continuation). From ε = 10⁻³ on (10⁻¹ on small
+networks; on re-solves from the temperature of the last answer), each routing is
 finished by the one KKT Newton polish (:func:`~lbtheory.equilibrium.polish_flows`) and judged by
 the Definition-1 residual (:func:`~lbtheory.equilibrium.optimality_residuals`), never by the
 iteration's own test. Convergence of the continuation is not proved (it is a heuristic path);
@@ -36,10 +37,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..costs import CostKind, cell_cost, cell_cost_prime, static_cost
+from ..costs import CostKind, static_cost
 from ..errors import SolveStatus
 from ..network import FEASIBILITY_RTOL, CellNetwork
-from ._result import EquilibriumResult, _assemble, _assemble_flows, _rif_least_network_time
+from ._cells import CellBank
+from ._polish import polish_flows_workload
+from ._result import EquilibriumResult, _assemble_flows, _rif_least_network_time
 
 __all__ = ["DualNewton", "DualState", "solve_by_dual", "certifies_feasibility", "SOLVER_NAME"]
 
@@ -48,8 +51,13 @@ SOLVER_NAME = "DUAL_NEWTON"
 
 #: temperatures ε, as fractions of the typical cost, of the continuation (cold start)
 EPS_SCHEDULE = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
-#: the first temperature (fraction of the typical cost) whose routing is polished and judged
+#: the first temperature (fraction of the typical cost) whose routing is polished and judged:
+#: on small networks (at most SMALL_ARCS arcs) the first — the active-set polish is cheap there
+#: and its pivots repair a rough support — on larger ones the third, whose routing is close to
+#: the equilibrium's support (fewer pivots, each a Newton solve of size ~3n)
 POLISH_FROM = 1e-3
+POLISH_FROM_SMALL = 1e-1
+SMALL_ARCS = 400
 #: Newton steps allowed per temperature
 MAX_NEWTON = 60
 
@@ -63,6 +71,8 @@ class DualState:
     eps: float
     steps: int
     N: np.ndarray
+    #: ε as a fraction of the typical cost (the entry of :data:`EPS_SCHEDULE`)
+    level: float = 0.0
 
 
 class DualNewton:
@@ -77,6 +87,8 @@ class DualNewton:
         self.net = net
         self.cost = cost
         self.g = np.asarray(static_cost(cost, net.delays), dtype=float)
+        self.bank = CellBank(net, cost)
+        self._uniform: tuple[float, np.ndarray] | None = None
         self.state: DualState | None = None
 
     # ------------------------------------------------------------------ pieces of D_ε
@@ -104,43 +116,59 @@ class DualNewton:
         g = self.g[srcs]
         ls = lam[srcs]
         scale = self._scale = self._cost_scale(lam)
+        polish_from = POLISH_FROM_SMALL if adj.sum() <= SMALL_ARCS else POLISH_FROM
         st = self.state
         if warm and st is not None and np.all(np.isfinite(st.N)) and st.eps > 0:
+            # warm: straight from the last workloads at the first polished temperature (a
+            # demand change moves the optimum a little; the cold route is the fallback)
+            # (from the temperature the last answer came from, polished at once)
             N = st.N.copy()
-            schedule = [e * scale for e in EPS_SCHEDULE if e * scale >= st.eps * (1 - 1e-9)]
-            schedule = schedule[-2:] + [e * scale for e in EPS_SCHEDULE if e * scale <
-                                         st.eps * (1 - 1e-9)]
+            polish_from = max(polish_from, st.level)
+            schedule = [e * scale for e in EPS_SCHEDULE if e <= polish_from * (1 + 1e-9)]
         else:
             N = self._initial_workloads(lam)
             schedule = [e * scale for e in EPS_SCHEDULE]
         steps = 0
+        last = None  # (state, F) of the last converged temperature not yet polished
         for eps in schedule:
-            N, k = self._maximise(N, eps, adj, g, ls, final=eps == schedule[-1])
+            N, k, converged = self._maximise(N, eps, adj, g, ls, final=eps == schedule[-1])
             steps += k
-            y = np.asarray(cell_cost(self.cost, net.models, N, net.replicas), dtype=float)
-            self.state = DualState(y=y, eps=eps, steps=steps, N=N)
-            if eps <= POLISH_FROM * scale * (1 + 1e-9):
-                F = np.zeros((n, n))
-                F[srcs] = ls[:, None] * self._routing(y, eps, adj, g)
+            y = self.bank.values(N)[0]
+            state = DualState(y=y, eps=eps, steps=steps, N=N, level=eps / scale)
+            F = np.zeros((n, n))
+            F[srcs] = ls[:, None] * self._routing(y, eps, adj, g)
+            if eps <= polish_from * scale * (1 + 1e-9):
+                if not converged and last is not None:
+                    # the continuation lost its way here: polish the last converged routing
+                    self.state = last[0]
+                    yield last[1]
+                last = None
+                self.state = state
                 yield F
+            elif converged:
+                last = (state, F)
+                self.state = state
 
     def _inverse(self, y: np.ndarray, N0: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """f⁻¹(y) on the cells of ``mask`` (elsewhere N0): safeguarded Newton–bisection on the
         increasing cost f_j(N) = y_j from N0 (0 where y_j ≤ f_j(0)), requests."""
-        net, kind, k = self.net, self.cost, self.net.replicas
-        models = net.models
+        net = self.net
         with np.errstate(all="ignore"):
-            f0 = np.asarray(cell_cost(kind, models, np.zeros(net.n), k), dtype=float)
+            f0 = self.bank.values(np.zeros(net.n))[0]
             act = mask & (y > f0)
+            closed = self.bank.inverse_cost(y)
+            ok = act & np.isfinite(closed)
+            if ok.all() or not (act & ~ok).any():  # closed forms for every active cell
+                return np.where(mask, np.where(ok, np.maximum(closed, 0.0), 0.0), N0)
+            act &= ~ok
             N = np.where(act, np.maximum(N0, 0.0), 0.0)
-            fN = np.asarray(cell_cost(kind, models, N, k), dtype=float)
+            fN, fp = self.bank.values(N)[:2]
             lo = np.where(fN < y, N, 0.0)
             hi = np.where(fN < y, np.inf, N)
             for _ in range(100):
                 h = fN - y
                 lo = np.where(act & (h < 0), np.maximum(lo, N), lo)
                 hi = np.where(act & (h >= 0), np.minimum(hi, N), hi)
-                fp = np.asarray(cell_cost_prime(kind, models, N, k), dtype=float)
                 newton = N - h / fp
                 mid = np.where(np.isfinite(hi), 0.5 * (lo + hi), 2.0 * np.maximum(lo, 1.0))
                 inside = np.isfinite(newton) & (newton >= lo) & (newton <= hi)
@@ -150,17 +178,19 @@ class DualNewton:
                 N = N_new
                 if done.all():
                     break
-                fN = np.asarray(cell_cost(kind, models, N, k), dtype=float)
+                fN, fp = self.bank.values(N)[:2]
+            act |= ok
+        N = np.where(ok, np.maximum(closed, 0.0), N)
         return np.where(mask, np.where(act, N, 0.0), N0)
 
     def _cost_scale(self, lam: np.ndarray) -> float:
         """A typical cost (unit of y): the median cell cost at uniform utilisation plus the
         median round trip of the arcs."""
         net = self.net
-        rho = min(float(lam.sum() / net.max_rates.sum()), 0.9)
+        rho = min(float(lam.sum() / self.bank.caps.sum()), 0.9)
         with np.errstate(all="ignore"):
-            Nu = np.asarray(net.models.inverse_rate(rho * net.max_rates), dtype=float)
-            fu = np.asarray(cell_cost(self.cost, net.models, Nu, net.replicas), dtype=float)
+            Nu = self._uniform_workloads(rho)
+            fu = self.bank.values(Nu)[0]
         gs = self.g[net.adjacency]
         s = float(np.median(np.abs(fu[np.isfinite(fu)]))) if np.isfinite(fu).any() else 0.0
         s += float(np.median(gs)) if gs.size else 0.0
@@ -168,45 +198,46 @@ class DualNewton:
 
     def _initial_workloads(self, lam: np.ndarray) -> np.ndarray:
         """Workloads of the cells at uniform utilisation Λ/Σμ̄ (capped at 0.99), requests."""
-        net = self.net
-        rho = min(float(lam.sum() / net.max_rates.sum()), 0.99)
-        return np.asarray(net.models.inverse_rate(rho * net.max_rates), dtype=float)
+        return self._uniform_workloads(min(float(lam.sum() / self.bank.caps.sum()), 0.99))
+
+    def _uniform_workloads(self, rho: float) -> np.ndarray:
+        """μ⁻¹(ρ μ̄) per cell (requests), cached by ρ (numeric inverses cost ~1 ms)."""
+        if self._uniform is None or self._uniform[0] != rho:
+            caps = self.bank.caps
+            self._uniform = (rho, np.asarray(self.net.models.inverse_rate(rho * caps),
+                                             dtype=float))
+        return self._uniform[1]
 
     def _maximise(self, N, eps, adj, g, ls, *, final: bool):
         """Newton's method on the optimality condition of D_ε, G(N) = λᵀΠ(f(N)) − μ(N) = 0,
-        in the workloads N (requests; y = f(N)), with backtracking on ‖G‖. Returns (N, steps).
+        in the workloads N (requests; y = f(N)), with backtracking on ‖G‖. Returns (N, steps,
+        converged).
 
         In N the cell part μ(N) is smooth even where a cost is nearly flat in N (softplus below
         its knee), where the price form z(y) = μ(f⁻¹(y)) is nearly a step."""
-        net, kind, k = self.net, self.cost, self.net.replicas
         n = len(N)
-        models = net.models
+        bank = self.bank
 
         def evaluate(N):
-            with np.errstate(all="ignore"):
-                y = np.asarray(cell_cost(kind, models, N, k), dtype=float)
-                z = np.asarray(models.rate(N), dtype=float)
+            y, fp, z, mp = bank.values(N)
             P = self._routing(y, eps, adj, g)
             G = ls @ P - z
-            return y, P, G
+            return y, P, G, fp, mp
 
         scale = self._scale
-        y, P, G = evaluate(N)
+        y, P, G, fp, mp = evaluate(N)
         gtol = (1e-13 if final else 1e-9) * float(ls.sum())
         for it in range(MAX_NEWTON):
             gnorm = float(np.abs(G).max())
             if not np.isfinite(gnorm):
                 raise FloatingPointError("non-finite dual residual")
             if gnorm <= gtol:
-                return N, it
-            with np.errstate(all="ignore"):
-                fp = np.asarray(cell_cost_prime(kind, models, N, k), dtype=float)
-                mp = np.asarray(models.rate_prime(N), dtype=float)
+                return N, it, True
             s = ls @ P
             L = np.diag(s) - P.T @ (P * ls[:, None])
             # each cell's Newton variable: its price y where the cost is the steep coordinate
             # (f'/c₀ > μ'/μ̄, e.g. an exponential gradient cost), else its workload N
-            ycell = fp / scale > mp / net.max_rates
+            ycell = fp / scale > mp / self.bank.caps
             dy_dv = np.where(ycell, 1.0, fp)
             with np.errstate(all="ignore"):
                 dz_dv = np.where(ycell, mp / fp, mp)
@@ -235,51 +266,58 @@ class DualNewton:
                 Nt = np.maximum(N + t * dN, 0.0)
                 if ycell.any():  # price cells: N = f⁻¹(y + t·dy)
                     Nt[ycell] = self._inverse(y + t * dv, Nt, ycell)[ycell]
-                yt, Pt, Gt = evaluate(Nt)
+                yt, Pt, Gt, fpt, mpt = evaluate(Nt)
                 gt = float(Gt @ Gt)
                 if np.isfinite(gt) and (best is None or gt < best[0]):
-                    best = (gt, Nt, yt, Pt, Gt)
+                    best = (gt, Nt, yt, Pt, Gt, fpt, mpt)
                 if np.isfinite(gt) and gt <= (1.0 - 1e-4 * t) * g0:
                     break
                 t *= 0.5
             if best is None or best[0] >= g0:
-                return N, it  # no progress possible at this temperature
-            _, N, y, P, G = best
-        return N, MAX_NEWTON
+                return N, it, False  # no progress possible at this temperature
+            _, N, y, P, G, fp, mp = best
+        return N, MAX_NEWTON, False
 
 
 def solve_by_dual(net: CellNetwork, cost: CostKind, dual: DualNewton, tol: float,
                   *, warm: bool = True) -> tuple[EquilibriumResult | None, str]:
     """Solve program (12) on ``net`` by the dual Newton continuation, polishing each routing
-    from :data:`POLISH_FROM` down (:func:`~lbtheory.equilibrium._result._assemble`) until the
+    from :data:`POLISH_FROM` down (:func:`~._polish.polish_flows_workload`) until the
     Definition-1 residual is ≤ min(tol, 1e-10) or the schedule ends.
 
     Returns (the best result, a one-line account of the route for error messages); the result
     is None when the iteration broke down (non-finite numbers)."""
-    src, dst = net.arc_pairs
     best: EquilibriumResult | None = None
+    vertex = False
     target = min(tol, 1e-10)
     it = 0
     try:
         with np.errstate(all="ignore"):
             for F in dual.levels(net.arrival_rates, warm=warm):
                 it += 1
-                # the polished flows; failing that, the pair (N, x) of the dual iteration itself
-                # (exact where an inflow lies within rounding of μ̄: N is not μ⁻¹(z) there)
-                res = _assemble(net, cost, F[src, dst], src, dst, SolveStatus.OPTIMAL,
-                                SOLVER_NAME, it, polish=True, tol=tol)
-                if res.residual > tol:
+                # the polished pair (F, N); failing that, the pair (N, x) of the dual
+                # iteration itself (exact where an inflow lies within rounding of μ̄)
+                res = None
+                pol = polish_flows_workload(net, cost, F, dual.state.N)
+                if pol is not None:
+                    res = dataclasses.replace(_assemble_flows(
+                        net, cost, pol[0], SolveStatus.OPTIMAL, SOLVER_NAME, it, tol=tol,
+                        workload=pol[1]), polished=True)
+                if res is None or res.residual > tol:
                     alt = _assemble_flows(net, cost, F, SolveStatus.OPTIMAL, SOLVER_NAME, it,
                                           tol=tol, workload=dual.state.N)
-                    res = alt if alt.residual < res.residual else res
+                    res = alt if res is None or alt.residual < res.residual else res
                 if best is None or res.residual < best.residual:
                     best = res
+                    # RIF from the support of the least-network-time LP at the dual's inflows,
+                    # no arc entered: already that LP's optimum at the polished inflows [R]
+                    vertex = res.polished and pol is not None and pol[2]
                 if best.residual <= target:
                     break
     except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
         if best is None:
             return None, f"{SOLVER_NAME}: broke down ({exc})"
-    if best is not None and cost is CostKind.RIF and best.residual <= tol:
+    if best is not None and cost is CostKind.RIF and best.residual <= tol and not vertex:
         best = _rif_least_network_time(net, best, tol)
     why = f"{SOLVER_NAME}: residual {best.residual:.3g}" if best is not None else \
         f"{SOLVER_NAME}: no routing"

@@ -29,15 +29,15 @@ import numpy as np
 
 from ..costs import CostKind, cell_cost, cell_cost_prime, static_cost
 from ..network import CellNetwork, min_cost_routing
+from ._kkt import STALL_RTOL, active_set_newton, is_forest, spanning_forest  # noqa: F401
 
 __all__ = ["polish_flows", "polish_on_support", "tied_support", "SupportPoint", "SUPPORT_RTOL",
            "BOUNDARY_TOL"]
 
 #: Relative cost gap below which an arc counts as tied with the cheapest (polish_on_support).
 SUPPORT_RTOL = 1e-4
-#: KKT residual below which a Newton iteration that no longer halves it counts as converged
-#: (the rounding floor of polish_flows on ill-conditioned, near-capacity systems).
-STALL_RTOL = 1e-9
+#: Used arcs up to which polish_flows_workload tries a spanning forest of them before the LP.
+SMALL_SUPPORT = 400
 #: Routing weight at or below which a tied arc counts as empty (polish_on_support), and the
 #: relative cost gap at or below which an unused arc is degenerate (stability).
 BOUNDARY_TOL = 1e-8
@@ -120,7 +120,7 @@ def _near_cheapest(net: CellNetwork, fc: np.ndarray, g: np.ndarray, lam: np.ndar
 
 
 def _initial_support(net: CellNetwork, cost: CostKind, F: np.ndarray, g: np.ndarray,
-                     lam: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+                     lam: np.ndarray, N0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Support of a basic solution of the transportation LP  min Σ g_ij f_ij  subject to the
     solver's inflows z and the demands λ (:func:`lbtheory.network.min_cost_routing`).
 
@@ -130,11 +130,9 @@ def _initial_support(net: CellNetwork, cost: CostKind, F: np.ndarray, g: np.ndar
     """
     src, dst = net.arc_pairs
     # candidate arcs: within 2e-2 of the source's cheapest cost at the solver's inflows (the
-    # LP over all n² arcs of a large mesh is slow); the restricted flows fix the inflows. The
-    # inflows are capped just below capacity only to price the candidates; flows at or above
-    # capacity make polish_flows give up (returns None), they are never passed on clipped.
-    z0 = np.minimum(F.sum(axis=0), net.max_rates * (1 - 1e-12))
-    _, fc0 = _cell_terms(net, cost, z0)
+    # LP over all n² arcs of a large mesh is slow), priced at the workloads N0; the restricted
+    # flows fix the inflows.
+    fc0 = np.asarray(cell_cost(cost, net.models, N0, net.replicas), dtype=float)
     near = _near_cheapest(net, fc0, g, lam, 2e-2) & (F > 0)
     Fc = np.where(near, F, 0.0)
     rows = Fc.sum(axis=1)
@@ -174,82 +172,64 @@ def _cheapest_on(fc: np.ndarray, g: np.ndarray, I: np.ndarray, J: np.ndarray, ri
 def polish_flows(net: CellNetwork, cost: CostKind, F: np.ndarray, *, max_steps: int = 200,
                  rtol: float = 1e-12, max_dense: int = 4000) -> np.ndarray | None:
     """Polish arc flows F (n×n, req/s) to the KKT point of program (12) by the active-set
-    Newton method on a forest support; None if not possible."""
-    lam = net.arrival_rates
-    srcs, rowmap = _source_index(lam)
-    if len(srcs) == 0:
-        return F
-    r = len(srcs)
-    g = np.asarray(static_cost(cost, net.delays), dtype=float)
-    caps = net.max_rates
-    init = _initial_support(net, cost, F, g, lam)
-    if init is None:
-        return None
-    support, F = init
-    if np.any(F.sum(axis=0) >= caps):
-        return None
-    steps = 0
-    c = None
-    prev = np.inf  # residual before the last Newton step (rounding floor detection)
-    while steps < max_steps:
-        I, J = np.nonzero(support)
-        s = len(I)
-        if s + r > max_dense or s == 0:
-            return None
-        ri = rowmap[I]
-        u = F[I, J]
-        if c is None or len(c) != r:
-            c = _cheapest_on(_cell_terms(net, cost, np.bincount(J, u, net.n))[1], g, I, J, ri, r)
-            prev = np.inf
-        R, N, fc, rel = _kkt_residual(net, cost, g, I, J, ri, u, c, lam[srcs])
-        # converged: below rtol, or stalled at the rounding floor of an ill-conditioned system
-        # (inflows within ~1e-12 of capacity), where Newton cannot halve the residual any more
-        stalled = rel < STALL_RTOL and rel > 0.5 * prev
-        prev = rel
-        if rel < rtol or stalled:
-            # KKT on the support holds; unused arcs cheaper than c*_i must join it
-            C = np.where(net.adjacency & ~support & (lam[:, None] > 0), fc[None, :] + g, np.inf)
-            cstar = np.full(net.n, np.inf)
-            cstar[srcs] = c
-            with np.errstate(invalid="ignore"):  # rows of non-sources: inf − inf
-                cheaper = C < cstar[:, None] - np.abs(cstar[:, None]) * max(1e-12, 10.0 * rel)
-            if not cheaper.any():
-                return F
-            # pivot: each source moves a little flow from its support onto its cheapest new arc,
-            # so the entering arc starts positive (with degenerate, cycle-containing supports a
-            # zero-flow entering arc is blocked at step 0 by the ratio test and would cycle)
-            for i in np.flatnonzero(cheaper.any(axis=1)):
-                j = int(np.argmin(np.where(cheaper[i], C[i], np.inf)))
-                delta = 1e-3 * lam[i]
-                F[i] *= 1.0 - delta / lam[i]
-                F[i, j] += delta
-                support[i, j] = True
-            if np.any(F.sum(axis=0) >= caps):
-                return None
-            c = None
-            continue
-        steps += 1
-        step = _newton_step(net, cost, N, J, ri, R)
-        if step is None:
-            return None
-        du, dc = step[:s], step[s:]
-        # ratio test: stop at the first arc that empties, and drop it
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(du < 0, u / -du, np.inf)
-        t0 = min(1.0, float(ratios.min()))
-        blocking = ratios <= t0 * (1 + 1e-12)
-        t = _below_capacity(net, J, u, du, t0, clip=True)  # keep inflows below capacity
-        if t is None:
-            return None
-        u_new = np.maximum(u + t * du, 0.0)
-        if t == t0 and blocking.any() and t < 1.0:
-            u_new[blocking] = 0.0
-        F = np.zeros_like(F)
-        F[I, J] = u_new
-        c = c + t * dc
-        support = support & (F > 0)
-    return None
+    Newton method on a forest support; None if not possible (see :func:`polish_flows_workload`,
+    which also returns the workloads)."""
+    out = polish_flows_workload(net, cost, F, max_steps=max_steps, rtol=rtol)
+    return None if out is None else out[0]
 
+
+def polish_flows_workload(net: CellNetwork, cost: CostKind, F: np.ndarray,
+                          workload: np.ndarray | None = None, *, max_steps: int = 200,
+                          rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Polish arc flows F (n×n, req/s), and workloads (requests; default μ⁻¹ of the inflows),
+    to the KKT point (F, N) of program (12): the active-set Newton method in the workloads
+    (:func:`._kkt.active_set_newton`) from a forest support — the arcs the flows use (x_ij >
+    1e-6), or a spanning forest of them that keeps the largest flows; when that fails, the
+    support of a basic solution of the transportation LP (:func:`_initial_support`). Returns
+    (F, N, vertex): ``vertex`` true when the support is a subset of the LP's optimal basis (no
+    arc entered), so F is also that LP's optimum at the polished inflows (reduced costs do not
+    depend on the inflows). None if not possible. (The last solve's support is not reused on
+    re-solves: after a demand change of 2% a 100-cell mesh's equilibrium support changes by ~150
+    arcs, each entering arc a pivot.)"""
+    lam = net.arrival_rates
+    if not np.any(lam > 0):
+        return F, np.zeros(net.n), False
+    g = np.asarray(static_cost(cost, net.delays), dtype=float)
+    F = np.asarray(F, dtype=float)
+    if workload is None:
+        z0 = np.minimum(F.sum(axis=0), net.max_rates * (1 - 1e-12))
+        workload = np.asarray(net.models.inverse_rate(z0), dtype=float)
+    N0 = np.asarray(workload, dtype=float)
+    if not np.all(np.isfinite(N0)):
+        return None
+    used = net.adjacency & (F > 1e-6 * lam[:, None])
+    if not np.all(used.any(axis=1) | (lam <= 0)):
+        used = None
+    forest = used is not None and is_forest(used, lam)
+    # routes, in order: the flows' own support (a forest); else, on small networks, a
+    # spanning forest of it (cheap; pivots add what it misses), then the LP's vertex; on large
+    # ones the LP's vertex first (a spanning forest misses many equilibrium arcs there, each
+    # pivot costing a Newton solve)
+    routes = ["used"] if forest else \
+        (["forest", "lp"] if used is not None and used.sum() <= SMALL_SUPPORT else
+         ["lp", "forest"])
+    for route in routes:
+        if route == "lp":
+            init = _initial_support(net, cost, F, g, lam, N0)
+            if init is None:
+                continue
+            supp, Fs = init
+        else:
+            if used is None:
+                continue
+            supp = used if route == "used" else spanning_forest(used, F)
+            Fs = np.where(supp, F, 0.0)
+            rows = Fs.sum(axis=1)
+            Fs *= np.divide(lam, rows, out=np.zeros_like(lam), where=rows > 0)[:, None]
+        out = active_set_newton(net, cost, Fs, N0, supp, max_steps=max_steps, rtol=rtol)
+        if out is not None:
+            return out[0], out[1], route == "lp" and out[2]
+    return None
 
 # ----------------------------------------------------------------------------- tied support
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..costs import total_latency_rate as _total_latency_rate
 from ..errors import SolveStatus
 from ..network import CellNetwork, min_cost_routing
 from ..simplex import simplex_argmin
-from ._polish import polish_flows
+from ._polish import polish_flows_workload
 
 #: routing weight above which an arc counts as "used" in the cost-spread residual
 USED_ARC_TOL = 1e-6
@@ -110,17 +110,22 @@ def honest_status(solver_status: SolveStatus, residual: float, tol: float) -> So
 
 def _assemble(net: CellNetwork, cost: CostKind, flows: np.ndarray, src: np.ndarray,
               dst: np.ndarray, status: SolveStatus, solver: str, iterations: int,
-              polish: bool = True, tol: float = DEFAULT_TOL) -> EquilibriumResult:
+              polish: bool = True, tol: float = DEFAULT_TOL,
+              workload: np.ndarray | None = None) -> EquilibriumResult:
+    """Result of arc flows (``src``/``dst`` order, req/s), Newton-polished
+    (:func:`~._polish.polish_flows_workload`, from ``workload`` when a solver gives one) when
+    that lowers the Definition-1 residual; the polished pair (N, x) is reported as is."""
     n = net.n
     F = np.zeros((n, n))
     np.add.at(F, (src, dst), flows)
     raw = _assemble_flows(net, cost, F, status, solver, iterations, tol=tol)
     if not polish or not status.solved or raw.residual < 1e-12:
         return raw
-    Fp = polish_flows(net, cost, F)
-    if Fp is None:
+    out = polish_flows_workload(net, cost, F, workload)
+    if out is None:
         return raw
-    pol = _assemble_flows(net, cost, Fp, status, solver, iterations, tol=tol)
+    pol = _assemble_flows(net, cost, out[0], status, solver, iterations, tol=tol,
+                          workload=out[1])
     if pol.residual < raw.residual:
         return dataclasses.replace(pol, polished=True)
     return raw
@@ -200,6 +205,8 @@ def _rif_least_network_time(net: CellNetwork, eq: EquilibriumResult,
     """
     src, dst = net.arc_pairs
     n = net.n
+    if not np.any(net.delays[src, dst] > 0):  # no network time on any arc: nothing to pick
+        return eq
     f = min_cost_routing(net, 2.0 * net.delays[src, dst], eq.inflow)
     if f is None:  # keep the solver's routing (still a RIF equilibrium)
         return eq
@@ -231,17 +238,21 @@ def optimality_residuals(net: CellNetwork, routing: np.ndarray, cost: CostKind |
                    dtype=float) if workload is None else workload
     C = _arc_cost_matrix(net, cost, N)
     flow_res = float(np.max(np.abs(z - net.models.rate(N)) / net.max_rates))
-    cs, spread = 0.0, 0.0
-    for i in np.flatnonzero(lam > 0):
-        row = C[i]
-        adj = net.adjacency[i]
-        cstar = float(np.min(row[adj]))
-        avg = float(np.sum(routing[i][adj] * row[adj]))
-        if not math.isfinite(avg):
+    rows = np.flatnonzero(lam > 0)
+    if len(rows) == 0:
+        return {"cs_residual": 0.0, "cost_spread": 0.0, "flow_residual": flow_res}
+    adj = net.adjacency[rows]
+    Cr, xr = C[rows], routing[rows]
+    with np.errstate(invalid="ignore", over="ignore"):
+        cstar = np.min(np.where(adj, Cr, np.inf), axis=1)
+        avg = np.sum(np.where(adj, xr * Cr, 0.0), axis=1)
+        if not np.all(np.isfinite(avg)):
             return {"cs_residual": math.inf, "cost_spread": math.inf, "flow_residual": flow_res}
-        cs = max(cs, (avg - cstar) / max(abs(avg), 1e-300))
-        used = adj & (routing[i] > USED_ARC_TOL)
-        if used.any():
-            spread = max(spread, (float(np.max(row[used])) - cstar) / max(abs(cstar), 1e-300))
+        cs = float(np.max((avg - cstar) / np.maximum(np.abs(avg), 1e-300), initial=0.0))
+        used = adj & (xr > USED_ARC_TOL)
+        top = np.max(np.where(used, Cr, -np.inf), axis=1)
+        has = used.any(axis=1)
+        spread = float(np.max((top[has] - cstar[has]) / np.maximum(np.abs(cstar[has]), 1e-300),
+                              initial=0.0))
     return {"cs_residual": float(max(cs, 0.0)), "cost_spread": float(spread),
             "flow_residual": flow_res}

@@ -3,14 +3,16 @@
 DESIGN.md puts ``RoutingGame`` in ``network.py`` and the arc-cost families in ``costs.py``; this
 subpackage deviates (small modules, no edit conflicts). Modules: :mod:`.arccosts` (families),
 :mod:`.game` (the game), :mod:`.solve` (CVXPY programs), :mod:`.frank_wolfe` (reference
-algorithm), :mod:`.tap` (path-based gradient projection, numba kernels in :mod:`._gpkernels`;
-the fast exact solver above :data:`.solve.AUTO_THRESHOLD`), :mod:`.synthetic` (seeded networks of
+algorithm), :mod:`.tap` (path-based gradient projection, numba kernels in :mod:`._gpkernels`),
+:mod:`._bush` (bush-based Algorithm B, kernels in :mod:`._bushkernels`; the fast exact solver
+above :data:`.solve.AUTO_THRESHOLD`), :mod:`.synthetic` (seeded networks of
 classic TNTP sizes), :mod:`.metrics` (relative gap, AEC), :mod:`.cells` (CellNetwork → game),
 :mod:`.classic` (Pigou, M/M/1, Braess), :mod:`.tntp` (TNTP reader), :mod:`._result`
 (:class:`GameResult`, :class:`GamePoAResult`, :class:`Objective`, shared by every solver),
 :mod:`._cvxforms` (the one registry of exact convex CVXPY forms, keyed by class).
 """
 
+from ._bush import BushState, bush_assignment
 from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
 from .arccosts import MM1, ArcCost, ArcCostBank, Polynomial, ServiceArc, affine, bpr, constant
 from .cells import cell_inflows, routing_from_game, to_routing_game
@@ -50,7 +52,8 @@ __all__ = [
     "GameResult", "GamePoAResult", "Objective", "wardrop_equilibrium", "system_optimum",
     "price_of_anarchy", "evaluate_flow", "frank_wolfe", "FWTrace", "FWMethod",
     "shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost", "used_arc_spread",
-    "gradient_projection", "TAPState", "Method", "solve_game", "certify", "synthetic_network",
+    "gradient_projection", "TAPState", "bush_assignment", "BushState", "Method", "solve_game",
+    "certify", "synthetic_network",
     "write_tntp",
     "to_routing_game", "cell_inflows", "routing_from_game",
     "load_tntp_game", "read_tntp_network", "read_tntp_trips", "read_tntp_flow",

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from .._checks import check_option
 from ..errors import ModelError, SolverError, SolveStatus
 from ..network import arc_incidence
+from ._bush import bush_assignment
 from ._cvxforms import bank_objective, check_convex_form
 from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
 from .frank_wolfe import FWMethod, frank_wolfe, refine_flows
@@ -124,12 +125,14 @@ def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
 class Method(enum.StrEnum):
     """Which routing-game solver to use (``--method`` of the CLI)."""
 
-    #: CVXPY below :data:`AUTO_THRESHOLD` origin-arc variables, gradient projection above
+    #: CVXPY below :data:`AUTO_THRESHOLD` origin-arc variables, the bush-based solver above
     AUTO = "auto"
     #: interior-point (Clarabel) in CVXPY, the exact oracle, polished by Frank–Wolfe steps
     CVXPY = "cvxpy"
     #: path-based gradient projection (:func:`lbtheory.games.tap.gradient_projection`)
     GP = "gp"
+    #: bush-based Algorithm B (:func:`lbtheory.games.bush_assignment`)
+    BUSH = "bush"
     #: bi-conjugate Frank–Wolfe (:func:`lbtheory.games.frank_wolfe`)
     FW = "fw"
 
@@ -139,8 +142,8 @@ class Method(enum.StrEnum):
         return check_option(cls, value, "method")
 
 
-#: Origin-arc variable count (origins × arcs) above which ``method="auto"`` uses gradient
-#: projection instead of CVXPY (Sioux Falls: 24 × 76 = 1,824 stays on CVXPY).
+#: Origin-arc variable count (origins × arcs) above which ``method="auto"`` uses the
+#: bush-based solver instead of CVXPY (Sioux Falls: 24 × 76 = 1,824 stays on CVXPY).
 AUTO_THRESHOLD = 20_000
 
 #: Default target relative gap of a certified solution (dimensionless).
@@ -193,15 +196,18 @@ def _attempts(game: RoutingGame, method: Method, solver: str | None) -> list[str
     fast = supports(game)
     if method is Method.AUTO:
         big = len(game.origins) * game.n_arcs > AUTO_THRESHOLD
-        method = Method.GP if big and fast else Method.CVXPY
+        method = Method.BUSH if big and fast else Method.CVXPY
     first = [f"cvxpy:{solver or 'CLARABEL'}"]
     scs = ["cvxpy:SCS"] if solver in (None, "CLARABEL") else []  # low accuracy: late
     gp = ["gp"] if fast else []
+    bush = ["bush"] if fast else []
     order = {Method.CVXPY: first + gp + scs + ["fw"], Method.GP: gp + first + scs + ["fw"],
+             Method.BUSH: bush + gp + first + scs + ["fw"],
              Method.FW: ["fw"] + gp + first + scs}[method]
-    if not fast and method is Method.GP:
-        raise ModelError("method 'gp': the gradient-projection solver supports Polynomial "
-                         "(BPR, affine, constant) and MM1 arcs only; use method 'fw'")
+    if not fast and method in (Method.GP, Method.BUSH):
+        raise ModelError(f"method '{method.value}': the gradient-projection and bush solvers "
+                         "support Polynomial (BPR, affine, constant) and MM1 arcs only; use "
+                         "method 'fw'")
     return order
 
 
@@ -212,6 +218,9 @@ def _attempt(game: RoutingGame, objective: Objective, how: str, polish: bool, to
     if how == "gp":
         return gradient_projection(game, objective=objective, tol=0.1 * tol, throw=False,
                                    time_limit=time_limit)[0]
+    if how == "bush":
+        return bush_assignment(game, objective=objective, tol=0.1 * tol, throw=False,
+                               time_limit=time_limit)[0]
     return frank_wolfe(game, objective=objective, tol=tol, time_limit=time_limit)[0]
 
 
@@ -223,7 +232,8 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
 
     The solvers are tried in the order the ``method`` gives (``"cvxpy"``: Clarabel, then
     gradient projection, then SCS, then bi-conjugate Frank–Wolfe; ``"gp"``: gradient projection
-    first; ``"auto"``: CVXPY for small games, gradient projection above :data:`AUTO_THRESHOLD`). The
+    first; ``"bush"``: the bush-based Algorithm B, then gradient projection; ``"auto"``: CVXPY
+    for small games, ``"bush"`` above :data:`AUTO_THRESHOLD`). The
     first result that :func:`certify` accepts is returned with status OPTIMAL, whatever the
     solver itself reported (and a solver's "optimal" is never taken on trust).
 
@@ -295,7 +305,8 @@ def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: 
             best result, status OPTIMAL_INACCURATE, or FAILED with NaNs).
         polish: refine the interior-point flows with exact-line-search Frank–Wolfe steps
             (removes the O(√tol) flow interior-point methods leave on tied, unused arcs).
-        method: ``"auto"``, ``"cvxpy"``, ``"gp"`` or ``"fw"`` (see :func:`solve_game`).
+        method: ``"auto"``, ``"cvxpy"``, ``"gp"``, ``"bush"`` or ``"fw"`` (see
+            :func:`solve_game`).
         tol: target relative gap of the certificate (dimensionless).
 
     Raises:

@@ -9,7 +9,8 @@ gravity-like trip table is scaled so that the free-flow all-or-nothing loading p
 percentile of the loaded links at volume/capacity 1.5 (congested, as the real networks).
 
 Sizes (:data:`SIZES`): ``"sioux_falls"`` (24 nodes, 76 links, 24 zones), ``"anaheim"`` (416,
-914, 38), ``"chicago_sketch"`` (933, 2,950, 387) — the counts of the real TNTP networks.
+914, 38), ``"barcelona"`` (1,020, 2,522, 110), ``"winnipeg"`` (1,052, 2,836, 147),
+``"chicago_sketch"`` (933, 2,950, 387) — the counts of the real TNTP networks.
 """
 
 from __future__ import annotations
@@ -29,14 +30,18 @@ __all__ = ["SIZES", "synthetic_network"]
 
 #: (nodes, links, zones) of the real networks the synthetic ones mimic.
 SIZES = {"sioux_falls": (24, 76, 24), "anaheim": (416, 914, 38),
+         "barcelona": (1020, 2522, 110), "winnipeg": (1052, 2836, 147),
          "chicago_sketch": (933, 2950, 387)}
 
 
-def _grid_edges(rows: int, cols: int) -> np.ndarray:
+def _grid_edges(rows: int, cols: int, count: int) -> np.ndarray:
+    """Undirected edges of the first ``count`` nodes (row-major) of a rows × cols grid (the
+    last row may be partial; still connected)."""
     idx = np.arange(rows * cols).reshape(rows, cols)
     h = np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], axis=1)
     v = np.stack([idx[:-1, :].ravel(), idx[1:, :].ravel()], axis=1)
-    return np.concatenate([h, v])
+    e = np.concatenate([h, v])
+    return e[(e < count).all(axis=1)]
 
 
 def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
@@ -69,7 +74,9 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
     rows = max(int(math.floor(math.sqrt(ng))), 1)
     while ng % rows:
         rows -= 1
-    edges = _grid_edges(rows, ng // rows)
+    if rows < math.sqrt(ng) / 2:  # a lopsided factorisation (e.g. 905 = 5 × 181): near-square
+        rows = max(int(math.floor(math.sqrt(ng))), 1)  # grid with a partial last row instead
+    edges = _grid_edges(rows, -(-ng // rows), ng)
     attach = 0 if through else (2 if L - 4 * Z >= 2 * (ng - 1) else 1)
     want = (L - 2 * attach * Z) // 2
     if L % 2 or not (ng - 1 <= want <= len(edges)) or not (2 <= Z <= n):

@@ -6,7 +6,7 @@ draws DLB's Appendix-B scenarios (THEORY §11.1); :func:`appendix_b_cell` runs o
 Appendix-B experiments (every policy on the same arrivals, latency normalised by Rand's).
 """
 
-from ._appendix_b import appendix_b_scenario
+from ._appendix_b import EVENT_WINDOW, appendix_b_scenario
 from ._arrivals import Arrivals, arrivals_from_trace, generate_arrivals
 from ._engine import simulate
 from ._protocol import (
@@ -33,4 +33,5 @@ __all__ = ["DLB_POLICIES", "simulate", "SimResult", "Scenario", "ServerSpec", "T
            "Outage",
            "load_scenario", "scenario_from_dict", "Arrivals", "generate_arrivals",
            "Estimation", "appendix_b_scenario", "arrivals_from_trace", "appendix_b_cell",
-           "check_cell_config", "trial_seed", "weight_oscillation", "WeightRecorder"]
+           "check_cell_config", "trial_seed", "weight_oscillation", "WeightRecorder",
+           "EVENT_WINDOW"]

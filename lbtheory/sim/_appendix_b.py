@@ -19,7 +19,7 @@ from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
 from ._scenario import Burst, Outage, Scenario, ServerSpec
 
-__all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES"]
+__all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES", "EVENT_WINDOW"]
 
 REGION_NAMES = ("us-east", "us-west", "europe", "asia-east", "asia-south", "south-america")
 #: Round-trip times between regions (ms) [R]: plausible public-internet values, not Google's.
@@ -30,6 +30,9 @@ REGION_RTT_MS = np.array([
     [160, 110, 220, 0, 90, 250],
     [200, 220, 120, 90, 0, 250],
     [120, 170, 190, 250, 250, 0]], dtype=float)
+
+#: a burst or outage lasts [EVENT_WINDOW[0], EVENT_WINDOW[1]) × duration (fractions of the horizon).
+EVENT_WINDOW = (0.3, 0.7)
 
 #: lognormal per-cell speed factor: mean 1, sd 0.2 (THEORY §11.1 item 4).
 _SIGMA = math.sqrt(math.log(1.04))
@@ -107,7 +110,7 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         cells.append(Cell(names[j], int(k[j]), float(lam[j]), model))
     arcs = [Arc(names[i], names[j], float(tau[i, j])) for i in range(n) for j in range(n)]
     net = CellNetwork(cells, arcs)
-    t0, t1 = 0.3 * duration_s, 0.7 * duration_s
+    t0, t1 = EVENT_WINDOW[0] * duration_s, EVENT_WINDOW[1] * duration_s
     bursts, outages = (), ()
     if burst:
         b = int(rng.integers(n))

@@ -201,12 +201,15 @@ def _progress(total: int, initial: int, desc: str, enabled: bool) -> Any:
 
 def pending_cells(experiment: Experiment, profile: str | None = None,
                   out_dir: str | os.PathLike = Path("experiments/results")) -> int:
-    """How many cells of ``experiment``'s ``profile`` grid are not cached under ``out_dir``."""
+    """How many cells of ``experiment``'s ``profile`` grid have no cell file under ``out_dir``.
+
+    A file-existence check (no file is read): the CLI asks it only to decide whether to start a
+    Dask cluster; :func:`run_sweep` validates every cached file and recomputes a corrupt one.
+    """
     configs = experiment.configs(profile)
     version = _version()
-    return sum(_read_cached(cell_path(Path(out_dir), experiment.name,
-                                      cache_key(experiment.name, c, version,
-                                                experiment.version)), c) is None
+    return sum(not cell_path(Path(out_dir), experiment.name,
+                             cache_key(experiment.name, c, version, experiment.version)).is_file()
                for c in configs)
 
 

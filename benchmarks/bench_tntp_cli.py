@@ -1,0 +1,89 @@
+"""End to end, as a user runs it: ``lbtheory equilibrium NET_net.tntp --trips NET_trips.tntp``.
+
+Issue 13's acceptance command on seeded synthetic networks of the classic TNTP sizes (Sioux
+Falls, Anaheim, Barcelona, Winnipeg, Chicago-Sketch; :func:`lbtheory.games.synthetic.
+synthetic_network`, written with :func:`lbtheory.games.tntp.write_tntp`), or on real files
+(``--tntp NET TRIPS``, repeatable). Each network runs in a fresh process (file parsing, Wardrop
+equilibrium, system optimum, price of anarchy, JSON), so the wall time includes the interpreter,
+imports and loading the cached numba kernels; the peak resident memory is that process's own
+(``os.wait4``). Printed per network: wall time, peak RSS, and from the JSON the solver, seconds,
+relative gap and status of both equilibria, Beckmann objective and price of anarchy. The goals of
+issue 13 (Chicago size: 1e-10 in ≤ 60 s, ≤ 1 GB) are printed next to the numbers; the solver
+baselines (bi-conjugate Frank–Wolfe in the same run) are in ``benchmarks/bench_tap.py``.
+
+Run: ``.venv/bin/python benchmarks/bench_tntp_cli.py [--sizes anaheim winnipeg] [--gap 1e-10]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lbtheory.games.synthetic import SIZES, synthetic_network
+from lbtheory.games.tntp import write_tntp
+
+
+def run_cli(net: Path, trips: Path, gap: float, method: str) -> tuple[float, float, dict | str]:
+    """(wall seconds, peak RSS MiB, parsed JSON or the error text) of one CLI process."""
+    cmd = [sys.executable, "-m", "lbtheory.cli", "equilibrium", str(net), "--trips", str(trips),
+           "--json", "--gap", repr(gap), "--method", method]
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+    t = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        text, etext = out.read().decode(), err.read().decode()
+    rss = usage.ru_maxrss / 1024  # KiB on Linux
+    if proc.returncode != 0:
+        return wall, rss, etext.strip().splitlines()[-1] if etext.strip() else "no output"
+    return wall, rss, json.loads(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="*", default=list(SIZES), choices=list(SIZES),
+                    help="synthetic networks (default: all)")
+    ap.add_argument("--tntp", nargs=2, action="append", default=[], metavar=("NET", "TRIPS"),
+                    help="real TNTP files (repeatable)")
+    ap.add_argument("--gap", type=float, default=1e-10, help="target relative gap (default 1e-10)")
+    ap.add_argument("--method", default="auto", help="--method of the CLI (default auto)")
+    ap.add_argument("--seed", type=int, default=0, help="synthetic network seed (default 0)")
+    args = ap.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}; target gap {args.gap:g}; method {args.method}")
+    print(f"{'network':<16}{'wall s':>8}{'RSS MiB':>9}  {'wardrop (solver, s, gap)':<40}"
+          f"{'system optimum (solver, s, gap)':<40}{'PoA':>10}")
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = []
+        for size in args.sizes:
+            _, data = synthetic_network(size, seed=args.seed)
+            net, trips = Path(tmp) / f"{size}_net.tntp", Path(tmp) / f"{size}_trips.tntp"
+            write_tntp(net, trips, data)
+            jobs.append((size, net, trips))
+        jobs += [(Path(n).name.removesuffix("_net.tntp"), Path(n), Path(t)) for n, t in args.tntp]
+        for name, net, trips in jobs:
+            wall, rss, rep = run_cli(net, trips, args.gap, args.method)
+            if isinstance(rep, str):
+                print(f"{name:<16}{wall:>8.1f}{rss:>9.0f}  FAILED: {rep}")
+                continue
+            cols = []
+            for key in ("wardrop", "system_optimum"):
+                g = rep["equilibria"][key]
+                cols.append(f"{g['solver']}, {g['seconds']:.2f}, {g['relative_gap']:.1e} "
+                            f"{'ok' if g['status'] == 'optimal' else g['status']}")
+            print(f"{name:<16}{wall:>8.1f}{rss:>9.0f}  {cols[0]:<40}{cols[1]:<40}"
+                  f"{rep['price_of_anarchy']:>10.6f}")
+    print("goals (issue 13, Chicago size): Wardrop to 1e-10 in ≤ 60 s within ≤ 1 GB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Fast exact traffic assignment: bush-based Algorithm B (Dial 2006), numba kernels.
+
+Every origin keeps a *bush*, an acyclic subnetwork its flow uses, with its own arc flows
+(K × m origin flows). Each outer iteration updates every bush (unused arcs off the cheapest-path
+tree dropped, arcs that shorten the longest-path labels added) and equilibrates it (flow moves
+from the costliest used path to the cheapest path of the bush, segment by segment, by Newton
+steps; kernels in :mod:`._bushkernels`), followed by ``inner`` equilibration passes over all
+bushes without updates. Bushes start as the shortest-path trees of an incremental
+all-or-nothing loading (origins in turn, costs updated between them); the game's arc-use rule
+(blocked arcs, non-through zones) is honoured by every tree and every added arc.
+
+Certificate: as :func:`lbtheory.games.gradient_projection` — the relative gap of
+:func:`lbtheory.games.gap_measures` at the re-summed arc flows with distances from a fresh
+shortest-path tree, then the independent recomputation of
+:func:`~lbtheory.games.evaluate_flow` (scipy Dijkstra); status OPTIMAL only when both are ≤ tol.
+The system optimum is the equilibrium of the marginal costs (``objective="system_optimum"``).
+Warm start: the :class:`BushState` of an earlier solve of a game with the same arcs and origins:
+an origin with unchanged demand keeps its flows, the others are reloaded all-or-nothing within
+their old bushes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from ..errors import ModelError, SolverError, SolveStatus
+from . import _bushkernels as bk
+from . import _gpkernels as kern
+from ._result import GameResult, Objective, evaluate_flow
+from .game import RoutingGame
+from .metrics import gap_measures
+from .tap import _Net, encode_costs
+
+__all__ = ["BushState", "bush_assignment"]
+
+
+@dataclasses.dataclass
+class BushState:
+    """Bushes and origin flows of a bush-based solve (for warm starts).
+
+    Attributes: ``origins`` (node indices), ``demand`` (origins × nodes, flow units), ``bush``
+    (origins × arcs, bool) and ``origin_flow`` (origins × arcs, flow units).
+    """
+
+    n_arcs: int
+    origins: np.ndarray
+    demand: np.ndarray
+    bush: np.ndarray
+    origin_flow: np.ndarray
+
+
+def _start(game: RoutingGame, net: _Net, enc: tuple, so: bool, warm: BushState | None,
+           args: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Initial ``(x, F, bush)``: the warm state's, or an incremental all-or-nothing loading."""
+    m, n, K = game.n_arcs, game.n_nodes, len(game.origins)
+    out_start, out_arcs, in_start, in_arcs, heads, tails, usable, nonthru = args
+    if warm is not None:
+        if warm.n_arcs != m or not np.array_equal(warm.origins, game.origins):
+            raise ModelError(f"warm start: the state is for a game with {warm.n_arcs} arcs and "
+                             f"origins {warm.origins.tolist()[:5]}…, this game has {m} arcs "
+                             f"and origins {game.origins.tolist()[:5]}…")
+        if all(not np.any(warm.bush[k] & ~game.usable(k)) for k in range(K)):
+            # an origin with its old demand keeps its flows; the others are reloaded (flows
+            # scaled to a new demand start worse: Chicago size ×1.05, 70 iterations against 44)
+            same = np.all(game.demand == warm.demand, axis=1)
+            F = np.where(same[:, None], warm.origin_flow, 0.0)
+            x, inb = F.sum(axis=0), warm.bush.copy()
+            if bk.load_in_bushes(*enc, so, net.origins, game.demand, n, out_start, out_arcs,
+                                 in_start, in_arcs, heads, tails, x, F, inb, ~same):
+                return x, F, inb
+    x, F, inb = np.zeros(m), np.zeros((K, m)), np.zeros((K, m), dtype=bool)
+    bk.load_trees(*enc, so, net.origins, game.demand, n, out_start, out_arcs, heads, tails,
+                  usable, nonthru, x, F, inb)
+    return x, F, inb
+
+
+def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
+                    tol: float = 1e-10, max_iter: int = 10_000, time_limit: float = 600.0,
+                    inner: int = 8, repeat: int = 1, warm: BushState | None = None,
+                    stall: int = 30, throw: bool = True) -> tuple[GameResult, BushState]:
+    """Wardrop equilibrium (or system optimum) by Dial's bush-based Algorithm B.
+
+    Args:
+        objective: ``"wardrop"`` (costs ℓ) or ``"system_optimum"`` (marginal costs).
+        tol: stop when the relative gap (dimensionless, :func:`gap_measures`) is ≤ tol.
+        max_iter: outer iterations (each: every bush updated and equilibrated ``repeat`` times,
+            then ``inner`` passes equilibrating every bush once); time_limit: wall-clock seconds.
+        warm: the state of an earlier solve of a game with the same arcs and origins.
+        stall: stop (status MAX_ITERATIONS) when the best gap has not halved over this many
+            outer iterations — Algorithm B gains about a decade every 3–4 when it works, and a
+            stalled solve should hand over to the next route of :func:`~lbtheory.games.solve_game`
+            at once instead of spending its time limit.
+        throw: raise :class:`~lbtheory.errors.SolverError` when a limit stops it before ``tol``
+            (else the result has status MAX_ITERATIONS).
+
+    Returns:
+        ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol.
+
+    Raises:
+        ModelError: an arc family without a kernel (Polynomial and MM1 only), a bad ``warm``
+            state, or tol ≤ 0.
+        SolverError: the all-or-nothing loading exceeds an M/M/1 capacity (infinite cost), or a
+            limit is hit with ``throw=True`` (naming the gap reached and the iterations).
+    """
+    objective = Objective.parse(objective)
+    if not (tol > 0):
+        raise ModelError(f"tol must be positive, got {tol!r}")
+    if isinstance(stall, bool) or not isinstance(stall, int) or stall < 1:
+        raise ModelError(f"stall must be a positive number of iterations, got {stall!r}")
+    so = objective is Objective.SYSTEM_OPTIMUM
+    t0 = time.perf_counter()
+    enc = encode_costs(game)
+    kind, A, B, S, P = enc
+    safe = bool(np.all(kind == 0) and np.all((P == 0) | (P >= 1) | (B == 0)))
+    net = _Net(game)
+    n = game.n_nodes
+    by_head = np.argsort(game.heads, kind="stable").astype(np.int64)
+    in_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(game.heads, minlength=n), out=in_start[1:])
+    args = (net.out_start, net.out_arcs, in_start, by_head, net.heads, net.tails, net.usable,
+            net.nonthru)
+    x, F, inb = _start(game, net, enc, so, warm, args)
+    tiny = 1e-13 * game.demand.sum(axis=1)
+    orders = np.zeros((len(game.origins), n), dtype=np.int64)  # topological orders (cache)
+    cnts = np.zeros(len(game.origins), dtype=np.int64)
+    gap, best, status, it = np.inf, (np.inf, F.copy()), SolveStatus.MAX_ITERATIONS, 0
+    history: list[float] = []  # best gap after each certificate
+    stalled = False
+    while it < max_iter:
+        c = kern.arc_costs(*enc, x, so, False)
+        if not np.all(np.isfinite(c)):
+            bad = int(np.flatnonzero(~np.isfinite(c))[0])
+            raise SolverError(f"bush assignment ({objective}): flow {x[bad]:g} on arc {bad} "
+                              f"reaches its capacity {game.costs.upper[bad]:g} (infinite cost); "
+                              "use the CVXPY solver for this game", solver="bush",
+                              status="infeasible_start")
+        dist = kern.all_dists(net.origins, n, net.out_start, net.out_arcs, net.heads, net.tails,
+                              net.usable, net.nonthru, c)
+        gap, _ = gap_measures(game, x, c, dist=dist)
+        if gap < best[0]:
+            best = (gap, F.copy())
+        if gap <= tol:
+            status = SolveStatus.OPTIMAL
+            break
+        history.append(best[0])
+        if len(history) > stall and not best[0] <= 0.5 * history[-1 - stall]:
+            stalled = True
+            break
+        if time.perf_counter() - t0 > time_limit:
+            break
+        it += 1
+        for j in range(1 + inner):
+            bk.bush_pass(*enc, so, safe, net.origins, n, *args, x, F, inb, j == 0,
+                         repeat if j == 0 else 1, tiny, orders, cnts)
+        x = F.sum(axis=0)  # re-summed: no drift of the incrementally updated totals
+    res = evaluate_flow(game, best[1], objective, status=status, solver="bush",
+                        seconds=time.perf_counter() - t0, iterations=it)
+    if status is SolveStatus.OPTIMAL and not res.relative_gap <= tol:
+        res = dataclasses.replace(res, status=SolveStatus.MAX_ITERATIONS)
+    if throw and res.status is not SolveStatus.OPTIMAL:
+        why = f", stalled (no halving in {stall} iterations)" if stalled else ""
+        raise SolverError(f"bush assignment ({objective}): relative gap {res.relative_gap:.3g} "
+                          f"> tol {tol:g} after {it} iterations "
+                          f"({time.perf_counter() - t0:.1f} s){why}", solver="bush",
+                          status=res.status.value)
+    return res, BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F)

@@ -1,0 +1,302 @@
+"""numba kernels of the bush-based traffic-assignment solver (:mod:`._bush`, Dial's Algorithm B).
+
+Per origin ``k`` a *bush* — an acyclic set of arcs the origin's flow may use — is the boolean row
+``inb[k]``; the origin's arc flows are ``F[k]`` (flow units). Arc costs and derivatives come from
+the kernels of :mod:`._gpkernels` (the one encoding; ℓ or, with ``so``, the marginal cost), cached
+in ``cst``/``der`` at the total arc flows ``x`` and updated on every shift.
+
+Equilibrating a bush (Dial, Transp. Res. B 40, 2006): in topological order, the cheapest path
+(over all bush arcs) and the costliest *used* path (arcs with flow) to every node; for each node
+in reverse topological order whose two paths differ, the segments from their last common node
+are found and flow moves from the costly segment to the cheap one by a Newton step on the cost
+difference (bisection-safeguarded where a derivative is infinite). Updating a bush: unused arcs
+off the cheapest-path tree are dropped, then arcs that shorten the longest-path label of their
+head are added — all added arcs ascend the longest-path labels, so the bush stays acyclic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._gpkernels import _cost, _deriv, _set_arc, _shift_amount, dijkstra
+
+_INF = np.inf
+
+
+@njit(cache=True)
+def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
+    """Topological order of the nodes the bush of origin k reaches (Kahn); returns their count."""
+    ib = inb[k]
+    for v in range(n):
+        indeg[v] = 0
+        pos[v] = -1
+    for a in range(heads.size):
+        if ib[a]:
+            indeg[heads[a]] += 1
+    order[0] = o
+    pos[o] = 0
+    cnt = 1
+    i = 0
+    while i < cnt:
+        u = order[i]
+        i += 1
+        for e in range(out_start[u], out_start[u + 1]):
+            a = out_arcs[e]
+            if ib[a]:
+                h = heads[a]
+                indeg[h] -= 1
+                if indeg[h] == 0:
+                    order[cnt] = h
+                    pos[h] = cnt
+                    cnt += 1
+    return cnt
+
+
+@njit(cache=True)
+def _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, used_only, L, U, minp,
+            maxp):
+    """Cheapest-path labels L/minp over all bush arcs and costliest-path labels U/maxp over the
+    bush arcs with flow (``used_only``) or over all bush arcs, in topological order."""
+    ib = inb[k]
+    Fk = F[k]
+    for v in range(n):
+        L[v] = _INF
+        U[v] = -_INF
+        minp[v] = -1
+        maxp[v] = -1
+    L[order[0]] = 0.0
+    U[order[0]] = 0.0
+    for idx in range(1, cnt):
+        v = order[idx]
+        for e in range(in_start[v], in_start[v + 1]):
+            a = in_arcs[e]
+            if not ib[a]:
+                continue
+            t = tails[a]
+            c = cst[a]
+            if L[t] + c < L[v]:
+                L[v] = L[t] + c
+                minp[v] = a
+            if (not used_only or Fk[a] > 0.0) and U[t] > -_INF and U[t] + c > U[v]:
+                U[v] = U[t] + c
+                maxp[v] = a
+
+
+@njit(cache=True)
+def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start, out_arcs,
+                 in_start, in_arcs, heads, tails, o, ws, tiny, orders, cnts, fresh):
+    """One Algorithm-B pass over the bush of origin k; returns the largest segment cost
+    difference seen (cost units). Origin flows below ``tiny`` (flow units, far below the
+    rounding of the origin's demand) left on a drained arc are zeroed. ``orders``/``cnts``
+    cache the topological order of each bush: recomputed when ``fresh`` (the bush changed)."""
+    Fk = F[k]
+    indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
+    if fresh:
+        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+        orders[k, :cnt] = order[:cnt]
+        cnts[k] = cnt
+    else:
+        cnt = cnts[k]
+        for i in range(cnt):
+            order[i] = orders[k, i]
+            pos[order[i]] = i
+    _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, True, L, U, minp, maxp)
+    worst = 0.0
+    for idx in range(cnt - 1, 0, -1):
+        j = order[idx]
+        if maxp[j] < 0 or maxp[j] == minp[j]:
+            continue
+        # segments back to the last common node of the two paths (min arcs at seg[0:],
+        # max arcs at seg[n:]): step back on the path whose node is later in the order
+        a = minp[j]
+        seg[0] = a
+        nmin = 1
+        u = tails[a]
+        a = maxp[j]
+        seg[n] = a
+        nmax = 1
+        w = tails[a]
+        while u != w:
+            if pos[u] > pos[w]:
+                a = minp[u]
+                seg[nmin] = a
+                nmin += 1
+                u = tails[a]
+            else:
+                a = maxp[w]
+                seg[n + nmax] = a
+                nmax += 1
+                w = tails[a]
+        g0 = 0.0
+        dg0 = 0.0
+        fmin = _INF
+        for i in range(nmax):
+            a = seg[n + i]
+            g0 += cst[a]
+            dg0 += der[a]
+            if Fk[a] < fmin:
+                fmin = Fk[a]
+        for i in range(nmin):
+            a = seg[i]
+            g0 -= cst[a]
+            dg0 += der[a]
+        if not fmin > 0.0 or not g0 > 0.0:
+            continue
+        if g0 > worst:
+            worst = g0
+        if safe:
+            d = fmin if dg0 <= 0.0 else min(g0 / dg0, fmin)
+        else:  # the max segment as "path p", the min segment as "path s" of the GP kernel
+            for i in range(nmin):
+                seg[n + nmax + i] = seg[i]
+            d = _shift_amount(kind, A, B, S, P, so, x, seg, n, nmax, n + nmax, nmin, dummy,
+                              dummy, -7, fmin, g0, dg0)
+        if not d > 0.0:
+            continue
+        if fmin - d <= 1e-13 * fmin:
+            d = fmin
+        for i in range(nmax):
+            a = seg[n + i]
+            f = Fk[a] - d
+            Fk[a] = f if f > tiny else 0.0  # rounding residue of a drained segment
+            _set_arc(kind, A, B, S, P, so, x, cst, der, a, max(x[a] - d, 0.0))
+        for i in range(nmin):
+            a = seg[i]
+            Fk[a] += d
+            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] + d)
+    return worst
+
+
+@njit(cache=True)
+def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
+            nonthru, o, ws):
+    """Drop the unused arcs off the cheapest-path tree from the bush of origin k, then add the
+    usable arcs that shorten the longest-path (or, ascending it, the cheapest-path) label of
+    their head. Returns the number of arcs added."""
+    ib = inb[k]
+    Fk = F[k]
+    indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
+    m = heads.size
+    cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+    _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp, maxp)
+    for a in range(m):
+        if ib[a] and Fk[a] <= 0.0 and minp[heads[a]] != a:
+            ib[a] = False
+    # the order stays topological (and every node reached) without the dropped arcs
+    _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp, maxp)
+    added = 0
+    for a in range(m):
+        if ib[a] or not usable[a]:
+            continue
+        t = tails[a]
+        h = heads[a]
+        if h == o or (nonthru[t] and t != o) or pos[t] < 0 or pos[h] < 0:
+            continue
+        c = cst[a]
+        if U[t] + c < U[h] - 1e-14 * U[h] or (L[t] + c < L[h] - 1e-14 * L[h] and U[t] < U[h]):
+            ib[a] = True
+            added += 1
+    return added
+
+
+@njit(cache=True)
+def _workspace(n, m):
+    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64), np.empty(3 * n, dtype=np.int64), np.empty(n),
+            np.empty(n), np.full(m, -1, dtype=np.int64))
+
+
+@njit(cache=True)
+def load_trees(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs, heads, tails,
+               usable, nonthru, x, F, inb):
+    """Initial bushes: per origin in turn, the shortest-path tree at the current costs (arcs it
+    reaches destinations through) with the origin's demand loaded all-or-nothing on it."""
+    m = heads.size
+    cst = np.empty(m)
+    for a in range(m):
+        cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+    dist = np.empty(n)
+    pred = np.empty(n, dtype=np.int64)
+    for k in range(origins.size):
+        o = origins[k]
+        ib = inb[k]
+        Fk = F[k]
+        dijkstra(o, n, out_start, out_arcs, heads, tails, usable, nonthru, cst, dist, pred)
+        for v in range(n):
+            if pred[v] >= 0:
+                ib[pred[v]] = True
+            dem = demand[k, v]
+            if dem > 0.0 and v != o:
+                w = v
+                while w != o:
+                    a = pred[w]
+                    Fk[a] += dem
+                    x[a] += dem
+                    cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+                    w = tails[a]
+
+
+@njit(cache=True)
+def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start, in_arcs,
+              heads, tails, usable, nonthru, x, F, inb, update, repeat, tiny, orders, cnts):
+    """One pass over all origins: (``update``) update the bush, then ``repeat`` Algorithm-B
+    equilibrations of it (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate`; every
+    pass after a cold or warm start must update). Returns the largest segment cost difference
+    seen (cost units)."""
+    m = heads.size
+    cst = np.empty(m)
+    der = np.empty(m)
+    for a in range(m):
+        cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+        der[a] = _deriv(kind, A, B, S, P, a, x[a], so)
+    ws = _workspace(n, m)
+    worst = 0.0
+    for k in range(origins.size):
+        o = origins[k]
+        if update:
+            _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails,
+                    usable, nonthru, o, ws)
+        for r in range(repeat):
+            w = _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start,
+                             out_arcs, in_start, in_arcs, heads, tails, o, ws, tiny[k], orders,
+                             cnts, update and r == 0)
+            if w > worst:
+                worst = w
+    return worst
+
+
+@njit(cache=True)
+def load_in_bushes(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs, in_start,
+                   in_arcs, heads, tails, x, F, inb, todo):
+    """Warm start: per origin with ``todo`` in turn, its demand loaded all-or-nothing on the
+    cheapest paths within its (given) bush at the current costs (``x``: the other origins'
+    flows). Returns False when a destination with demand is not reached by its bush."""
+    m = heads.size
+    cst = np.empty(m)
+    for a in range(m):
+        cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+    ws = _workspace(n, m)
+    indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
+    for k in range(origins.size):
+        if not todo[k]:
+            continue
+        o = origins[k]
+        Fk = F[k]
+        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+        _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp,
+                maxp)
+        for v in range(n):
+            dem = demand[k, v]
+            if dem > 0.0 and v != o:
+                if pos[v] < 0:
+                    return False
+                w = v
+                while w != o:
+                    a = minp[w]
+                    Fk[a] += dem
+                    x[a] += dem
+                    cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+                    w = tails[a]
+    return True
