@@ -26,8 +26,13 @@ the residual check is what certifies an answer, and the caller falls back to CVX
 
 For RIF (g = 0) the cell part makes every source send to the cells of least N_j/k_j it reaches,
 the "equalise N_j/k_j over reachable cells" structure: on a full mesh the dual optimum is one
-price, y_j = N_j/k_j for every used cell. This method is the default route of
-:class:`~lbtheory.equilibrium.EquilibriumProblem`; the CVXPY programs are its fallback. [R]
+price, y_j = N_j/k_j for every used cell. Where every source reaches the same cells (a full
+mesh) that price is found first, by 1-D root finding on Σ_j μ_j(k_j y) = Σ_i λ_i (brentq), and
+its routing polished and judged like any other before the continuation runs (which remains
+the route otherwise, and the fallback: on a 300-cell mesh with softplus cells its last
+converged temperature was 10⁻² of the cost scale, leaving the polish ~3,000 pivots). This
+method is the default route of :class:`~lbtheory.equilibrium.EquilibriumProblem`; the CVXPY
+programs are its fallback. [R]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
+from scipy.optimize import brentq
 
 from ..costs import CostKind, static_cost
 from ..errors import SolveStatus
@@ -128,6 +134,12 @@ class DualNewton:
         else:
             N = self._initial_workloads(lam)
             schedule = [e * scale for e in EPS_SCHEDULE]
+        if self.cost is CostKind.RIF:
+            one = self._rif_one_price(srcs, adj, ls, scale)
+            if one is not None:  # judged by the caller; the continuation follows if it fails
+                self.state = DualState(y=one[0], eps=polish_from * scale, steps=0, N=one[1],
+                                       level=polish_from)
+                yield one[2]
         steps = 0
         last = None  # (state, F) of the last converged temperature not yet polished
         for eps in schedule:
@@ -148,6 +160,44 @@ class DualNewton:
             elif converged:
                 last = (state, F)
                 self.state = state
+
+    def _rif_one_price(self, srcs, adj, ls, scale):
+        """RIF where every source reaches the same cells R: the one price y with
+        Σ_(j∈R) μ_j(k_j y) = Σ_i λ_i (brentq), N_j = k_j y on R (0 elsewhere), and arc flows
+        f_ij = λ_i z_j/Σz with those inflows. Returns (y per cell, N, F), or None (reach sets
+        differ, or R cannot carry the demand)."""
+        reach = adj[0]
+        if not np.all(adj == reach[None, :]):
+            return None
+        bank, lam_tot = self.bank, float(ls.sum())
+        if not float(bank.caps[reach].sum()) > lam_tot:
+            return None
+
+        def workloads(t: float) -> np.ndarray:
+            return np.where(reach, bank.k * t, 0.0)
+
+        def excess(t: float) -> float:
+            return float(bank.values(workloads(t))[2][reach].sum()) - lam_tot
+
+        lo, hi = 0.0, scale
+        for _ in range(200):
+            if excess(hi) > 0:
+                break
+            lo, hi = hi, 2.0 * hi
+        else:
+            return None
+        try:
+            t = brentq(excess, lo, hi, xtol=1e-300, rtol=4.0 * np.finfo(float).eps, maxiter=200)
+        except (ValueError, RuntimeError):  # non-finite rates, no convergence: the continuation
+            return None
+        N = workloads(t)
+        y, _, z, _ = bank.values(N)
+        z = np.where(reach, z, 0.0)
+        if not (np.all(np.isfinite(z)) and z.sum() > 0):
+            return None
+        F = np.zeros((self.net.n, self.net.n))
+        F[srcs] = np.outer(ls, z / z.sum())
+        return y, N, F
 
     def _inverse(self, y: np.ndarray, N0: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """f⁻¹(y) on the cells of ``mask`` (elsewhere N0): safeguarded Newton–bisection on the
