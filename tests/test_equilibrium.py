@@ -224,6 +224,33 @@ def test_rif_equilibrium_equalises_rif_cost_and_picks_least_network_time():
     assert worse > 0  # the routing really is non-unique here, so the tie-break matters
 
 
+@pytest.mark.parametrize("n", [12, 60])
+def test_rif_on_a_mixed_full_mesh_is_one_price_and_least_network_time(n):
+    """Full mesh, half softplus: every cell at the one RIF price t with Σ_j μ_j(k_j t) = Σλ
+    (scipy brentq on the models' own rates, here), and the least network time of all routings
+    with those inflows (HiGHS on the transportation LP, here) — the dual route's one-price step."""
+    from scipy.optimize import brentq
+
+    net = random_network(np.random.default_rng(n), n, arc_prob=1.1, softplus_share=0.5)
+    assert net.adjacency.all()
+    eq = solve_rif(net)
+    assert eq.status is SolveStatus.OPTIMAL and eq.solver == "DUAL_NEWTON"
+    lam = float(net.arrival_rates.sum())
+    t = brentq(lambda v: sum(float(c.service.rate(c.replicas * v)) for c in net.cells) - lam,
+               0.0, 1e6, xtol=1e-300, rtol=4 * np.finfo(float).eps)
+    np.testing.assert_allclose(eq.workload / net.replicas, t, rtol=1e-9)
+    src, dst = net.arc_pairs
+    m = len(src)
+    A_eq = np.zeros((2 * net.n, m))
+    A_eq[src, np.arange(m)] = 1.0
+    A_eq[net.n + dst, np.arange(m)] = 1.0
+    lp = linprog(net.delays[src, dst], A_eq=A_eq,
+                 b_eq=np.concatenate([net.arrival_rates, eq.inflow]), bounds=[(0, None)] * m,
+                 method="highs")
+    ours = float(np.sum(net.arrival_rates[:, None] * eq.routing * net.delays))
+    assert lp.status == 0 and ours == pytest.approx(lp.fun, rel=1e-9, abs=1e-12)
+
+
 def test_residuals_detect_a_non_equilibrium():
     net = spill_example()
     bad = optimality_residuals(net, net.uniform_routing(), "gradient")
