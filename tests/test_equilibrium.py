@@ -251,6 +251,34 @@ def test_rif_on_a_mixed_full_mesh_is_one_price_and_least_network_time(n):
     assert lp.status == 0 and ours == pytest.approx(lp.fun, rel=1e-9, abs=1e-12)
 
 
+def test_rif_on_a_mixed_partial_mesh_dual_route_matches_clarabel():
+    """Partial mesh (arc probability 0.6), half softplus, 60 cells: the dual continuation (half
+    decades for RIF) certifies the RIF equilibrium, and its inflows are those of the CVXPY
+    program solved by Clarabel (which solves this seed)."""
+    net = random_network(np.random.default_rng(4), 60, arc_prob=0.6, softplus_share=0.5)
+    assert not net.adjacency.all()
+    eq = solve_rif(net)
+    assert eq.status is SolveStatus.OPTIMAL and eq.solver == "DUAL_NEWTON"
+    assert eq.residual <= 1e-10
+    ref = solve_rif(net, solver="CLARABEL")
+    assert ref.status is SolveStatus.OPTIMAL and ref.solver == "CLARABEL"
+    np.testing.assert_allclose(eq.inflow, ref.inflow, rtol=1e-8, atol=1e-9)
+
+
+def test_fallback_to_column_generation_when_the_dual_route_fails(monkeypatch):
+    """With column generation on (large networks), a failed dual route falls back to the
+    restricted CVXPY program: it used to read the program's network before building it
+    (AttributeError). The answer equals the dual route's."""
+    import lbtheory.equilibrium._solve as solve_mod
+
+    net = random_network(np.random.default_rng(7), 12, arc_prob=0.6)
+    want = solve_wardrop(net)
+    monkeypatch.setattr(solve_mod, "solve_by_dual", lambda *a, **k: (None, "dual: forced"))
+    got = EquilibriumProblem(net, "latency", column_generation=True).solve()
+    assert got.status is SolveStatus.OPTIMAL and got.solver != "DUAL_NEWTON"
+    np.testing.assert_allclose(got.inflow, want.inflow, rtol=1e-6, atol=1e-8)
+
+
 def test_residuals_detect_a_non_equilibrium():
     net = spill_example()
     bad = optimality_residuals(net, net.uniform_routing(), "gradient")

@@ -29,8 +29,9 @@ the "equalise N_j/k_j over reachable cells" structure: on a full mesh the dual o
 price, y_j = N_j/k_j for every used cell. Where every source reaches the same cells (a full
 mesh) that price is found first, by 1-D root finding on Σ_j μ_j(k_j y) = Σ_i λ_i (brentq), and
 its routing polished and judged like any other before the continuation runs (which remains
-the route otherwise, and the fallback: on a 300-cell mesh with softplus cells its last
-converged temperature was 10⁻² of the cost scale, leaving the polish ~3,000 pivots). This
+the route otherwise, and the fallback). For RIF the temperatures fall by half decades
+(:data:`RIF_EPS_SCHEDULE`): with saturated softplus cells a decade's cooling left the
+iteration stalled at 10⁻³ of the cost scale on a 300-cell partial mesh. This
 method is the default route of :class:`~lbtheory.equilibrium.EquilibriumProblem`; the CVXPY
 programs are its fallback. [R]
 """
@@ -57,6 +58,12 @@ SOLVER_NAME = "DUAL_NEWTON"
 
 #: temperatures ε, as fractions of the typical cost, of the continuation (cold start)
 EPS_SCHEDULE = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
+#: the same for RIF, in half decades: with saturated softplus cells (μ' ≈ 0, the cell part of
+#: the Hessian nearly flat) the Hessian is about −L/ε alone, and after a decade's cooling the
+#: new optimum lies outside Newton's reach (a 300-cell partial mesh stalled at 10⁻³ for 60
+#: steps, leaving the polish ~3,000 pivots); half a decade keeps each level in reach
+RIF_EPS_SCHEDULE = (1e-1, 10**-1.5, 1e-2, 10**-2.5, 1e-3, 10**-3.5, 1e-4, 10**-4.5, 1e-5,
+                    10**-5.5, 1e-6, 10**-6.5, 1e-7)
 #: the first temperature (fraction of the typical cost) whose routing is polished and judged:
 #: on small networks (at most SMALL_ARCS arcs) the first — the active-set polish is cheap there
 #: and its pivots repair a rough support — on larger ones the third, whose routing is close to
@@ -77,7 +84,8 @@ class DualState:
     eps: float
     steps: int
     N: np.ndarray
-    #: ε as a fraction of the typical cost (the entry of :data:`EPS_SCHEDULE`)
+    #: ε as a fraction of the typical cost (the entry of :data:`EPS_SCHEDULE`, or for RIF of
+    #: :data:`RIF_EPS_SCHEDULE`)
     level: float = 0.0
 
 
@@ -124,16 +132,17 @@ class DualNewton:
         scale = self._scale = self._cost_scale(lam)
         polish_from = POLISH_FROM_SMALL if adj.sum() <= SMALL_ARCS else POLISH_FROM
         st = self.state
+        levels = RIF_EPS_SCHEDULE if self.cost is CostKind.RIF else EPS_SCHEDULE
         if warm and st is not None and np.all(np.isfinite(st.N)) and st.eps > 0:
             # warm: straight from the last workloads at the first polished temperature (a
             # demand change moves the optimum a little; the cold route is the fallback)
             # (from the temperature the last answer came from, polished at once)
             N = st.N.copy()
             polish_from = max(polish_from, st.level)
-            schedule = [e * scale for e in EPS_SCHEDULE if e <= polish_from * (1 + 1e-9)]
+            schedule = [e * scale for e in levels if e <= polish_from * (1 + 1e-9)]
         else:
             N = self._initial_workloads(lam)
-            schedule = [e * scale for e in EPS_SCHEDULE]
+            schedule = [e * scale for e in levels]
         if self.cost is CostKind.RIF:
             one = self._rif_one_price(srcs, adj, ls, scale)
             if one is not None:  # judged by the caller; the continuation follows if it fails

@@ -302,8 +302,8 @@ class EquilibriumProblem:
         if best is not None and best.residual <= tol:  # (an inflow within rounding of μ̄)
             return best
         try:
+            self.problem  # noqa: B018 (build: the full or the restricted program)
             if self._mask is None:
-                self.problem  # noqa: B018 (build)
                 res = self._solve_sub(full, tol, max_iterations, True, polish, solver_options)
             else:
                 res = self._solve_colgen(full, tol, max_iterations, True, polish, False,
