@@ -28,11 +28,9 @@ import numpy as np
 
 from ..errors import ModelError, SolverError, SolveStatus
 from . import _bushkernels as bk
-from . import _gpkernels as kern
 from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame
-from .metrics import gap_measures
-from .tap import _Net, encode_costs
+from .tap import _Net, certificate_gap, encode_costs
 
 __all__ = ["BushState", "bush_assignment"]
 
@@ -130,16 +128,7 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
     history: list[float] = []  # best gap after each certificate
     stalled = False
     while it < max_iter:
-        c = kern.arc_costs(*enc, x, so, False)
-        if not np.all(np.isfinite(c)):
-            bad = int(np.flatnonzero(~np.isfinite(c))[0])
-            raise SolverError(f"bush assignment ({objective}): flow {x[bad]:g} on arc {bad} "
-                              f"reaches its capacity {game.costs.upper[bad]:g} (infinite cost); "
-                              "use the CVXPY solver for this game", solver="bush",
-                              status="infeasible_start")
-        dist = kern.all_dists(net.origins, n, net.out_start, net.out_arcs, net.heads, net.tails,
-                              net.usable, net.nonthru, c)
-        gap, _ = gap_measures(game, x, c, dist=dist)
+        gap = certificate_gap(game, net, enc, x, so, f"bush assignment ({objective})", "bush")
         if gap < best[0]:
             best = (gap, F.copy())
         if gap <= tol:

@@ -209,6 +209,19 @@ def _workspace(n, m):
 
 
 @njit(cache=True)
+def _load_path(kind, A, B, S, P, so, o, v, dem, pred, tails, Fk, x, cst):
+    """Add ``dem`` to origin o's flow Fk and the totals x on the path o → v that ``pred`` (the
+    arc into each node) traces back, updating the costs of the arcs loaded."""
+    w = v
+    while w != o:
+        a = pred[w]
+        Fk[a] += dem
+        x[a] += dem
+        cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
+        w = tails[a]
+
+
+@njit(cache=True)
 def load_trees(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs, heads, tails,
                usable, nonthru, x, F, inb):
     """Initial bushes: per origin in turn, the shortest-path tree at the current costs (arcs it
@@ -229,13 +242,7 @@ def load_trees(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs, he
                 ib[pred[v]] = True
             dem = demand[k, v]
             if dem > 0.0 and v != o:
-                w = v
-                while w != o:
-                    a = pred[w]
-                    Fk[a] += dem
-                    x[a] += dem
-                    cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
-                    w = tails[a]
+                _load_path(kind, A, B, S, P, so, o, v, dem, pred, tails, Fk, x, cst)
 
 
 @njit(cache=True)
@@ -292,11 +299,5 @@ def load_in_bushes(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs
             if dem > 0.0 and v != o:
                 if pos[v] < 0:
                     return False
-                w = v
-                while w != o:
-                    a = minp[w]
-                    Fk[a] += dem
-                    x[a] += dem
-                    cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
-                    w = tails[a]
+                _load_path(kind, A, B, S, P, so, o, v, dem, minp, tails, Fk, x, cst)
     return True

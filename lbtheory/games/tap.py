@@ -172,6 +172,25 @@ def _compact(st: TAPState) -> None:
     st.pool_used = int(lens.sum())
 
 
+def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x: np.ndarray,
+                    so: bool, what: str, solver: str) -> float:
+    """Relative gap (:func:`gap_measures`) at arc flows ``x`` with shortest-path distances from a
+    fresh tree at those flows — the fast solvers' own certificate.
+
+    Raises:
+        SolverError: an arc at or above its M/M/1 capacity (infinite cost), naming ``what``.
+    """
+    c = kern.arc_costs(*enc, x, so, False)
+    if not np.all(np.isfinite(c)):
+        bad = int(np.flatnonzero(~np.isfinite(c))[0])
+        raise SolverError(f"{what}: flow {x[bad]:g} on arc {bad} reaches its capacity "
+                          f"{game.costs.upper[bad]:g} (infinite cost); use the CVXPY solver for "
+                          "this game", solver=solver, status="infeasible_start")
+    dist = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
+                          net.tails, net.usable, net.nonthru, c)
+    return gap_measures(game, x, c, dist=dist)[0]
+
+
 def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
                         tol: float = 1e-10, max_iter: int = 10_000, time_limit: float = 600.0,
                         inner: int = 2, rel: float = 0.0, warm: TAPState | None = None,
@@ -233,16 +252,8 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
         F = kern.flows_from_paths(st.pool, st.off, st.plen, st.pflow, st.pod, st.nxt, st.head,
                                   net.od_origin, K, m)
         x = F.sum(axis=0)
-        c = kern.arc_costs(kind, A, B, S, P, x, so, False)
-        if not np.all(np.isfinite(c)):
-            bad = int(np.flatnonzero(~np.isfinite(c))[0])
-            raise SolverError(f"gradient projection ({objective}): flow {x[bad]:g} on arc {bad} "
-                              f"reaches its capacity {game.costs.upper[bad]:g} (infinite cost); "
-                              "use the CVXPY solver for this game", solver="gradient_projection",
-                              status="infeasible_start")
-        dist = kern.all_dists(*args[:1], n, net.out_start, net.out_arcs, net.heads, net.tails,
-                              net.usable, net.nonthru, c)
-        gap, _ = gap_measures(game, x, c, dist=dist)
+        gap = certificate_gap(game, net, (kind, A, B, S, P), x, so,
+                              f"gradient projection ({objective})", "gradient_projection")
         if gap < best[0]:
             best = (gap, F)
         if gap <= tol:
