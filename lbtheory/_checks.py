@@ -15,9 +15,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import LBTheoryError, ModelError
+from .errors import LBTheoryError, ParameterError
 
-__all__ = ["check_real", "check_reals", "check_fields", "check_option", "range_text"]
+__all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
+           "check_bool", "range_text", "MAX_SEED"]
+
+#: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
+#: seeds representable in JSON, int64 arrays and every compiled kernel).
+MAX_SEED = 2**63 - 1
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -68,7 +73,7 @@ def _message(name: str, rule: str, unit: str, value: Any, kind: str = "range") -
 
 def check_real(value: Any, name: str, *, unit: str = "", low: float | None = None,
                high: float | None = None, low_open: bool = False, high_open: bool = False,
-               error: type[LBTheoryError] = ModelError) -> float:
+               error: type[LBTheoryError] = ParameterError) -> float:
     """``value`` as a finite ``float`` in the given range, else ``error`` naming ``name``.
 
     Args:
@@ -103,7 +108,7 @@ def check_real(value: Any, name: str, *, unit: str = "", low: float | None = Non
 
 def check_reals(values: Any, name: str, *, unit: str = "", low: float | None = None,
                 high: float | None = None, low_open: bool = False, high_open: bool = False,
-                error: type[LBTheoryError] = ModelError) -> np.ndarray:
+                error: type[LBTheoryError] = ParameterError) -> np.ndarray:
     """Elementwise :func:`check_real` for a scalar or an array (parameters stacked per cell).
 
     Returns:
@@ -131,7 +136,7 @@ _RULES = {"positive": {"low": 0.0, "low_open": True}, "non-negative": {"low": 0.
 
 
 def check_fields(cls_name: str, obj: Any, rules: dict[str, str], *,
-                 error: type[LBTheoryError] = ModelError) -> None:
+                 error: type[LBTheoryError] = ParameterError) -> None:
     """Check fields of a frozen dataclass: ``rules`` maps field → ``"positive"``,
     ``"non-negative"`` or ``"finite"``; scalars or arrays (elementwise).
 
@@ -143,7 +148,7 @@ def check_fields(cls_name: str, obj: Any, rules: dict[str, str], *,
 
 
 def check_option(cls: type[E], value: Any, name: str, *,
-                 error: type[LBTheoryError] = ModelError) -> E:
+                 error: type[LBTheoryError] = ParameterError) -> E:
     """Coerce ``value`` (a member of the enum ``cls`` or its value) to ``cls``.
 
     Raises:
@@ -164,3 +169,54 @@ def check_option(cls: type[E], value: Any, name: str, *,
         words = " or ".join(allowed) if len(allowed) <= 2 else \
             "one of " + ", ".join(allowed)
         raise error(f"{name} must be {words}, got {value!r}") from None
+
+
+def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None,
+              unit: str = "", integral_float: bool = False,
+              error: type[LBTheoryError] = ParameterError) -> int:
+    """``value`` as an ``int`` in ``[low, high]``, else ``error`` naming ``name``.
+
+    The one integer check: ``bool`` is refused (``True`` is not 1 request), numpy integers are
+    accepted, floats only when ``integral_float`` (file readers: ``4.0`` → 4; ``4.7`` is always
+    refused, never truncated).
+
+    Raises:
+        error: ``"{name} must be an integer >= 1, got 0"``.
+
+    Example:
+        >>> check_int(3, "replicas", low=1)
+        3
+    """
+    if low is not None and high is not None:
+        words = f"an integer in [{low}, {high}]"
+    elif low is not None:
+        words = "a non-negative integer" if low == 0 else f"an integer >= {low}"
+    else:
+        words = "an integer" if high is None else f"an integer <= {high}"
+    of_unit = f" ({unit})" if unit else ""
+    msg = f"{name} must be {words}{of_unit}, got {value!r}"
+    if isinstance(value, (bool, np.bool_)):
+        raise error(msg)
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+    elif integral_float and isinstance(value, (float, np.floating)) and math.isfinite(value) \
+            and float(value).is_integer():
+        v = int(value)
+    else:
+        raise error(msg)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise error(msg)
+    return v
+
+
+def check_seed(value: Any, name: str = "seed", *,
+               error: type[LBTheoryError] = ParameterError) -> int:
+    """A seed: an integer in ``[0, MAX_SEED]`` (numpy refuses negative seeds with a traceback)."""
+    return check_int(value, name, low=0, high=MAX_SEED, error=error)
+
+
+def check_bool(value: Any, name: str, *, error: type[LBTheoryError] = ParameterError) -> bool:
+    """``value`` if it is a ``bool`` (``1``, ``"yes"`` and ``None`` are refused), else ``error``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise error(f"{name} must be true or false, got {value!r}")

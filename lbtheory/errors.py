@@ -19,7 +19,9 @@ __all__ = [
     "StepsizeError",
     "BoundaryEquilibriumError",
     "SweepError",
+    "ParameterError",
     "SolveStatus",
+    "RunStatus",
     "DynamicsStatus",
     "StepsizeStatus",
 ]
@@ -55,13 +57,37 @@ class InfeasibleDemandError(LBTheoryError):
         self.cells = tuple(cells)
 
 
-class SolverError(LBTheoryError):
-    """A numerical solver failed; the message names the solver and its status."""
+class ParameterError(LBTheoryError, ValueError):
+    """A function argument or configuration option is outside its domain (a negative seed, zero
+    replicas, an unknown policy name, a duration that cannot be simulated); the message names
+    the parameter, what was expected and what was given.
 
-    def __init__(self, message: str, *, solver: str = "", status: str = "") -> None:
+    One cause, one type: a malformed *network* is a :class:`TopologyError`, a malformed *service
+    or cost model* a :class:`ModelError`, a malformed *file* a :class:`DataFormatError`; every
+    other bad argument — in any subpackage — is a ``ParameterError``.
+    """
+
+
+class SolverError(LBTheoryError):
+    """A numerical solver failed; the message names the solver and its status.
+
+    Attributes:
+        solver: the solver's name (``"CLARABEL"``, ``"bush"``, ``"HiGHS"``, ...).
+        status: what happened, as a :class:`SolveStatus` (``failed``, ``max_iterations``,
+            ``infeasible``, ``optimal_inaccurate``).
+        detail: the solver's own status text, verbatim (``"infeasible_inaccurate"``,
+            ``"HiGHS status 2"``), or ``""``.
+    """
+
+    def __init__(self, message: str, *, solver: str = "",
+                 status: SolveStatus | str = "failed", detail: str = "") -> None:
         super().__init__(message)
         self.solver = solver
-        self.status = status
+        try:
+            self.status = SolveStatus(status)
+        except ValueError:  # a solver's own word: keep it verbatim, classify as failed
+            self.status, detail = SolveStatus.FAILED, detail or str(status)
+        self.detail = detail
 
 
 class UnstableError(LBTheoryError):
@@ -82,7 +108,7 @@ class DataFormatError(LBTheoryError, ValueError):
         self.field = field
 
 
-class StepsizeError(LBTheoryError, ValueError):
+class StepsizeError(ParameterError):
     """A stepsize (or stepsize weight) is not a positive finite number; names the parameter."""
 
 
@@ -130,7 +156,6 @@ class SolveStatus(enum.StrEnum):
         return self in (SolveStatus.OPTIMAL, SolveStatus.OPTIMAL_INACCURATE)
 
 
-
 class DynamicsStatus(enum.StrEnum):
     """Outcome of a trajectory (fluid model, simulations): how it ended on its horizon."""
 
@@ -143,6 +168,22 @@ class DynamicsStatus(enum.StrEnum):
     #: the horizon ended while the state was still moving, neither settled nor oscillating.
     MAX_STEPS = "max_steps"
 
+
+class RunStatus(enum.StrEnum):
+    """How a simulation, a sweep or a training run ended (every such result carries one).
+
+    Each result type documents which members it can take.
+    """
+
+    #: every request finished (or was rejected) / every cell ran / every episode trained.
+    COMPLETED = "completed"
+    #: the horizon ended with requests still in flight (their latency is unknown; counted in
+    #: ``in_flight``) — an overloaded or too-short run.
+    TRUNCATED = "truncated"
+    #: training produced a non-finite loss or parameters (the checkpoint is not usable).
+    DIVERGED = "diverged"
+    #: some cells of a sweep failed (with ``throw=False``; their errors are listed).
+    FAILED = "failed"
 
 
 class StepsizeStatus(enum.StrEnum):
