@@ -57,7 +57,7 @@ class InfeasibleDemandError(LBTheoryError):
         self.cells = tuple(cells)
 
 
-class ParameterError(LBTheoryError, ValueError):
+class ParameterError(ModelError, TopologyError):
     """A function argument or configuration option is outside its domain (a negative seed, zero
     replicas, an unknown policy name, a duration that cannot be simulated); the message names
     the parameter, what was expected and what was given.
@@ -65,6 +65,10 @@ class ParameterError(LBTheoryError, ValueError):
     One cause, one type: a malformed *network* is a :class:`TopologyError`, a malformed *service
     or cost model* a :class:`ModelError`, a malformed *file* a :class:`DataFormatError`; every
     other bad argument — in any subpackage — is a ``ParameterError``.
+
+    Deprecated bases: until 0.3 it also derives from :class:`ModelError` and
+    :class:`TopologyError`, which bad arguments raised before 0.2, so ``except ModelError`` in
+    user code keeps catching them; catch ``ParameterError`` (or :class:`LBTheoryError`).
     """
 
 

@@ -32,17 +32,15 @@ from ._checks import check_real
 from .errors import ModelError
 
 __all__ = [
-    "ServiceModel",
-    "MM1Latency",
-    "SoftplusLatency",
-    "ExpSaturation",
-    "service_model",
-    "check_assumption_1",
-    "MODEL_REGISTRY",
-    "model_from_dict",
-    "model_to_dict",
-    "ModelBank",
+    "ServiceModel", "MM1Latency", "SoftplusLatency", "ExpSaturation", "service_model",
+    "check_assumption_1", "MODEL_REGISTRY", "model_from_dict", "model_to_dict", "ModelBank",
 ]
+
+
+def _real(value: Any, name: str, **rules: Any) -> float:
+    """:func:`~lbtheory._checks.check_real` raising :class:`ModelError` (a model field)."""
+    return check_real(value, name, error=ModelError, **rules)
+
 
 #: Relative accuracy of the numerical inverse μ⁻¹ (THEORY: 1e-12 requested).
 INVERSE_RTOL = 1e-13
@@ -158,7 +156,7 @@ def service_model(cls: type | None = None, *, replace: bool = False) -> Any:
         vals = [getattr(self, f) for f in names]
         if is_concrete(*vals) and all(np.ndim(v) == 0 for v in vals):
             for f, v in zip(names, vals):
-                check_real(v, f"{type(self).__name__}.{f}")
+                _real(v, f"{type(self).__name__}.{f}")
             self._check()
 
     cls.__post_init__ = __post_init__
@@ -204,8 +202,8 @@ class MM1Latency(ServiceModel):
     name: ClassVar[str] = "mm1"
 
     def _check(self) -> None:
-        check_real(self.capacity, "MM1Latency.capacity", unit="req/s", low=0.0, low_open=True)
-        check_real(self.K, "MM1Latency.K", unit="requests", low=0.0, low_open=True)
+        _real(self.capacity, "MM1Latency.capacity", unit="req/s", low=0.0, low_open=True)
+        _real(self.K, "MM1Latency.K", unit="requests", low=0.0, low_open=True)
 
     @property
     def max_rate(self) -> Any:
@@ -268,10 +266,10 @@ class SoftplusLatency(ServiceModel):
 
     def _check(self) -> None:
         name = "SoftplusLatency."
-        check_real(self.base_latency, name + "base_latency", unit="s", low=0.0, low_open=True)
-        check_real(self.slope, name + "slope", unit="s/request", low=0.0, low_open=True)
-        check_real(self.knee, name + "knee", unit="requests", low=0.0)
-        check_real(self.softness, name + "softness", unit="requests", low=0.0, low_open=True)
+        _real(self.base_latency, name + "base_latency", unit="s", low=0.0, low_open=True)
+        _real(self.slope, name + "slope", unit="s/request", low=0.0, low_open=True)
+        _real(self.knee, name + "knee", unit="requests", low=0.0)
+        _real(self.softness, name + "softness", unit="requests", low=0.0, low_open=True)
         t0, t1, t2 = float(self.base_latency), float(self.slope), float(self.knee)
         if not t0 > t1 * t2:
             raise ModelError(
@@ -313,9 +311,9 @@ class ExpSaturation(ServiceModel):
     name: ClassVar[str] = "exp"
 
     def _check(self) -> None:
-        check_real(self.capacity, "ExpSaturation.capacity", unit="req/s", low=0.0,
+        _real(self.capacity, "ExpSaturation.capacity", unit="req/s", low=0.0,
                    low_open=True)
-        check_real(self.K, "ExpSaturation.K", unit="requests", low=0.0, low_open=True)
+        _real(self.K, "ExpSaturation.K", unit="requests", low=0.0, low_open=True)
 
     @property
     def max_rate(self) -> Any:

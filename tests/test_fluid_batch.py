@@ -102,7 +102,8 @@ def test_scenario_error_propagates_with_its_fields_and_a_note(monkeypatch):
     monkeypatch.setattr(fluid_batch, "equilibrium_workload", failing)
     with pytest.raises(SolverError) as info:
         simulate_fluid_batch(nets, cost="latency", stepsize=2.0, t1=0.1, equilibrium="auto")
-    assert (info.value.solver, info.value.status) == ("CLARABEL", "numerical_error")
+    assert (info.value.solver, info.value.status, info.value.detail) == (
+        "CLARABEL", "failed", "numerical_error")
     assert str(info.value) == "CLARABEL failed"
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import check_real
+from ..errors import ModelError
 from ._timing import IterationTimeModel
 
 __all__ = ["ImpactParams", "prompt_impact_s", "prompt_reward", "decode_reward", "mixing_reward",
@@ -50,11 +51,12 @@ class ImpactParams:
     alpha: float = 0.5
 
     def __post_init__(self) -> None:
-        check_real(self.grad1, "ImpactParams.grad1", low=0.0)
-        check_real(self.grad2, "ImpactParams.grad2", low=0.0)
-        check_real(self.epsilon_s, "ImpactParams.epsilon_s", unit="s", low=0.0, low_open=True)
+        check_real(self.grad1, "ImpactParams.grad1", low=0.0, error=ModelError)
+        check_real(self.grad2, "ImpactParams.grad2", low=0.0, error=ModelError)
+        check_real(self.epsilon_s, "ImpactParams.epsilon_s", unit="s", low=0.0, low_open=True,
+                   error=ModelError)
         check_real(self.alpha, "ImpactParams.alpha", low=0.0, high=1.0, low_open=True,
-                   high_open=True)
+                   high_open=True, error=ModelError)
 
 
 def prompt_impact_s(p_i: float, load_tokens: np.ndarray | float, params: ImpactParams):

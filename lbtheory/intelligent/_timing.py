@@ -56,9 +56,10 @@ class IterationTimeModel:
     context_s_per_token: float = 6.0e-7
 
     def __post_init__(self) -> None:
-        check_real(self.base_s, "IterationTimeModel.base_s", unit="s", low=0.0, low_open=True)
+        check_real(self.base_s, "IterationTimeModel.base_s", unit="s", low=0.0, low_open=True,
+                   error=ModelError)
         for name in ITERATION_FEATURES[1:]:
-            check_real(getattr(self, name), f"IterationTimeModel.{name}", low=0.0)
+            check_real(getattr(self, name), f"IterationTimeModel.{name}", low=0.0, error=ModelError)
 
     def iteration_time(self, prefill_tokens: Sequence[int] = (), n_decode: int = 0,
                        context_tokens: int = 0) -> float:
