@@ -25,7 +25,7 @@ for _mod, _names in {
     "errors": ("LBTheoryError", "TopologyError", "ModelError", "InfeasibleDemandError",
                "SolverError", "UnstableError", "DataFormatError", "StepsizeError",
                "BoundaryEquilibriumError", "SolveStatus", "DynamicsStatus", "StepsizeStatus",
-               "SweepError"),
+               "SweepError", "ParameterError", "RunStatus"),
     "models": ("ServiceModel", "MM1Latency", "SoftplusLatency", "ExpSaturation", "service_model",
                "ModelBank", "check_assumption_1"),
     "costs": ("CostKind", "cell_cost", "cell_cost_prime", "static_cost", "arc_costs",
@@ -37,7 +37,8 @@ for _mod, _names in {
     "instances": ("symmetric_two_cell", "spill_example", "mm1_pigou", "mm1_pigou_poa",
                   "random_network", "full_mesh"),
     "stats": ("percentile", "percentiles", "summarize", "mean_ci"),
-    "workloads": ("Trace", "read_trace", "trace_from_arrays"),
+    "workloads": ("Workload", "read_trace", "trace_from_arrays", "workload_from_arrays",
+                  "mix_traces"),
     "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "GamePoAResult", "Objective",
               "FWMethod", "wardrop_equilibrium", "system_optimum", "frank_wolfe",
               "to_routing_game", "load_tntp_game", "gradient_projection", "TAPState",
@@ -51,18 +52,18 @@ for _mod, _names in {
     "stability": ("critical_stepsize", "assess_stepsize", "check_stepsize", "empirical_rule",
                   "operating_point", "linearise", "CriticalStepsize"),
     "barrier": ("step_imbalance", "fscore_br0", "simulate_decode", "DecodeConfig",
-                "StepTimeModel", "make_router", "compare_policies"),
-    # DLB's routers and event simulator; their make_router stays in lbtheory.routers (the name
-    # here is barrier's)
-    "routers": ("RouterView", "DiscreteRouter", "FlowRouter", "RandomRouter", "MNLBRouter",
-                "JSQRouter", "PowerOfDRouter", "RoundRobinRouter", "ErrorAversion",
-                "AffinityRouter", "POLICY_NAMES"),
+                "StepTimeModel", "ReplicaView", "BR0Router", "BRHRouter"),
+    # the one router contract, the shared baselines and DLB's cell routers
+    "routers": ("Router", "Assignment", "CellView", "DiscreteRouter", "FlowRouter",
+                "RandomRouter", "MNLBRouter", "JSQRouter", "PowerOfDRouter", "RoundRobinRouter",
+                "ErrorAversion", "AffinityRouter"),
+    # the one policy registry (every simulator)
+    "registry": ("make_router", "policy_names", "POLICIES", "POLICY_NAMES", "compare_policies"),
     "sim": ("simulate", "SimResult", "Scenario", "load_scenario", "scenario_from_dict",
-            "generate_arrivals", "appendix_b_scenario", "Estimation", "weight_oscillation",
-            "WeightRecorder"),
-    "intelligent": ("ClusterConfig", "ClusterSim", "run_router", "make_heuristic",
-                    "IterationTimeModel", "fit_iteration_model", "calibrate_impact",
-                    "fit_length_predictor", "mix_traces"),
+            "generate_arrivals", "appendix_b_scenario", "Estimation"),
+    "intelligent": ("ClusterConfig", "ClusterSim", "InstanceView", "InstanceResult",
+                    "run_router", "IterationTimeModel", "fit_iteration_model",
+                    "calibrate_impact", "fit_length_predictor"),
     "sweep": ("Experiment", "SweepResult", "run_sweep", "script_main", "discover_experiments"),
 }.items():
     for _name in _names:
@@ -74,7 +75,19 @@ for _mod, _names in {
 __all__ = ["__version__", *_EXPORTS]
 
 
+#: renamed public names (0.2): old name -> (module, new name); they warn for one release.
+_RENAMED: dict[str, tuple[str, str]] = {"Trace": ("workloads", "Workload"),
+                                        "RouterView": ("routers", "CellView")}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        import warnings
+
+        mod, new = _RENAMED[name]
+        warnings.warn(f"lbtheory.{name} is deprecated; use lbtheory.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(importlib.import_module(f".{mod}", __name__), new)
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'lbtheory' has no attribute {name!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,6 +26,9 @@ __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_i
 MAX_SEED = 2**63 - 1
 
 E = TypeVar("E", bound=enum.Enum)
+#: What the checks raise: an error class, or any callable building one from the message (a file
+#: reader passes ``lambda msg: DataFormatError(msg, path=..., field=...)``).
+ErrorFactory = type[LBTheoryError] | Callable[[str], LBTheoryError]
 
 
 def range_text(low: float | None = None, high: float | None = None, *, low_open: bool = False,
@@ -73,7 +77,7 @@ def _message(name: str, rule: str, unit: str, value: Any, kind: str = "range") -
 
 def check_real(value: Any, name: str, *, unit: str = "", low: float | None = None,
                high: float | None = None, low_open: bool = False, high_open: bool = False,
-               error: type[LBTheoryError] = ParameterError) -> float:
+               error: ErrorFactory = ParameterError) -> float:
     """``value`` as a finite ``float`` in the given range, else ``error`` naming ``name``.
 
     Args:
@@ -108,7 +112,7 @@ def check_real(value: Any, name: str, *, unit: str = "", low: float | None = Non
 
 def check_reals(values: Any, name: str, *, unit: str = "", low: float | None = None,
                 high: float | None = None, low_open: bool = False, high_open: bool = False,
-                error: type[LBTheoryError] = ParameterError) -> np.ndarray:
+                error: ErrorFactory = ParameterError) -> np.ndarray:
     """Elementwise :func:`check_real` for a scalar or an array (parameters stacked per cell).
 
     Returns:
@@ -136,7 +140,7 @@ _RULES = {"positive": {"low": 0.0, "low_open": True}, "non-negative": {"low": 0.
 
 
 def check_fields(cls_name: str, obj: Any, rules: dict[str, str], *,
-                 error: type[LBTheoryError] = ParameterError) -> None:
+                 error: ErrorFactory = ParameterError) -> None:
     """Check fields of a frozen dataclass: ``rules`` maps field → ``"positive"``,
     ``"non-negative"`` or ``"finite"``; scalars or arrays (elementwise).
 
@@ -148,7 +152,7 @@ def check_fields(cls_name: str, obj: Any, rules: dict[str, str], *,
 
 
 def check_option(cls: type[E], value: Any, name: str, *,
-                 error: type[LBTheoryError] = ParameterError) -> E:
+                 error: ErrorFactory = ParameterError) -> E:
     """Coerce ``value`` (a member of the enum ``cls`` or its value) to ``cls``.
 
     Raises:
@@ -173,7 +177,7 @@ def check_option(cls: type[E], value: Any, name: str, *,
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None,
               unit: str = "", integral_float: bool = False,
-              error: type[LBTheoryError] = ParameterError) -> int:
+              error: ErrorFactory = ParameterError) -> int:
     """``value`` as an ``int`` in ``[low, high]``, else ``error`` naming ``name``.
 
     The one integer check: ``bool`` is refused (``True`` is not 1 request), numpy integers are
@@ -210,12 +214,12 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
 
 
 def check_seed(value: Any, name: str = "seed", *,
-               error: type[LBTheoryError] = ParameterError) -> int:
+               error: ErrorFactory = ParameterError) -> int:
     """A seed: an integer in ``[0, MAX_SEED]`` (numpy refuses negative seeds with a traceback)."""
     return check_int(value, name, low=0, high=MAX_SEED, error=error)
 
 
-def check_bool(value: Any, name: str, *, error: type[LBTheoryError] = ParameterError) -> bool:
+def check_bool(value: Any, name: str, *, error: ErrorFactory = ParameterError) -> bool:
     """``value`` if it is a ``bool`` (``1``, ``"yes"`` and ``None`` are refused), else ``error``."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)

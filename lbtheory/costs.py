@@ -46,6 +46,11 @@ class CostKind(enum.StrEnum):
     LATENCY = "latency"
     GRADIENT = "gradient"
 
+    @property
+    def short(self) -> str:
+        """The short label in policy names: ``rif``, ``lat``, ``grad`` (``flow-grad``)."""
+        return {"rif": "rif", "latency": "lat", "gradient": "grad"}[self.value]
+
     @classmethod
     def parse(cls, value: str | CostKind) -> CostKind:
         """Parse a name; raises ModelError listing the valid names."""

@@ -1,19 +1,19 @@
 """BalanceRoute (THEORY §9): barrier imbalance, F-scores, predictors, schedulers, decode simulator.
 
 Modules: :mod:`.imbalance` (calculator), :mod:`.fscore` (BR-0 / BR-H scores, subset search),
-:mod:`.predictors` (Oracle, Empirical-Survival, ExactMatch), :mod:`.protocol` (decode-slot router
-contract), :mod:`.schedulers` (BR-0 / BR-H two-stage schedulers), :mod:`.baselines` (random, RR,
-P2C, JSQ, JSQ-tokens), :mod:`.policies` (policies by name), :mod:`.sim` (trace-driven decode
-simulation), :mod:`.compare` (several policies on one trace).
+:mod:`.predictors` (Oracle, Empirical-Survival, ExactMatch), :mod:`.protocol` (the decode
+simulator's :class:`ReplicaView`), :mod:`.schedulers` (BR-0 / BR-H two-stage schedulers),
+:mod:`.sim` (trace-driven decode simulation), :mod:`.compare` (summaries of several runs).
 
-These are *decode-slot* schedulers inside one data-parallel engine; DLB's cell routers are a
-different thing and live in :mod:`lbtheory.routers`.
+These are *decode-slot* schedulers inside one data-parallel engine; they follow the one router
+contract of :mod:`lbtheory.routers`, whose shared baselines (random, RR, P2C, JSQ, JSQ-tokens) run
+here too. Policies are made by name in :mod:`lbtheory.registry`
+(``make_router("br0", "replicas")``).
 """
 
 from __future__ import annotations
 
-from .baselines import Seed, jsq, jsq_tokens, power_of_two, random_router, rng_factory, round_robin
-from .compare import compare_policies, summary_table
+from .compare import summary_table
 from .fscore import (
     best_subset,
     discount_vector,
@@ -41,19 +41,23 @@ from .imbalance import (
     tpot_per_request,
     tpot_percentiles,
 )
-from .policies import BARRIER_POLICIES, Policy, make_router, parse_policies
 from .predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
-from .protocol import ClusterView, Router
+from .protocol import ReplicaView
 from .schedulers import (
+    BR0Router,
+    BRHRouter,
+    BRHState,
     BRParams,
     GuardScope,
     Lifetime,
     MarginSource,
     OwnLoad,
+    PredictorKind,
     Refill,
     allocate,
     br0,
     brh,
+    brh_router,
 )
 from .sim import DecodeConfig, DecodeResult, decode_steps, simulate_decode
 
@@ -63,10 +67,8 @@ __all__ = [
     "StepTimeModel", "as_load_matrix", "bottleneck", "calibrate_step_time", "idle_fraction",
     "imbalance_from_totals", "margins", "run_idle_fraction", "step_imbalance", "throughput",
     "tpot_per_request", "tpot_percentiles", "ExactMatchPredictor", "OraclePredictor",
-    "SurvivalPredictor",
-    "ClusterView", "Router", "DecodeConfig", "DecodeResult", "decode_steps", "simulate_decode",
-    "BARRIER_POLICIES", "make_router", "parse_policies", "BRParams", "allocate", "br0", "brh",
-    "jsq", "jsq_tokens", "power_of_two", "random_router", "round_robin",
-    "compare_policies", "summary_table", "Policy", "GuardScope", "Seed", "rng_factory",
-    "Lifetime", "MarginSource", "OwnLoad", "Refill", "fscore_profile", "refill_loads",
+    "SurvivalPredictor", "ReplicaView", "DecodeConfig", "DecodeResult", "decode_steps",
+    "simulate_decode", "BRParams", "allocate", "br0", "brh", "brh_router", "BR0Router",
+    "BRHRouter", "BRHState", "PredictorKind", "summary_table", "GuardScope", "Lifetime",
+    "MarginSource", "OwnLoad", "Refill", "fscore_profile", "refill_loads",
 ]

@@ -29,7 +29,6 @@ the seed's formula); ``OwnLoad.PROJECTED`` scores each candidate set by its per-
 
 from __future__ import annotations
 
-import copy
 import enum
 import heapq
 from bisect import bisect_right
@@ -38,8 +37,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._checks import check_option
-from ..errors import ModelError
+from .._checks import check_int, check_option
+from ..routers import Assignment
+from ..workloads import Workload
 from .fscore import (
     best_subset,
     discount_vector,
@@ -53,10 +53,13 @@ from .fscore import (
     score_peak,
     subset_table,
 )
-from .protocol import ClusterView, Router
+from .predictors import ExactMatchPredictor, OraclePredictor, SurvivalPredictor
+from .protocol import ReplicaView
+from .sim import decode_steps
 
 __all__ = ["BRParams", "GuardScope", "MarginSource", "OwnLoad", "Lifetime", "Refill", "br0",
-           "brh", "allocate"]
+           "brh", "allocate", "BR0Router", "BRHRouter", "BRHState", "brh_router",
+           "PredictorKind"]
 
 
 class GuardScope(enum.StrEnum):
@@ -126,12 +129,11 @@ class BRParams:
     guard_scope: GuardScope | str = GuardScope.CANDIDATES
 
     def __post_init__(self) -> None:
-        if self.r_max < 1:
-            raise ModelError(f"R_max must be >= 1, got {self.r_max}")
-        if self.s_greedy is not None and self.s_greedy < 0:
-            raise ModelError(f"S_greedy must be >= 0 slots, got {self.s_greedy}")
-        if self.max_wait is not None and self.max_wait < 0:
-            raise ModelError(f"max_wait must be >= 0 ticks, got {self.max_wait}")
+        check_int(self.r_max, "R_max (BRParams.r_max)", low=1)
+        if self.s_greedy is not None:
+            check_int(self.s_greedy, "S_greedy (BRParams.s_greedy)", low=0, unit="slots")
+        if self.max_wait is not None:
+            check_int(self.max_wait, "max_wait (BRParams.max_wait)", low=0, unit="ticks")
         object.__setattr__(self, "guard_scope",
                            check_option(GuardScope, self.guard_scope, "guard_scope"))
 
@@ -229,7 +231,7 @@ def _best_single(ps: list[int], scorer: Any, g: int, hi: int | None = None) -> i
 class _Pool:
     """The pool sorted by prompt length (ascending; ties: earliest arrival last)."""
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ReplicaView) -> None:
         order = np.lexsort((-view.pool_ids, view.pool_prompt))
         self.ps: list[int] = view.pool_prompt[order].tolist()
         self.pos: list[int] = order.tolist()
@@ -238,7 +240,7 @@ class _Pool:
         return self.pos.pop(j), self.ps.pop(j)
 
 
-def allocate(view: ClusterView, scorer: Any, params: BRParams,
+def allocate(view: ReplicaView, scorer: Any, params: BRParams,
              tables: list[list[tuple[int, ...]]]) -> tuple[np.ndarray, np.ndarray]:
     """The two-stage allocation for one tick; returns (pool positions, replicas)."""
     G = view.free.size
@@ -340,40 +342,53 @@ def allocate(view: ClusterView, scorer: Any, params: BRParams,
     return np.asarray(out_pos, dtype=np.int64), np.asarray(out_g, dtype=np.int64)
 
 
-def br0(params: BRParams | None = None) -> Router:
-    """BR-0: single-step F-score, no prediction (THEORY §9.2–9.3)."""
-    prm = params if params is not None else BRParams()
-    tables = [subset_table(n, prm.r_max) for n in range(prm.r_max + 1)]
+def _tables(params: BRParams) -> list[list[tuple[int, ...]]]:
+    return [subset_table(n, params.r_max) for n in range(params.r_max + 1)]
 
-    def schedule(state: None, view: ClusterView) -> tuple[Any, Any, Any]:
-        pos, reps = allocate(view, _BR0Scorer(view.loads.tolist()), prm, tables)
-        return pos, reps, state
 
-    return Router("br0", lambda: None, schedule)
+@dataclass(frozen=True)
+class BR0Router:
+    """BR-0: single-step F-score, no prediction (THEORY §9.2–9.3); answers the tick's whole
+    :class:`~lbtheory.routers.Assignment`."""
+
+    params: BRParams = BRParams()
+    name: str = "br0"
+
+    def init(self, seed: int = 0) -> tuple:
+        """The subset tables of Stage 2 (computed once per run)."""
+        return (_tables(self.params),)
+
+    def observe(self, state: tuple, view: ReplicaView) -> tuple:
+        """Nothing to learn."""
+        return state
+
+    def route(self, state: tuple, view: ReplicaView,
+              rng: np.random.Generator) -> tuple[Assignment, tuple]:
+        """The two-stage allocation of the tick."""
+        pos, reps = allocate(view, _BR0Scorer(view.loads.tolist()), self.params, state[0])
+        return Assignment(pos, reps), state
+
+
+def br0(params: BRParams | None = None) -> BR0Router:
+    """BR-0 with ``params`` (default :class:`BRParams`)."""
+    return BR0Router(params if params is not None else BRParams())
 
 
 class BRHState(NamedTuple):
-    """BR-H state of one run: its own predictor (learns online from finished requests).
-
-    ``init()`` builds it afresh for every run, so the predictor's learning never leaks from one
-    run into the next."""
+    """BR-H state of one run: its predictor (an immutable value that learns online from
+    finished requests) and the Stage-2 subset tables."""
 
     predictor: Any
+    tables: list
 
 
-def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha: float = 1.0,
-        beta: float | None = None, gate: float = 0.5, params: BRParams | None = None,
-        name: str = "brh", margins: MarginSource | str = MarginSource.PLACED,
-        own_load: OwnLoad | str = OwnLoad.CONSTANT,
-        lifetime: Lifetime | str = Lifetime.CLAMPED,
-        refill: Refill | str = Refill.NONE) -> Router:
+@dataclass(frozen=True)
+class BRHRouter:
     """BR-H: horizon F-score with projected margins from a remaining-length predictor.
 
-    Args:
-        predictor_factory: zero-argument callable building a predictor
-            (:mod:`lbtheory.barrier.predictors`); ``init()`` deep-copies what it returns, so
-            even a factory that hands out one shared predictor object leaves that object
-            untouched and every run starts from the same predictor state.
+    Attributes:
+        predictor: the starting predictor (:mod:`lbtheory.barrier.predictors`; immutable, so
+            every run starts from it).
         horizon: ``H`` (steps; the paper's 80).
         gamma: discount ``γ ∈ (0, 1]``.
         alpha: reward weight ``α``.
@@ -390,52 +405,105 @@ def brh(predictor_factory: Any, *, horizon: int = 80, gamma: float = 1.0, alpha:
             projection (the saturated pool refills them at once).
 
     Raises:
-        LBTheoryError: an unknown option value (names the parameter).
+        ParameterError: an unknown option value (names the parameter) or a bad horizon.
     """
-    prm = params if params is not None else BRParams()
-    src = check_option(MarginSource, margins, "margins")
-    own = check_option(OwnLoad, own_load, "own_load")
-    life = check_option(Lifetime, lifetime, "lifetime")
-    fill_mode = check_option(Refill, refill, "refill")
 
-    def lifetimes(p_fin: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    predictor: Any
+    horizon: int = 80
+    gamma: float = 1.0
+    alpha: float = 1.0
+    beta: float | None = None
+    gate: float = 0.5
+    params: BRParams = BRParams()
+    name: str = "brh"
+    margins: MarginSource | str = MarginSource.PLACED
+    own_load: OwnLoad | str = OwnLoad.CONSTANT
+    lifetime: Lifetime | str = Lifetime.CLAMPED
+    refill: Refill | str = Refill.NONE
+
+    def __post_init__(self) -> None:
+        check_int(self.horizon, "horizon", low=0, unit="steps")
+        for field, cls in (("margins", MarginSource), ("own_load", OwnLoad),
+                           ("lifetime", Lifetime), ("refill", Refill)):
+            object.__setattr__(self, field, check_option(cls, getattr(self, field), field))
+        object.__setattr__(self, "_d", discount_vector(self.horizon, self.gamma))
+
+    def init(self, seed: int = 0) -> BRHState:
+        """The starting predictor and the subset tables."""
+        return BRHState(self.predictor, _tables(self.params))
+
+    def observe(self, state: BRHState, view: ReplicaView) -> BRHState:
+        """Teach the predictor the lengths of the requests that finished."""
+        if not view.finished_ids:
+            return state
+        return state._replace(predictor=state.predictor.observe(view.finished_ids,
+                                                                view.finished_steps))
+
+    def _lifetimes(self, p_fin: np.ndarray, mu: np.ndarray) -> np.ndarray:
         # EXACT: a request outliving H has lifetime H + 1 (counts at every h = 0..H)
-        return expected_contribution(p_fin, mu, horizon + int(life is Lifetime.EXACT), gate)
+        return expected_contribution(p_fin, mu,
+                                     self.horizon + int(self.lifetime is Lifetime.EXACT),
+                                     self.gate)
 
-    d = discount_vector(horizon, gamma)
-    tables = [subset_table(n, prm.r_max) for n in range(prm.r_max + 1)]
-
-    def init() -> BRHState:
-        return BRHState(copy.deepcopy(predictor_factory()))
-
-    def schedule(state: BRHState, view: ClusterView) -> tuple[Any, Any, Any]:
-        pred = state.predictor
-        if view.finished_ids:
-            pred.observe(view.finished_ids, view.finished_steps)
+    def route(self, state: BRHState, view: ReplicaView,
+              rng: np.random.Generator) -> tuple[Assignment, BRHState]:
+        """The two-stage allocation with projected margins."""
+        pred, horizon, d = state.predictor, self.horizon, self._d
         G = view.free.size
         rows, cols = np.nonzero(view.slot_ids >= 0)
         ids = view.slot_ids[rows, cols]
         decoded = view.tick - view.slot_start[rows, cols]
         p_fin, mu = pred.predict(ids, decoded, horizon)
         base = view.slot_prompt[rows, cols] + decoded
-        life_i = lifetimes(p_fin, mu)
+        life_i = self._lifetimes(p_fin, mu)
         lh = projected_loads(rows, base, life_i, G, horizon)
-        if fill_mode is Refill.POOL_MEAN and view.pool_prompt.size:
-            lh += refill_loads(rows, life_i, float(view.pool_prompt.mean()), G, horizon)
-        b = float(G if beta is None else beta)
-        update = src is MarginSource.PLACED
-        if own is OwnLoad.PROJECTED:
+        pool_mean = float(view.pool_prompt.mean()) if view.pool_prompt.size else 0.0
+        if self.refill is Refill.POOL_MEAN and view.pool_prompt.size:
+            lh += refill_loads(rows, life_i, pool_mean, G, horizon)
+        b = float(G if self.beta is None else self.beta)
+        update = self.margins is MarginSource.PLACED
+        if self.own_load is OwnLoad.PROJECTED:
             P = view.pool_ids.size
             pp, pmu = pred.predict(view.pool_ids, np.zeros(P, dtype=np.int64), horizon)
-            life_p = lifetimes(pp, pmu)
+            life_p = self._lifetimes(pp, pmu)
             prof = projected_loads(np.arange(P), view.pool_prompt, life_p, P, horizon)
-            if fill_mode is Refill.POOL_MEAN:
-                prof += refill_loads(np.arange(P), life_p, float(view.pool_prompt.mean()), P,
-                                     horizon)
-            scorer: _HorizonScorer = _ProfileScorer(lh, d, alpha, b, prof, update)
+            if self.refill is Refill.POOL_MEAN:
+                prof += refill_loads(np.arange(P), life_p, pool_mean, P, horizon)
+            scorer: _HorizonScorer = _ProfileScorer(lh, d, self.alpha, b, prof, update)
         else:
-            scorer = _HorizonScorer(lh, d, alpha, b, update)
-        pos, reps = allocate(view, scorer, prm, tables)
-        return pos, reps, state
+            scorer = _HorizonScorer(lh, d, self.alpha, b, update)
+        pos, reps = allocate(view, scorer, self.params, state.tables)
+        return Assignment(pos, reps), state
 
-    return Router(name, init, schedule)
+
+def brh(predictor_factory: Any, *, params: BRParams | None = None, **options: Any) -> BRHRouter:
+    """BR-H whose starting predictor is ``predictor_factory()`` (options: :class:`BRHRouter`)."""
+    return BRHRouter(predictor_factory(), params=params if params is not None else BRParams(),
+                     **options)
+
+
+class PredictorKind(enum.StrEnum):
+    """The remaining-length predictors of BR-H (THEORY §9.4)."""
+
+    ORACLE = "oracle"
+    SURVIVAL = "survival"
+    EXACTMATCH = "exactmatch"
+
+
+def brh_router(predictor: PredictorKind | str, workload: Workload, *,
+               params: BRParams | None = None, **options: Any) -> BRHRouter:
+    """BR-H with the ``predictor`` of the registry's ``brh-*`` policies, for ``workload``: the
+    Oracle reads its true lengths, ExactMatch its prompt keys. Named ``brh-{predictor}``.
+
+    Raises:
+        ParameterError: unknown predictor.
+    """
+    kind = check_option(PredictorKind, predictor, "predictor")
+    if kind is PredictorKind.ORACLE:
+        start: Any = OraclePredictor(decode_steps(workload))
+    elif kind is PredictorKind.SURVIVAL:
+        start = SurvivalPredictor()
+    else:
+        start = ExactMatchPredictor(workload.prompt_key)
+    options.setdefault("name", f"brh-{kind.value}")
+    return BRHRouter(start, params=params if params is not None else BRParams(), **options)

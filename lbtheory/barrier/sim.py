@@ -8,8 +8,11 @@ Model (per tick ``k``):
    free slot can be filled. With ``time_scale = X`` the timestamps are replayed compressed by
    ``X`` instead: a request enters the pool when the simulated clock reaches ``arrival / X``
    (the clock jumps over idle gaps).
-2. **Schedule.** If the pool is non-empty and a slot is free, the router assigns pool requests
-   to replicas with free slots (``slots`` per replica). Assignment is sticky.
+2. **Schedule.** If the pool is non-empty and a slot is free, the router (the one contract of
+   :mod:`lbtheory.routers`; see :mod:`.protocol`) assigns pool requests to replicas with free
+   slots (``slots`` per replica): a per-request router places the head of the pool (FIFO) and
+   is asked again; a batch router answers the tick's :class:`~lbtheory.routers.Assignment`.
+   Assignment is sticky.
    **KV-cache budget** (``kv_budget``, tokens per replica; off by default, see below): a replica
    holds the KV of its requests, prompt + generated tokens, which is exactly its load ``L_g(k)``.
    A request of prompt ``s_i`` may be admitted to ``g`` only if ``L_g(k)`` plus the prompts
@@ -27,24 +30,26 @@ Model (per tick ``k``):
 4. **Completion.** A request with ``n_i = max(output_tokens, 1)`` decode steps leaves after
    its ``n_i``-th step, freeing its slot.
 
-Metrics (see :class:`DecodeResult`): the measurement window is every step up to the tick at
-which the last request was scheduled (the final drain, when the pool is empty and the cluster
-empties, is excluded; ``*_all`` keys include it). Throughput is tokens per second of decode
-steps (idle gaps of a time-scaled replay are not counted). Deterministic under the router's
-seed.
+Every request finishes (the run ends when the last one does), so a result's ``status`` is
+``completed``. Metrics (see :class:`DecodeResult`): the measurement window is every step up to the
+tick at which the last request was scheduled (the final drain, when the pool is empty and the
+cluster empties, is excluded; ``*_all`` keys include it). Throughput is tokens per second of decode
+steps (idle gaps of a time-scaled replay are not counted). Deterministic under the router's seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._checks import check_real
-from ..errors import ModelError
+from .._checks import check_int, check_real, check_seed
+from ..errors import ParameterError, RunStatus
+from ..routers import Assignment
 from ..stats import mean
-from ..workloads import Trace
+from ..workloads import Workload
 from .imbalance import (
     StepTimeModel,
     imbalance_from_totals,
@@ -52,7 +57,7 @@ from .imbalance import (
     tpot_per_request,
     tpot_percentiles,
 )
-from .protocol import ClusterView, Router
+from .protocol import ReplicaView
 
 __all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps"]
 
@@ -81,20 +86,14 @@ class DecodeConfig:
     record_loads: bool = False
 
     def __post_init__(self) -> None:
-        if int(self.replicas) != self.replicas or self.replicas < 1:
-            raise ModelError(f"number of replicas G must be an integer >= 1, got {self.replicas}")
-        if int(self.slots) != self.slots or self.slots < 1:
-            raise ModelError(f"slot capacity {self.slots} per replica is too small for any "
-                             "request (need an integer >= 1)")
-        if int(self.window) != self.window or self.window < 1:
-            raise ModelError(f"pool window must be an integer >= 1 requests, got {self.window}")
+        check_int(self.replicas, "number of replicas G (DecodeConfig.replicas)", low=1)
+        check_int(self.slots, "slot capacity per replica (DecodeConfig.slots)", low=1)
+        check_int(self.window, "pool window (DecodeConfig.window)", low=1, unit="requests")
         if self.time_scale is not None:
             check_real(self.time_scale, "time_scale", low=0.0, low_open=True)
-        if self.kv_budget is not None and (isinstance(self.kv_budget, bool)
-                                           or int(self.kv_budget) != self.kv_budget
-                                           or self.kv_budget < 1):
-            raise ModelError(f"kv_budget must be an integer >= 1 (KV tokens per replica) or None, "
-                             f"got {self.kv_budget!r}")
+        if self.kv_budget is not None:
+            check_int(self.kv_budget, "kv_budget (DecodeConfig.kv_budget)", low=1,
+                      unit="KV tokens per replica; or None")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for manifests)."""
@@ -121,6 +120,8 @@ class DecodeResult:
         measure_steps: number of leading steps in the measurement window.
         loads: ``(K, G)`` loads if recorded, else ``None``.
         sim_wall_s: wall-clock seconds the simulation took.
+        status: :class:`~lbtheory.errors.RunStatus` — always ``completed`` (every request is
+            scheduled and finishes; a router that strands requests raises instead).
     """
 
     policy: str
@@ -135,6 +136,7 @@ class DecodeResult:
     measure_steps: int
     loads: np.ndarray | None = None
     sim_wall_s: float = 0.0
+    status: RunStatus = RunStatus.COMPLETED
 
     @property
     def imbalance(self) -> np.ndarray:
@@ -170,9 +172,9 @@ class DecodeResult:
         return out
 
 
-def decode_steps(trace: Trace) -> np.ndarray:
-    """Decode steps of each request: ``max(output_tokens, 1)``."""
-    return np.maximum(trace.output_tokens, 1).astype(np.int64)
+def decode_steps(workload: Workload) -> np.ndarray:
+    """Decode steps of each request: ``max(output_tokens, 1)`` (a prefill always emits one)."""
+    return np.maximum(workload.output_tokens, 1).astype(np.int64)
 
 
 class _Cluster:
@@ -212,58 +214,121 @@ class _Cluster:
         return len(ended)
 
 
-def _apply(view: ClusterView, pos: np.ndarray, reps: np.ndarray, name: str) -> None:
+def _check(view: ReplicaView, pos: np.ndarray, reps: np.ndarray, name: str) -> None:
     """Check a router's answer against the view (distinct positions, free slots, KV room)."""
-    pos = np.asarray(pos, dtype=np.int64)
-    reps = np.asarray(reps, dtype=np.int64)
-    if pos.shape != reps.shape:
-        raise ModelError(f"router {name} returned {pos.size} positions and {reps.size} replicas")
+    if pos.shape != reps.shape or pos.ndim != 1:
+        raise ParameterError(f"router {name} returned {pos.size} positions and {reps.size} "
+                             f"replicas")
     if pos.size == 0:
         return
     if np.unique(pos).size != pos.size or pos.min() < 0 or pos.max() >= view.pool_ids.size:
-        raise ModelError(f"router {name} returned invalid or repeated pool positions")
+        raise ParameterError(f"router {name} returned invalid or repeated pool positions")
     G = view.free.size
     if reps.min() < 0 or reps.max() >= G:
-        raise ModelError(f"router {name} returned a replica outside 0..{G - 1}")
+        raise ParameterError(f"router {name} returned a replica outside 0..{G - 1}")
     if np.any(np.bincount(reps, minlength=G) > view.free):
-        raise ModelError(f"router {name} over-filled a replica's free slots")
+        raise ParameterError(f"router {name} over-filled a replica's free slots")
     if view.kv_free is not None:
         kv = np.bincount(reps, weights=view.pool_prompt[pos], minlength=G)
         if np.any((kv > 0) & (kv > view.kv_free)):  # kv_free < 0 after growth: admit nothing
-            raise ModelError(f"router {name} admitted more prompt tokens than a replica's KV "
-                             "budget has room for (kv_free)")
+            raise ParameterError(f"router {name} admitted more prompt tokens than a replica's "
+                                 f"KV budget has room for (kv_free)")
 
 
-def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None = None,
-                    **options: Any) -> DecodeResult:
-    """Replay ``trace`` through ``router`` on ``G`` barrier-synchronised decode replicas.
+def _decide(router: Any, state: Any, view: ReplicaView, rng: np.random.Generator
+            ) -> tuple[list[int], list[int], Any]:
+    """Ask ``router`` until it has nothing more to place this tick; pool positions (in the
+    tick's first view) and replicas.
+
+    A per-request answer (an int) places the head of the pool (FIFO); a batch answer (an
+    :class:`~lbtheory.routers.Assignment`) places its positions. Either way the router is asked
+    again with the view updated (slots, loads, KV room, the rest of the pool), until it answers
+    ``None`` or an empty assignment, or the pool or the slots run out.
+    """
+    name = getattr(router, "name", "router")
+    order = np.arange(view.pool_ids.size)
+    out_pos: list[int] = []
+    out_g: list[int] = []
+    while view.pool_ids.size and view.free.any():
+        decision, state = router.route(state, view, rng)
+        if decision is None:
+            break
+        if isinstance(decision, Assignment):
+            pos = np.asarray(decision.positions, dtype=np.int64)
+            reps = np.asarray(decision.targets, dtype=np.int64)
+        else:
+            pos = np.array([view.head], dtype=np.int64)
+            reps = np.array([decision], dtype=np.int64)
+        _check(view, pos, reps, name)
+        if pos.size == 0:
+            break
+        out_pos.extend(order[pos].tolist())
+        out_g.extend(reps.tolist())
+        keep = np.ones(order.size, dtype=bool)
+        keep[pos] = False
+        order = order[keep]
+        view = _after(view, pos, reps, keep)
+    return out_pos, out_g, state
+
+
+def _after(view: ReplicaView, pos: np.ndarray, reps: np.ndarray,
+           keep: np.ndarray) -> ReplicaView:
+    """The view once pool positions ``pos`` went to replicas ``reps`` (``keep``: the rest)."""
+    G = view.free.size
+    n_g = np.bincount(reps, minlength=G)
+    s_g = np.bincount(reps, weights=view.pool_prompt[pos], minlength=G).astype(np.int64)
+    return view._replace(
+        free=view.free - n_g, inflight=view.inflight + n_g, loads=view.loads + s_g,
+        kv_free=None if view.kv_free is None else view.kv_free - s_g,
+        pool_ids=view.pool_ids[keep], pool_prompt=view.pool_prompt[keep],
+        pool_wait=view.pool_wait[keep], finished_ids=[], finished_steps=[], head=0)
+
+
+def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | None = None,
+                    seed: int = 0, **options: Any) -> DecodeResult:
+    """Replay ``workload`` through ``router`` on ``G`` barrier-synchronised decode replicas.
 
     Args:
-        trace: the requests (:func:`lbtheory.traces.read_trace`).
-        router: a :class:`~lbtheory.barrier.protocol.Router` (see :mod:`lbtheory.routers`).
-        config: cluster settings; alternatively pass :class:`DecodeConfig` fields as keywords.
+        workload: the requests (:func:`lbtheory.workloads.read_trace`).
+        router: a router (the contract of :mod:`lbtheory.routers`), e.g.
+            ``lbtheory.registry.make_router("br0", "replicas")``.
+        config: cluster settings; alternatively pass :class:`DecodeConfig` fields as keywords
+            (not both).
+        seed: seed of the router's random draws (the ``rng`` of ``route``).
 
     Returns:
         :class:`DecodeResult`; every request is scheduled exactly once and finishes.
 
     Raises:
-        ModelError: bad settings (G < 1, slots < 1, a ``kv_budget`` below the longest prompt, ...)
+        ParameterError: ``config`` and keywords together, an unknown keyword, bad settings
+            (G < 1, slots < 1, a ``kv_budget`` below the longest prompt, ...), a negative seed,
             or a router that breaks the contract.
     """
     import time
 
+    if config is not None and options:
+        raise ParameterError(f"simulate_decode: give config= or DecodeConfig fields as keywords, "
+                             f"not both (got config and {sorted(options)})")
+    if config is None:
+        unknown = sorted(set(options) - {f.name for f in dataclasses.fields(DecodeConfig)})
+        if unknown:
+            raise ParameterError(f"simulate_decode: unknown option(s) {unknown}; expected "
+                                 f"DecodeConfig fields")
     cfg = config if config is not None else DecodeConfig(**options)
+    rng = np.random.default_rng(check_seed(seed))
     G, S = int(cfg.replicas), int(cfg.slots)
-    n = len(trace)
-    prompt = trace.prompt_tokens
-    steps = decode_steps(trace)
+    n = len(workload)
+    prompt = workload.prompt_tokens
+    steps = decode_steps(workload)
     if cfg.kv_budget is not None and n and int(prompt.max()) > cfg.kv_budget:
-        raise ModelError(f"kv_budget {cfg.kv_budget} tokens is smaller than the longest prompt "
-                         f"({int(prompt.max())} tokens): that request could never be admitted")
-    arrive = trace.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
+        raise ParameterError(f"kv_budget {cfg.kv_budget} tokens is smaller than the longest "
+                             f"prompt ({int(prompt.max())} tokens): that request could never be "
+                             f"admitted")
+    arrive = workload.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
     step_time = cfg.step_model  # t = a·M + b (s): the one definition, StepTimeModel.__call__
     cl = _Cluster(G, S)
-    state = router.init()
+    state = router.init(seed)
+    name = getattr(router, "name", "router")
     enter = np.zeros(n, dtype=np.int64)
     start = np.full(n, -1, dtype=np.int64)
     replica = np.full(n, -1, dtype=np.int64)
@@ -289,19 +354,20 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
                 nxt += 1
         if pool and cl.free.any():
             ids = np.asarray(pool, dtype=np.int64)
-            view = ClusterView(tick, cl.loads.copy(), cl.free.copy(), cl.inflight.copy(), ids,
+            view = ReplicaView(tick, cl.loads.copy(), cl.free.copy(), cl.inflight.copy(), ids,
                                prompt[ids], tick - enter[ids], cl.slot_ids, cl.slot_prompt,
                                cl.slot_start, done_ids, done_steps,
                                None if cfg.kv_budget is None else cfg.kv_budget - cl.loads)
-            pos, reps, state = router.schedule(state, view)
-            _apply(view, pos, reps, router.name)
-            for p, g in zip(np.asarray(pos).tolist(), np.asarray(reps).tolist()):
+            if done_ids:
+                state = router.observe(state, view)
+            pos, reps, state = _decide(router, state, view, rng)
+            for p, g in zip(pos, reps):
                 i = pool[p]
                 start[i] = tick
                 replica[i] = g
                 cl.admit(g, i, int(prompt[i]), int(steps[i]), tick)
-            if len(pos):
-                taken = set(np.asarray(pos).tolist())
+            if pos:
+                taken = set(pos)
                 pool = [i for j, i in enumerate(pool) if j not in taken]
             done_ids, done_steps = [], []
             if nxt == n and not pool and measure == 0:
@@ -311,8 +377,8 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
             if arrive is not None and not pool and nxt < n:
                 clock = max(clock, float(arrive[nxt]))
                 continue
-            raise ModelError(f"router {router.name} left every slot idle with "
-                             f"{len(pool)} requests waiting at step {tick}")
+            raise ParameterError(f"router {name} left every slot idle with "
+                                 f"{len(pool)} requests waiting at step {tick}")
         m = int(cl.loads.max())
         rec_max.append(m)
         rec_sum.append(int(cl.loads.sum()))
@@ -325,7 +391,7 @@ def simulate_decode(trace: Trace, router: Router, *, config: DecodeConfig | None
         tick += 1
     max_load = np.asarray(rec_max, dtype=float)
     return DecodeResult(
-        policy=router.name, config=cfg, max_load=max_load,
+        policy=name, config=cfg, max_load=max_load,
         sum_load=np.asarray(rec_sum, dtype=float), tokens=np.asarray(rec_tok, dtype=float),
         step_time_s=np.asarray(step_time(max_load), dtype=float), start_step=start, replica=replica,
         n_steps=steps,

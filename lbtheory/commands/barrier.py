@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..barrier.compare import compare_policies, summary_table
-from ..barrier.imbalance import StepTimeModel
-from ..barrier.policies import BARRIER_POLICIES, BRParams, parse_policies
-from ..barrier.sim import DecodeConfig
+from ..barrier import BRParams, DecodeConfig, StepTimeModel, summary_table
 from ..io import dumps_json
+from ..registry import BARRIER_POLICIES, compare_policies, parse_policies
 from ..workloads import read_trace
 
 NAME = "barrier"
@@ -54,10 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run every policy and print a table (or JSON with ``policies.{name}.{...}``)."""
     if args.limit is not None and args.limit < 1:  # refused before the trace is read
-        from ..errors import ModelError
+        from ..errors import ParameterError
 
-        raise ModelError(f"--limit must be an integer ≥ 1 (requests), got {args.limit}")
-    names = parse_policies(args.policies)
+        raise ParameterError(f"--limit must be an integer ≥ 1 (requests), got {args.limit}")
+    names = parse_policies(args.policies, "replicas")
     cfg = DecodeConfig(replicas=args.replicas, slots=args.slots, window=args.window,
                        time_scale=args.time_scale, kv_budget=args.kv_budget,
                        step_model=StepTimeModel(args.step_a, args.step_b))

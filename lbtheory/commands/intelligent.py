@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ParameterError
 from ..io import dumps_json, write_json_atomic
 
 NAME = "intelligent"
@@ -14,6 +14,7 @@ HELP = ("Intelligent Router (arXiv 2408.13510, THEORY §10): LLM instances with 
         "batching, KV budget and prefill/decode interference; 'evaluate' compares routers on a "
         "trace, 'train' trains a Double-DQN router.")
 
+#: the default --routers (the seed's heuristics); any name of INSTANCE_POLICIES is accepted.
 ROUTER_NAMES = ("rr", "jsq", "minmin", "maxcap", "heuristic")
 RL_NAMES = ("rl", "wa-rl", "wg-rl")
 JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_wait")
@@ -44,9 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         description="Serve the same seeded workload with each router and report "
                                     "E2E latency, TTFT, TBT, router wait (s) and preemptions.")
     _common(ev, 2000)
+    from ..registry import INSTANCE_POLICIES
+
     ev.add_argument("--routers", default=",".join(ROUTER_NAMES),
-                    help="comma-separated routers: " + ", ".join(ROUTER_NAMES)
-                    + ", or NAME=DIR for a checkpoint of 'lbtheory intelligent train'")
+                    help="comma-separated routers: "
+                    + ", ".join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)
+                    + ", or NAME=DIR (NAME one of " + ", ".join(RL_NAMES)
+                    + ") for a checkpoint of 'lbtheory intelligent train'")
     ev.add_argument("--predictor", choices=("oracle", "histogram"), default="oracle",
                     help="output lengths routers see: true ones, or the histogram classifier "
                          "fitted on the first half of each trace (requests drawn from the second)")
@@ -79,11 +84,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _positive_int(value: int, flag: str) -> None:
-    if value < 1:
-        raise ModelError(f"{flag} must be an integer >= 1, got {value}")
+    from .._checks import check_int
+
+    check_int(value, flag, low=1)
 
 
 def _parse_routers(spec: str) -> list[tuple[str, str | None]]:
+    from ..registry import INSTANCE_POLICIES
+
     out: list[tuple[str, str | None]] = []
     for item in (s.strip() for s in spec.split(",")):
         if not item:
@@ -91,18 +99,20 @@ def _parse_routers(spec: str) -> list[tuple[str, str | None]]:
         name, _, ckpt = item.partition("=")
         if ckpt:
             if name not in RL_NAMES:
-                raise ModelError(f"--routers: checkpoint router {name!r} must be one of "
-                                 f"{', '.join(RL_NAMES)}")
+                raise ParameterError(f"--routers: checkpoint router {name!r} must be one of "
+                                     f"{', '.join(RL_NAMES)}")
             if not Path(ckpt).is_dir():
-                raise ModelError(f"--routers: checkpoint directory {ckpt!r} of {name} not found")
-        elif name not in ROUTER_NAMES:
-            raise ModelError(f"--routers: unknown router {name!r}; expected one of "
-                             f"{', '.join(ROUTER_NAMES)} or NAME=DIR")
+                raise ParameterError(f"--routers: checkpoint directory {ckpt!r} of {name} not "
+                                     f"found")
+        elif name not in INSTANCE_POLICIES or name in RL_NAMES:
+            raise ParameterError(f"--routers: unknown router {name!r}; expected one of "
+                                 f"{', '.join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)}"
+                                 f" or NAME=DIR")
         out.append((name, ckpt or None))
     if not out:
-        raise ModelError("--routers: expected at least one router name")
+        raise ParameterError("--routers: expected at least one router name")
     if len({n for n, _ in out}) != len(out):
-        raise ModelError(f"--routers: a router is listed twice in {spec!r}")
+        raise ParameterError(f"--routers: a router is listed twice in {spec!r}")
     return out
 
 
@@ -116,7 +126,7 @@ def _setup(args: argparse.Namespace):
     _positive_int(args.kv_budget, "--kv-budget")
     _positive_int(args.max_batch, "--max-batch")
     if not args.rate >= 0:
-        raise ModelError(f"--rate must be >= 0 (req/s), got {args.rate}")
+        raise ParameterError(f"--rate must be >= 0 (req/s), got {args.rate}")
     traces = [read_trace(p) for p in args.trace]
     cfg = ClusterConfig(n_instances=args.instances, kv_budget_tokens=args.kv_budget,
                         max_batch=args.max_batch, epoch_s=args.epoch)
@@ -131,7 +141,9 @@ def _manifest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from ..intelligent import make_heuristic, mix_traces, simulate
+    from ..intelligent import simulate
+    from ..registry import make_router
+    from ..workloads import mix_traces
 
     routers = _parse_routers(args.routers)
     cfg, traces, rate = _setup(args)
@@ -148,21 +160,12 @@ def _evaluate(args: argparse.Namespace) -> int:
                         window=(0.5, 1.0))
         pred = model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
     cfg.check_workload(wl)
-    loaded = {}
-    if any(ck for _, ck in routers):
-        from ..intelligent import load_checkpoint
-
-        loaded = {n: load_checkpoint(ck, cfg) for n, ck in routers if ck}
+    built = {name: make_router(name, "instances", **({"checkpoint": ck, "cluster": cfg}
+                                                     if ck else {}))
+             for name, ck in routers}  # checkpoints are read (and checked) before any run
     results: dict[str, Any] = {}
     for name, _ in routers:
-        if name in loaded:
-            from ..intelligent import RoutingEnv, greedy_rollout
-
-            env = RoutingEnv(lambda s: wl, cfg, loaded[name].env_config,
-                             None if pred is None else (lambda w: pred))
-            res = greedy_rollout(loaded[name].net, env, args.seed, name)
-        else:
-            res = simulate(wl, make_heuristic(name), cfg, predicted_output=pred)
+        res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed)
         results[name] = res.summary()
     if args.out:
         write_json_atomic(args.out, {"routers": results, "manifest": _manifest(args)})
@@ -188,13 +191,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..intelligent import DQNConfig, mix_traces, save_checkpoint, train_dqn
+    from ..intelligent import DQNConfig, save_checkpoint, train_dqn
+    from ..workloads import mix_traces
 
     if args.router not in RL_NAMES:
-        raise ModelError(f"--router: unknown RL router {args.router!r}; expected one of "
-                         f"{', '.join(RL_NAMES)}")
+        raise ParameterError(f"--router: unknown RL router {args.router!r}; expected one of "
+                             f"{', '.join(RL_NAMES)}")
     if args.reading not in ("hurl", "literal"):
-        raise ModelError(f"--reading must be 'hurl' or 'literal', got {args.reading!r}")
+        raise ParameterError(f"--reading must be 'hurl' or 'literal', got {args.reading!r}")
     cfg, traces, rate = _setup(args)
     _positive_int(args.episodes, "--episodes")
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,

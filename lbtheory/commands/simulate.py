@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from ..errors import DataFormatError, TopologyError
+from ..errors import DataFormatError, ParameterError
 from ..io import dumps_json, save_figure_atomic
 
 NAME = "simulate"
@@ -17,7 +17,7 @@ HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, A
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory simulate``."""
-    from ..routers import POLICY_NAMES
+    from ..registry import POLICY_NAMES
 
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.add_argument("scenario", nargs="?", default=None,
@@ -66,14 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _routers(spec: str, stepsize: float | None, error_aversion: bool = False,
              affinity: bool = False) -> list[tuple[str, object]]:
-    from ..routers import make_router
+    from ..registry import make_router, parse_policies
 
-    names = [p.strip() for p in spec.split(",")]
-    if not names or any(not p for p in names):
-        raise TopologyError(f"--policy: expected a comma-separated list of policy names, "
-                            f"got {spec!r}")
-    if len(set(names)) != len(names):
-        raise TopologyError(f"--policy: duplicate policy in {spec!r}")
+    try:
+        names = parse_policies(spec, "cells")
+    except ParameterError as exc:
+        raise ParameterError(f"--policy: {exc}") from None
     out = []
     for p in names:
         opts = {"stepsize": stepsize} if stepsize is not None and p.startswith("flow-") else {}
@@ -83,8 +81,7 @@ def _routers(spec: str, stepsize: float | None, error_aversion: bool = False,
 
 
 def _scenario(args: argparse.Namespace):
-    from ..sim import load_scenario
-    from ..sim._appendix_b import appendix_b_scenario
+    from ..sim import appendix_b_scenario, load_scenario
 
     if (args.scenario is None) == (args.appendix_b is None):
         raise DataFormatError("scenario: give exactly one of a SCENARIO file or --appendix-b SEED",
@@ -129,12 +126,11 @@ def run(args: argparse.Namespace) -> int:
                               f"{args.duration!r}", field="duration")
     routers = _routers(args.policy, args.stepsize, args.error_aversion, args.affinity)
     if args.normalise and "rand" not in [n for n, _ in routers]:
-        raise TopologyError("--normalise: add 'rand' to --policy (latency is normalised by it)")
+        raise ParameterError("--normalise: add 'rand' to --policy (latency is normalised by it)")
     sc = _scenario(args)
     import dataclasses
 
-    from ..sim import Estimation
-    from ..sim._scenario import Affinity
+    from ..sim import Affinity, Estimation
 
     if args.estimate and sc.estimation is None:
         sc = dataclasses.replace(sc, estimation=Estimation())

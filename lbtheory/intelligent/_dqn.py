@@ -14,6 +14,7 @@ Router kinds (THEORY §10): ``rl`` (no guidance), ``wa-rl`` (static mixing penal
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
 from collections.abc import Callable
@@ -27,18 +28,38 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..errors import DataFormatError, ModelError
+from .._checks import check_int, check_option, check_real, check_seed
+from ..errors import DataFormatError, ParameterError, RunStatus
 from ..io import write_json_atomic, write_text_atomic
-from ._engine import ClusterConfig
-from ._env import EnvConfig, RoutingEnv, observation_size
-from ._simulate import SimResult, result_of
+from ._engine import ClusterConfig, ClusterSim, InstanceView
+from ._env import (
+    EnvConfig,
+    Guidance,
+    Reading,
+    RoutingEnv,
+    observation,
+    observation_size,
+    wait_allowed,
+)
+from ._simulate import InstanceResult, result_of, run_router
 from ._timing import IterationTimeModel
 
 __all__ = ["DQNConfig", "TrainResult", "train_dqn", "greedy_rollout", "save_checkpoint",
-           "load_checkpoint", "GUIDANCE_OF", "q_values", "split_net"]
+           "load_checkpoint", "GUIDANCE_OF", "q_values", "split_net", "RLKind", "DQNRouter",
+           "dqn_router", "ReplayBuffer", "greedy_action"]
+
+
+class RLKind(enum.StrEnum):
+    """The RL routers of THEORY §10 (the names of ``lbtheory intelligent train --router``)."""
+
+    RL = "rl"        # Baseline RL: no guidance
+    WA_RL = "wa-rl"  # Workload-Aware RL: static mixing penalty
+    WG_RL = "wg-rl"  # Workload-Guided RL: annealed guidance
+
 
 #: router kind -> guidance kind of :class:`EnvConfig`.
-GUIDANCE_OF = {"rl": "none", "wa-rl": "static", "wg-rl": "annealed"}
+GUIDANCE_OF = {RLKind.RL: Guidance.NONE, RLKind.WA_RL: Guidance.STATIC,
+               RLKind.WG_RL: Guidance.ANNEALED}
 
 
 @dataclass(frozen=True)
@@ -61,8 +82,8 @@ class DQNConfig:
         beta_d: λ_k decay per episode.
     """
 
-    router: str = "wg-rl"
-    reading: str = "hurl"
+    router: RLKind | str = RLKind.WG_RL
+    reading: Reading | str = Reading.HURL
     episodes: int = 10
     seed: int = 0
     hidden: tuple[int, ...] = (128, 128)
@@ -79,13 +100,21 @@ class DQNConfig:
     beta_d: float = 0.2
 
     def __post_init__(self) -> None:
-        if self.router not in GUIDANCE_OF:
-            raise ModelError(f"router must be one of {', '.join(GUIDANCE_OF)}, got "
-                             f"{self.router!r}")
-        if self.reading not in ("hurl", "literal"):
-            raise ModelError(f"reading must be 'hurl' or 'literal', got {self.reading!r}")
-        if self.episodes < 1:
-            raise ModelError(f"episodes must be >= 1, got {self.episodes}")
+        object.__setattr__(self, "router", check_option(RLKind, self.router, "router"))
+        object.__setattr__(self, "reading", check_option(Reading, self.reading, "reading"))
+        check_seed(self.seed)
+        for name in ("episodes", "batch_size", "buffer_size", "train_every", "target_every",
+                     "eps_decay_steps"):
+            check_int(getattr(self, name), f"DQNConfig.{name}", low=1)
+        check_int(self.learning_starts, "DQNConfig.learning_starts", low=0)
+        check_real(self.lr, "DQNConfig.lr (learning rate)", low=0.0, low_open=True)
+        for name in ("eps_start", "eps_end", "gamma"):
+            check_real(getattr(self, name), f"DQNConfig.{name}", low=0.0, high=1.0)
+        check_real(self.beta_d, "DQNConfig.beta_d", low=0.0)
+        if not self.hidden or any(isinstance(h, bool) or int(h) != h or h < 1
+                                  for h in self.hidden):
+            raise ParameterError(f"DQNConfig.hidden must be layer widths >= 1, got "
+                                 f"{self.hidden!r}")
 
     def env_config(self, base: EnvConfig | None = None) -> EnvConfig:
         """The :class:`EnvConfig` this router trains on."""
@@ -112,16 +141,44 @@ def _q_split(params: Any, static: Any, obs: jax.Array) -> jax.Array:
 
 
 def split_net(net: Any) -> tuple[Any, Any]:
-    """(arrays, static structure) of a Q-network, for the fast decision path of :func:`_greedy`
-    (``jax.jit`` with the structure static: several times less dispatch overhead than
-    ``eqx.filter_jit`` per call)."""
+    """(arrays, static structure) of a Q-network, for the fast decision path of
+    :func:`greedy_action` (``jax.jit`` with the structure static: several times less dispatch
+    overhead than ``eqx.filter_jit`` per call)."""
     return eqx.partition(net, eqx.is_array)
 
 
-def _greedy(split: tuple[Any, Any], obs: np.ndarray, mask: np.ndarray) -> int:
+def greedy_action(split: tuple[Any, Any], obs: np.ndarray, mask: np.ndarray) -> int:
     """argmax of the Q-values over the valid actions (``split`` from :func:`split_net`)."""
     q = np.asarray(_q_split(split[0], split[1], obs))
     return int(np.argmax(np.where(mask, q, -np.inf)))
+
+
+class ReplayBuffer:
+    """A ring buffer of transitions ``(s, a, r, s', done, mask')`` (the training loop's memory;
+    the one mutable object of training, owned by :func:`train_dqn`)."""
+
+    def __init__(self, capacity: int, obs_dim: int, n_actions: int) -> None:
+        self.S = np.zeros((capacity, obs_dim), np.float32)
+        self.S2 = np.zeros((capacity, obs_dim), np.float32)
+        self.A = np.zeros(capacity, np.int32)
+        self.R = np.zeros(capacity, np.float32)
+        self.done = np.zeros(capacity, np.float32)
+        self.mask2 = np.ones((capacity, n_actions), bool)
+        self.capacity, self.size, self.ptr = capacity, 0, 0
+
+    def add(self, s: np.ndarray, a: int, r: float, s2: np.ndarray, done: bool,
+            mask2: np.ndarray) -> None:
+        """Store one transition (overwriting the oldest when full)."""
+        k = self.ptr
+        self.S[k], self.A[k], self.R[k], self.S2[k], self.done[k] = s, a, r, s2, float(done)
+        self.mask2[k] = mask2
+        self.ptr, self.size = (k + 1) % self.capacity, min(self.size + 1, self.capacity)
+
+    def sample(self, rng: np.random.Generator, batch: int) -> tuple[np.ndarray, ...]:
+        """A uniform minibatch ``(s, a, r, s', done, mask')`` (with replacement)."""
+        idx = rng.integers(self.size, size=batch)
+        return (self.S[idx], self.A[idx], self.R[idx], self.S2[idx], self.done[idx],
+                self.mask2[idx])
 
 
 @functools.lru_cache(maxsize=8)
@@ -148,13 +205,18 @@ def _update_fn(lr: float):
 
 @dataclass
 class TrainResult:
-    """A trained Q-network, its configs and per-episode learning curve."""
+    """A trained Q-network, its configs and per-episode learning curve.
+
+    ``status`` (:class:`~lbtheory.errors.RunStatus`): ``completed``, or ``diverged`` when a loss
+    or a parameter became non-finite (training stops at that episode; the network is unusable).
+    """
 
     net: Any
     config: DQNConfig
     env_config: EnvConfig
     cluster: ClusterConfig
     history: list[dict[str, float]] = field(default_factory=list)
+    status: RunStatus = RunStatus.COMPLETED
 
 
 def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config: DQNConfig, *,
@@ -179,44 +241,44 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
     opt, update = _update_fn(float(config.lr))
     opt_state = opt.init(eqx.filter(net, eqx.is_array))
     rng = np.random.default_rng(config.seed)
-    cap = config.buffer_size
-    S = np.zeros((cap, obs_dim), np.float32)
-    S2 = np.zeros((cap, obs_dim), np.float32)
-    A = np.zeros(cap, np.int32)
-    R = np.zeros(cap, np.float32)
-    Dn = np.zeros(cap, np.float32)
-    M2 = np.ones((cap, n_act), bool)
-    size = ptr = steps = n_updates = 0
+    buf = ReplayBuffer(config.buffer_size, obs_dim, n_act)
+    # ε-greedy schedule (optax's linear schedule, tabulated once: no JAX dispatch per step)
+    eps_table = np.asarray(optax.linear_schedule(config.eps_start, config.eps_end,
+                                                 config.eps_decay_steps)(
+        np.arange(config.eps_decay_steps + 1)), dtype=float)
+
+    def epsilon(step: int) -> float:
+        return float(eps_table[min(step, config.eps_decay_steps)])
+
+    steps = n_updates = 0
     split = split_net(net)
     history: list[dict[str, float]] = []
+    status = RunStatus.COMPLETED
     for k in range(config.episodes):
         env.set_episode(k)
         obs, info = env.reset(seed=config.seed + k)
         mask = info["action_mask"]
         ret, losses, done, trunc = 0.0, [], env._done, False
-        eps = config.eps_start
+        eps = float(epsilon(steps))
         while not (done or trunc):
-            eps = max(config.eps_end, config.eps_start - (config.eps_start - config.eps_end)
-                      * steps / max(config.eps_decay_steps, 1))
+            eps = float(epsilon(steps))
             if rng.random() < eps:
                 a = int(rng.choice(np.flatnonzero(mask)))
             else:
-                a = _greedy(split, obs, mask)
+                a = greedy_action(split, obs, mask)
             obs2, r, done, trunc, info = env.step(a)
-            S[ptr], A[ptr], R[ptr], S2[ptr], Dn[ptr] = obs, a, r, obs2, float(done)
-            M2[ptr] = mask = info["action_mask"]
-            ptr, size = (ptr + 1) % cap, min(size + 1, cap)
+            buf.add(obs, a, r, obs2, done, info["action_mask"])
+            mask = info["action_mask"]
             obs, ret, steps = obs2, ret + r, steps + 1
-            if size >= config.learning_starts and steps % config.train_every == 0:
-                idx = rng.integers(size, size=config.batch_size)
-                net, opt_state, loss = update(net, target, opt_state, S[idx], A[idx], R[idx],
-                                              S2[idx], Dn[idx], M2[idx], config.gamma)
+            if buf.size >= config.learning_starts and steps % config.train_every == 0:
+                net, opt_state, loss = update(net, target, opt_state,
+                                              *buf.sample(rng, config.batch_size), config.gamma)
                 split = split_net(net)
                 losses.append(float(loss))
                 n_updates += 1
                 if n_updates % config.target_every == 0:
                     target = net
-        res = result_of(env.sim, config.router)
+        res = result_of(env.sim, config.router.value)
         stats = {"episode": k, "return": ret, "steps": env.steps,
                  "mean_e2e_s": float(np.nanmean(res.e2e_s)), "completed": res.completed,
                  "guidance_weight": env.guidance_w,
@@ -224,25 +286,71 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         history.append(stats)
         if progress is not None:
             progress(k, stats)
-    return TrainResult(net, config, ec, cluster, history)
+        if (losses and not np.all(np.isfinite(losses))) or not _finite_params(net):
+            status = RunStatus.DIVERGED
+            break
+    return TrainResult(net, config, ec, cluster, history, status)
 
 
-def greedy_rollout(net: Any, env: RoutingEnv, seed: int, name: str = "dqn") -> SimResult:
-    """Run ``env`` (episode ``seed``) with the greedy policy of ``net``; the simulation result.
-    Truncation (``max_steps``) or a policy that keeps waiting leaves requests unfinished (NaN)."""
-    obs, info = env.reset(seed=seed)
-    done, trunc = env._done, False
-    split = split_net(net)
-    while not (done or trunc):
-        obs, _, done, trunc, info = env.step(_greedy(split, obs, info["action_mask"]))
-    return result_of(env.sim, name)
+def _finite_params(net: Any) -> bool:
+    leaves = jax.tree_util.tree_leaves(eqx.filter(net, eqx.is_array))
+    return all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
+
+
+@dataclass(frozen=True)
+class DQNRouter:
+    """A trained Double-DQN router on the one router contract: the greedy action of the
+    Q-network on the :func:`~lbtheory.intelligent.observation` of the view; the wait action
+    (allowed while the head has waited less than ``max_wait_s``) answers ``None``."""
+
+    net: Any
+    env_config: EnvConfig
+    name: str = "dqn"
+
+    def init(self, seed: int = 0) -> tuple:
+        """The network split for the fast decision path."""
+        return split_net(self.net)
+
+    def observe(self, state: tuple, view: InstanceView) -> tuple:
+        """Nothing to learn (a trained policy)."""
+        return state
+
+    def route(self, state: tuple, view: InstanceView,
+              rng: np.random.Generator) -> tuple[int | None, tuple]:
+        """The greedy action: an instance, or ``None`` (wait)."""
+        m = view.config.n_instances
+        mask = np.ones(m + 1, dtype=bool)
+        mask[m] = wait_allowed(view, self.env_config)
+        a = greedy_action(state, observation(view, self.env_config), mask)
+        return (None if a == m else a), state
+
+
+def dqn_router(checkpoint: str | Path, *, name: str | None = None,
+               cluster: ClusterConfig | None = None) -> DQNRouter:
+    """The :class:`DQNRouter` of a checkpoint of ``lbtheory intelligent train`` (with
+    ``cluster``, refuse one trained for another cluster); named after its RL kind by default."""
+    tr = load_checkpoint(checkpoint, cluster)
+    return DQNRouter(tr.net, tr.env_config, name or tr.config.router.value)
+
+
+def greedy_rollout(net: Any, env: RoutingEnv, seed: int, name: str = "dqn") -> InstanceResult:
+    """Serve the environment's workload of episode ``seed`` with the greedy policy of ``net``
+    (a :class:`DQNRouter` driven by :func:`~lbtheory.intelligent.run_router`)."""
+    wl = env.workload_fn(int(seed))
+    pred = None if env.predict_fn is None else np.asarray(env.predict_fn(wl))
+    sim = ClusterSim(wl, env.cfg, pred)
+    run_router(sim, DQNRouter(net, env.env_cfg, name), seed=seed)
+    return result_of(sim, name)
 
 
 def _config_dict(result: TrainResult) -> dict[str, Any]:
     c = result.cluster
     ec = asdict(result.env_config)
     ec["impact"] = None if result.env_config.impact is None else asdict(result.env_config.impact)
-    return {"dqn": asdict(result.config), "env": ec,
+    dq = asdict(result.config)
+    dq.update(router=result.config.router.value, reading=result.config.reading.value)
+    ec.update(guidance=result.env_config.guidance.value, reading=result.env_config.reading.value)
+    return {"dqn": dq, "env": ec,
             "cluster": {"n_instances": c.n_instances, "kv_budget_tokens": c.kv_budget_tokens,
                         "max_batch": c.max_batch, "max_prefill_tokens": c.max_prefill_tokens,
                         "epoch_s": c.epoch_s, "timing": asdict(c.timing)},
@@ -287,7 +395,7 @@ def load_checkpoint(path: str | Path, cluster: ClusterConfig | None = None) -> T
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens",
                      "epoch_s", "timing"):
             if getattr(saved, name) != getattr(cluster, name):
-                raise ModelError(f"checkpoint {p} was trained with {name} = "
+                raise ParameterError(f"checkpoint {p} was trained with {name} = "
                                  f"{getattr(saved, name)}, expected {getattr(cluster, name)}")
     dq = cfg["dqn"]
     dq["hidden"] = tuple(dq["hidden"])

@@ -16,13 +16,19 @@ Each instance runs iteration-level (continuous) batching with FCFS admission (TH
   output length finishes and frees its KV. A request's KV is prompt + generated tokens.
 
 The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
-up to ``t_k`` join the router queue (FCFS), and the router routes queued requests to instances
-until it decides to wait or the queue is empty. Epochs with an empty queue are skipped (nothing to
-decide); instances run in continuous time in between. Deterministic: no randomness inside.
+up to ``t_k`` join the router queue (FCFS), and the router (the one contract of
+:mod:`lbtheory.routers`) routes queued requests to instances until it decides to wait or the
+queue is empty; it sees an :class:`InstanceView`. Epochs with an empty queue are skipped (nothing
+to decide); instances run in continuous time in between. Deterministic: no randomness inside.
+
+Token counts [R]: a request is served with at least one prompt and one output token
+(``max(·, 1)``; the prefill iteration always emits one token), the rule the DLB and decode
+simulators use too.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -30,12 +36,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._checks import check_real
-from ..errors import ModelError
+from .._checks import check_int, check_option, check_real
+from ..errors import ParameterError
+from ..workloads import Workload
 from ._timing import IterationTimeModel
-from ._workload import Workload
 
-__all__ = ["ClusterConfig", "ClusterSim", "ClusterView"]
+__all__ = ["ClusterConfig", "ClusterSim", "InstanceView", "Admission"]
+
+
+class Admission(enum.StrEnum):
+    """The instance batcher's admission order."""
+
+    #: first come, first served (vLLM's default).
+    FCFS = "fcfs"
+    #: shortest prompt first (preempted requests still resume first).
+    SPF = "spf"
 
 _EPS = 1e-12
 
@@ -53,8 +68,9 @@ class ClusterConfig:
             admitted alone.
         epoch_s: router decision epoch (s), the paper's 0.02 s minimum decode batch time.
         timing: the iteration-time model.
-        admission: the instance batcher's admission order: ``"fcfs"`` (vLLM's default) or
-            ``"spf"`` (shortest prompt first; preempted requests still resume first).
+        admission: the instance batcher's admission order, :class:`Admission` or its value:
+            ``"fcfs"`` (vLLM's default) or ``"spf"`` (shortest prompt first; preempted requests
+            still resume first).
     """
 
     n_instances: int = 4
@@ -63,36 +79,39 @@ class ClusterConfig:
     max_prefill_tokens: int = 8192
     epoch_s: float = 0.02
     timing: IterationTimeModel = field(default_factory=IterationTimeModel)
-    admission: str = "fcfs"
+    admission: Admission | str = Admission.FCFS
 
     def __post_init__(self) -> None:
-        if self.admission not in ("fcfs", "spf"):
-            raise ModelError(f"ClusterConfig.admission must be 'fcfs' or 'spf', got "
-                             f"{self.admission!r}")
+        object.__setattr__(self, "admission",
+                           check_option(Admission, self.admission, "ClusterConfig.admission"))
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise ModelError(f"ClusterConfig.{name} must be an integer >= 1, got {v!r}")
+            check_int(getattr(self, name), f"ClusterConfig.{name}", low=1)
         check_real(self.epoch_s, "ClusterConfig.epoch_s", unit="s", low=0.0, low_open=True)
 
     def check_workload(self, wl: Workload) -> None:
-        """Raise :class:`ModelError` if a request cannot fit one instance's KV budget."""
-        need = wl.prompt_tokens + wl.output_tokens
+        """Raise :class:`ParameterError` if a request cannot fit one instance's KV budget."""
+        need = np.maximum(wl.prompt_tokens, 1) + np.maximum(wl.output_tokens, 1)
         big = np.flatnonzero(need > self.kv_budget_tokens)
         if big.size:
             i = int(big[0])
-            raise ModelError(
+            raise ParameterError(
                 f"kv_budget_tokens = {self.kv_budget_tokens} is smaller than request {i} "
                 f"(prompt {wl.prompt_tokens[i]} + output {wl.output_tokens[i]} = {need[i]} "
                 f"tokens); expected a budget >= {int(need.max())} tokens")
 
 
-class ClusterView(NamedTuple):
+class InstanceView(NamedTuple):
     """What a router sees at a decision epoch (arrays over instances unless stated).
 
     ``load_tokens`` is Σ (prompt + predicted output) over the requests on an instance (running and
     waiting): the Σ_j (p_j^m + d_j^m) of THEORY §10. ``queue_prompt`` / ``queue_output_pred`` are
     the first ``len`` router-queue requests (head first); ``queue_wait_s`` their time waited.
+    ``instance_requests[m]`` are the ids of the requests on instance m (running, then waiting);
+    ``earliest_completion_s`` is T̂_c [R], the estimated time until the first running request
+    finishes: min over instances of (fewest predicted output tokens left among its decoding
+    requests) × (its current decode iteration time), ``inf`` when nothing decodes;
+    ``request_prompt`` / ``request_pred`` are the prompt and predicted output of every request of
+    the workload, by id (read-only).
     """
 
     time_s: float
@@ -107,6 +126,36 @@ class ClusterView(NamedTuple):
     queue_wait_s: np.ndarray
     queue_length: int
     config: ClusterConfig
+    instance_requests: tuple = ()
+    earliest_completion_s: float = math.inf
+    request_prompt: np.ndarray | None = None
+    request_pred: np.ndarray | None = None
+
+    # -- the TargetView every simulator's view implements (shared baselines read these) --
+    @property
+    def eligible(self) -> np.ndarray:
+        """Every instance accepts requests (its own batcher queues them)."""
+        return np.ones(self.config.n_instances, dtype=bool)
+
+    @property
+    def queue(self) -> np.ndarray:
+        """Requests on each instance (running + waiting)."""
+        return self.n_running + self.n_waiting
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Committed prompt + predicted output tokens on each instance."""
+        return self.load_tokens
+
+    @property
+    def weights(self) -> None:
+        """Instances are identical."""
+        return None
+
+    @property
+    def stream(self) -> int:
+        """One decision stream."""
+        return 0
 
 
 class _Instance:
@@ -145,13 +194,17 @@ class ClusterSim:
         config.check_workload(workload)
         n = len(workload)
         self.wl, self.cfg = workload, config
-        self.p = workload.prompt_tokens.tolist()
-        self.d = workload.output_tokens.tolist()
-        pred = workload.output_tokens if predicted_output is None else \
-            np.asarray(predicted_output)
-        if pred.shape != (n,) or np.any(pred < 0):
-            raise ModelError(f"predicted_output must have shape ({n},) and be >= 0")
+        prompt = np.maximum(workload.prompt_tokens, 1)   # [R] module docstring
+        output = np.maximum(workload.output_tokens, 1)
+        self.p = prompt.tolist()
+        self.d = output.tolist()
+        pred = output if predicted_output is None else np.asarray(predicted_output)
+        if pred.shape != (n,) or not np.all(np.isfinite(pred)) or np.any(pred < 0):
+            raise ParameterError(f"predicted_output must have shape ({n},) and be finite and "
+                                 f">= 0")
         self.pred = pred.astype(np.int64).tolist()
+        self._prompt_a = prompt
+        self._pred_a = pred.astype(np.int64)
         self.arrival = workload.arrival_s.tolist()
         self.gen = [0] * n
         nan = math.nan
@@ -195,7 +248,7 @@ class ClusterSim:
             preempted = True
         admitted: list[int] = []
         q: list[int] = []
-        if cfg.admission == "spf" and len(wait) > 1:
+        if cfg.admission is Admission.SPF and len(wait) > 1:
             resumed = [v for v in wait if gen[v] > 0]
             fresh = sorted((v for v in wait if gen[v] == 0), key=lambda v: (p[v], v))
             wait = ins.waiting = deque(resumed + fresh)
@@ -300,7 +353,7 @@ class ClusterSim:
         An idle instance starts its next iteration at the next :meth:`advance`, so requests routed
         in one epoch are batched together."""
         if not 0 <= m < self.cfg.n_instances:
-            raise ModelError(f"instance {m} out of range [0, {self.cfg.n_instances})")
+            raise ParameterError(f"instance {m} out of range [0, {self.cfg.n_instances})")
         v = self.queue[pos]
         del self.queue[pos]
         ins = self.inst[m]
@@ -312,11 +365,12 @@ class ClusterSim:
         ins.n_on += 1
         return v
 
-    def view(self) -> ClusterView:
+    def view(self) -> InstanceView:
         """The router's view at the current epoch."""
         ins = self.inst
         q = list(self.queue)[: self.queue_view]
-        return ClusterView(
+        pred, gen = self.pred, self.gen
+        return InstanceView(
             time_s=self.now,
             n_running=np.array([len(i.running) + len(i.admitted) for i in ins]),
             n_waiting=np.array([len(i.waiting) for i in ins]),
@@ -329,4 +383,11 @@ class ClusterSim:
             queue_wait_s=np.array([self.now - self.arrival[v] for v in q]),
             queue_length=len(self.queue),
             config=self.cfg,
+            instance_requests=tuple(np.array(i.running + i.admitted + list(i.waiting),
+                                             dtype=np.int64) for i in ins),
+            earliest_completion_s=min(
+                (min(max(pred[v] - gen[v], 1) for v in i.running)
+                 * self.cfg.timing.iteration_time((), len(i.running), i.kv_used)
+                 for i in ins if i.running), default=math.inf),
+            request_prompt=self._prompt_a, request_pred=self._pred_a,
         )

@@ -32,45 +32,54 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from ..errors import ModelError
-from ._engine import ClusterConfig, ClusterSim
+from .._checks import check_option
+from ..errors import ParameterError
+from ..workloads import Workload
+from ._engine import ClusterConfig, ClusterSim, InstanceView
 from ._impact import ImpactParams, calibrate_impact, guidance_penalty
 from ._predictor import BucketSpec
-from ._workload import Workload
 
-__all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s"]
+__all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s",
+           "observation", "wait_allowed", "Guidance", "Reading"]
 
 #: upper bound of every observation entry (the entries are scaled to O(1); clipped here).
 OBS_HIGH = 1.0e4
 
-GuidanceKind = Literal["none", "static", "annealed"]
-Reading = Literal["hurl", "literal"]
+class Guidance(enum.StrEnum):
+    """The guidance term's weight schedule (module docstring)."""
+
+    NONE = "none"          # Baseline RL
+    STATIC = "static"      # Workload-Aware RL
+    ANNEALED = "annealed"  # Workload-Guided RL
 
 
-def guidance_weight(kind: GuidanceKind, gamma: float, beta_d: float, episode: int,
-                    reading: Reading = "hurl") -> float:
+class Reading(enum.StrEnum):
+    """The two readings of λ_k in the annealed guidance (THEORY §10 ambiguity)."""
+
+    HURL = "hurl"          # λ_k = 1 − e^{−β_d k}: the guidance vanishes (Cheng et al. 2021)
+    LITERAL = "literal"    # λ_k = e^{−β_d k}: the seed's formula, the guidance grows to γ
+
+
+def guidance_weight(kind: Guidance | str, gamma: float, beta_d: float, episode: int,
+                    reading: Reading | str = Reading.HURL) -> float:
     """``w_k = γ − γ̃_k`` of the guidance term at training episode ``k`` (module docstring)."""
-    if kind == "none":
+    kind = check_option(Guidance, kind, "guidance kind")
+    if kind is Guidance.NONE:
         return 0.0
-    if kind == "static":
+    if kind is Guidance.STATIC:
         return float(gamma)
-    if kind != "annealed":
-        raise ModelError(f"guidance kind must be none, static or annealed, got {kind!r}")
+    reading = check_option(Reading, reading, "reading")
     decay = math.exp(-beta_d * episode)
-    if reading == "hurl":
-        lam = 1.0 - decay
-    elif reading == "literal":
-        lam = decay
-    else:
-        raise ModelError(f"reading must be 'hurl' or 'literal', got {reading!r}")
+    lam = 1.0 - decay if reading is Reading.HURL else decay
     return float(gamma - lam * gamma)
 
 
@@ -96,19 +105,63 @@ class EnvConfig:
     buckets: BucketSpec = field(default_factory=BucketSpec)
     completion_reward: float = 1.0
     reward_scale: float = 0.01
-    guidance: GuidanceKind = "none"
-    reading: Reading = "hurl"
+    guidance: Guidance | str = Guidance.NONE
+    reading: Reading | str = Reading.HURL
     gamma: float = 0.99
     beta_d: float = 0.2
     max_steps: int = 100_000
     impact: ImpactParams | None = None
     max_wait_s: float = 2.0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "guidance",
+                           check_option(Guidance, self.guidance, "EnvConfig.guidance"))
+        object.__setattr__(self, "reading",
+                           check_option(Reading, self.reading, "EnvConfig.reading"))
+
 
 def observation_size(n_instances: int, env: EnvConfig) -> int:
     """Length of the observation vector."""
     n_p, n_d = len(env.prompt_edges) + 1, env.buckets.n_buckets
     return 2 + n_d + n_instances * (n_p + n_d + 1) + 2
+
+
+def observation(view: InstanceView, env: EnvConfig) -> np.ndarray:
+    """The state vector of a decision (module docstring), from the router's view — the one
+    definition the environment and the trained routers share."""
+    cfg = view.config
+    m, n_p, n_d = cfg.n_instances, len(env.prompt_edges) + 1, env.buckets.n_buckets
+    obs = np.zeros(observation_size(m, env), dtype=np.float32)
+    obs[0] = view.queue_length / 64.0
+    if view.queue_length:
+        obs[1] = view.queue_prompt[0] / 4096.0
+        obs[2 + int(env.buckets.bucket(np.array([view.queue_output_pred[0]]))[0])] = 1.0
+    P = np.zeros((m, n_p))
+    D = np.zeros((m, n_d))
+    for i, ids in enumerate(view.instance_requests):
+        if ids.size:
+            P[i] = np.bincount(np.searchsorted(env.prompt_edges, view.request_prompt[ids],
+                                               side="right"), minlength=n_p)
+            D[i] = np.bincount(env.buckets.bucket(view.request_pred[ids]), minlength=n_d)
+    cap = np.minimum(1.0 - (view.n_running + view.n_waiting) / cfg.max_batch,
+                     1.0 - view.kv_committed / cfg.kv_budget_tokens)
+    k = 2 + n_d
+    obs[k:k + m * n_p] = P.ravel() / 16.0
+    k += m * n_p
+    obs[k:k + m * n_d] = D.ravel() / 16.0
+    k += m * n_d
+    obs[k:k + m] = np.maximum(cap, -4.0)
+    t_min = view.earliest_completion_s
+    obs[k + m] = 0.0 if t_min == math.inf else t_min / 10.0
+    if view.queue_length:
+        obs[k + m + 1] = view.queue_wait_s[0] / env.max_wait_s
+    return np.minimum(obs, OBS_HIGH)
+
+
+def wait_allowed(view: InstanceView, env: EnvConfig) -> bool:
+    """The action mask's wait entry [R]: waiting is allowed only while the head request has
+    waited less than ``max_wait_s``."""
+    return not view.queue_length or view.queue_wait_s[0] < env.max_wait_s - 1e-12
 
 
 def ideal_time_s(config: ClusterConfig, prompt: np.ndarray, output_pred: np.ndarray) -> np.ndarray:
@@ -164,49 +217,13 @@ class RoutingEnv(gym.Env):
         self._pred = np.asarray(sim.pred, dtype=float)
         self._inv_ideal = 1.0 / ideal_time_s(self.cfg, wl.prompt_tokens, self._pred)
         self._arrival = wl.arrival_s
-        self._pbucket = np.searchsorted(self.env_cfg.prompt_edges, wl.prompt_tokens,
-                                        side="right")
-        self._dbucket = self.env_cfg.buckets.bucket(self._pred)
         self.steps = 0
         self._done = not sim.advance()
         return self.observe(), {"action_mask": self.action_mask()}
 
     def observe(self) -> np.ndarray:
-        """The state vector at the current decision (module docstring)."""
-        sim, cfg, e = self.sim, self.cfg, self.env_cfg
-        m, n_p, n_d = cfg.n_instances, len(e.prompt_edges) + 1, e.buckets.n_buckets
-        obs = np.zeros(observation_size(m, e), dtype=np.float32)
-        obs[0] = len(sim.queue) / 64.0
-        if sim.queue:
-            h = sim.queue[0]
-            obs[1] = sim.p[h] / 4096.0
-            obs[2 + self._dbucket[h]] = 1.0
-        P = np.zeros((m, n_p))
-        D = np.zeros((m, n_d))
-        cap = np.zeros(m)
-        t_min = math.inf
-        for i, ins in enumerate(sim.inst):
-            reqs = ins.running + ins.admitted + list(ins.waiting)
-            if reqs:
-                np.add.at(P[i], self._pbucket[reqs], 1.0)
-                np.add.at(D[i], self._dbucket[reqs], 1.0)
-            n_run = len(ins.running) + len(ins.admitted)
-            cap[i] = min(1.0 - (n_run + len(ins.waiting)) / cfg.max_batch,
-                         1.0 - (ins.kv_used + ins.wait_tokens) / cfg.kv_budget_tokens)
-            if ins.running:
-                left = min(max(sim.pred[v] - sim.gen[v], 1) for v in ins.running)
-                t_iter = cfg.timing.iteration_time((), len(ins.running), ins.kv_used)
-                t_min = min(t_min, left * t_iter)
-        k = 2 + n_d
-        obs[k:k + m * n_p] = P.ravel() / 16.0
-        k += m * n_p
-        obs[k:k + m * n_d] = D.ravel() / 16.0
-        k += m * n_d
-        obs[k:k + m] = np.maximum(cap, -4.0)
-        obs[k + m] = 0.0 if t_min == math.inf else t_min / 10.0
-        if sim.queue:
-            obs[k + m + 1] = (sim.now - sim.arrival[sim.queue[0]]) / self.env_cfg.max_wait_s
-        return np.minimum(obs, OBS_HIGH)
+        """The state vector at the current decision (:func:`observation` of the view)."""
+        return observation(self.sim.view(), self.env_cfg)
 
     def action_mask(self) -> np.ndarray:
         """Valid actions now (bool, length m + 1): every instance; wait while the head request
@@ -230,10 +247,11 @@ class RoutingEnv(gym.Env):
         """Apply ``action``; returns (obs, reward, terminated, truncated, info)."""
         sim, e, m = self.sim, self.env_cfg, self.cfg.n_instances
         if sim is None or self._done:
-            raise ModelError("RoutingEnv.step called before reset() or after the episode ended")
+            raise ParameterError("RoutingEnv.step called before reset() or after the episode "
+                                 "ended")
         a = int(action)
         if not 0 <= a <= m:
-            raise ModelError(f"action {a} out of range [0, {m}]")
+            raise ParameterError(f"action {a} out of range [0, {m}]")
         reward = 0.0
         if a == m and not self.action_mask()[m]:
             a = int(np.argmin([ins.load_tokens for ins in sim.inst]))

@@ -1,12 +1,11 @@
-"""Heuristic routers of the Intelligent Router paper (THEORY §10), as ``(init, route)`` factories.
+"""Heuristic routers of the Intelligent Router paper (THEORY §10), on the one router contract.
 
-A router is a :class:`Router`: ``init(n_instances) -> state`` and
-``route(state, view) -> (decision, state)`` where ``decision`` is ``(queue_position, instance)``
-or ``None`` (wait until the next epoch). They are deterministic; ties go to the lowest instance
-index (and, for Min-Min, the earliest queued request).
+Each is a frozen config with ``init`` / ``observe`` / ``route(state, view, rng)`` (see
+:mod:`lbtheory.routers`); the view is an :class:`~lbtheory.intelligent.InstanceView`. They are
+deterministic; ties go to the lowest instance index (and, for Min-Min, the earliest queued
+request). Round robin, JSQ, JSQ-tokens (the decode balancer) and power of two are the shared
+baselines of :mod:`lbtheory.routers` (``make_router("rr", "instances")``).
 
-* ``rr`` — round robin over instances, head of the queue.
-* ``jsq`` — join the shortest queue: fewest requests on the instance (running + waiting).
 * ``minmin`` — Min-Min [R reading for a streaming router]: over the first ``view`` queued requests
   and all instances, the pair with the smallest estimated completion time
   ``ECT = t([W_m, p_i], n_m, K_m) + d_i · t([], n_m + 1, K_m + p_i + d_i/2)`` (``W_m`` waiting
@@ -15,51 +14,26 @@ index (and, for Min-Min, the earliest queued request).
   ``min(1 − (n_m + 1)/max_batch, 1 − (K_m + W_m + p_i)/kv_budget)`` (``K_m`` KV in use, ``W_m``
   waiting prefill tokens; it uses no output-length prediction).
 * ``heuristic`` — the greedy mixing heuristic: ``argmax_m r_mix`` (the choice with h = 0).
+* ``small-large`` — dedicated small/large partition (:class:`SizePartitionRouter`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
-from ._engine import ClusterView
+from .._checks import check_int
+from ..routers import Assignment, Stateless
+from ._engine import InstanceView
 from ._impact import ImpactParams, calibrate_impact, mixing_reward
 
-__all__ = ["Router", "Decision", "round_robin", "jsq", "min_min", "max_capacity",
-           "mixing_heuristic", "size_partition", "decode_balancer", "estimated_completion_s",
-           "HEURISTIC_ROUTERS", "make_heuristic"]
-
-Decision = tuple[int, int] | None
+__all__ = ["MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
+           "estimated_completion_s"]
 
 
-class Router(NamedTuple):
-    """A routing policy: ``init(n_instances) -> state``; ``route(state, view) -> (decision,
-    state)``."""
-
-    name: str
-    init: Callable[[int], Any]
-    route: Callable[[Any, ClusterView], tuple[Decision, Any]]
-
-
-def round_robin() -> Router:
-    """Round robin: instance ``k mod m`` for the k-th routed request."""
-    def route(state: int, view: ClusterView) -> tuple[Decision, int]:
-        m = view.config.n_instances
-        return (0, state % m), (state + 1) % m
-    return Router("rr", lambda m: 0, route)
-
-
-def jsq() -> Router:
-    """Join the shortest queue (running + waiting requests on the instance)."""
-    def route(state: None, view: ClusterView) -> tuple[Decision, None]:
-        return (0, int(np.argmin(view.n_running + view.n_waiting))), None
-    return Router("jsq", lambda m: None, route)
-
-
-def estimated_completion_s(view: ClusterView, prompt: np.ndarray,
+def estimated_completion_s(view: InstanceView, prompt: np.ndarray,
                            output_pred: np.ndarray) -> np.ndarray:
     """ECT matrix (requests × instances, s) used by Min-Min (module docstring)."""
     tm = view.config.timing
@@ -73,77 +47,88 @@ def estimated_completion_s(view: ClusterView, prompt: np.ndarray,
     return out
 
 
-def min_min() -> Router:
+@dataclasses.dataclass(frozen=True)
+class MinMinRouter(Stateless):
     """Min-Min over the visible router queue (module docstring)."""
-    def route(state: None, view: ClusterView) -> tuple[Decision, None]:
+
+    name: str = "minmin"
+
+    def route(self, state: Any, view: InstanceView,
+              rng: np.random.Generator) -> tuple[Assignment, Any]:
+        """The (request, instance) pair of least estimated completion time."""
         ect = estimated_completion_s(view, view.queue_prompt, view.queue_output_pred)
         i, m = np.unravel_index(int(np.argmin(ect)), ect.shape)
-        return (int(i), int(m)), None
-    return Router("minmin", lambda m: None, route)
+        return Assignment(np.array([i]), np.array([m])), state
 
 
-def max_capacity() -> Router:
+@dataclasses.dataclass(frozen=True)
+class MaxCapacityRouter(Stateless):
     """Maximum Capacity Usage: the instance with the most free batch/KV capacity."""
-    def route(state: None, view: ClusterView) -> tuple[Decision, None]:
+
+    name: str = "maxcap"
+
+    def route(self, state: Any, view: InstanceView, rng: np.random.Generator) -> tuple[int, Any]:
+        """argmax of the free capacity for the head request."""
         cfg = view.config
         p = int(view.queue_prompt[0])
         free = np.minimum(1.0 - (view.n_running + view.n_waiting + 1) / cfg.max_batch,
                           1.0 - (view.kv_committed + p) / cfg.kv_budget_tokens)
-        return (0, int(np.argmax(free))), None
-    return Router("maxcap", lambda m: None, route)
+        return int(np.argmax(free)), state
 
 
-def mixing_heuristic(params: ImpactParams | None = None) -> Router:
-    """Greedy mixing heuristic: ``argmax_m r_mix`` (params default: calibrated from the cluster's
-    iteration-time model at ``init``)."""
-    def init(m: int) -> ImpactParams | None:
-        return params
+@dataclasses.dataclass(frozen=True)
+class MixingRouter:
+    """Greedy mixing heuristic: ``argmax_m r_mix`` (``params`` default: calibrated from the
+    cluster's iteration-time model at the first decision)."""
 
-    def route(state: ImpactParams | None, view: ClusterView) -> tuple[Decision, Any]:
+    params: ImpactParams | None = None
+    name: str = "heuristic"
+
+    def init(self, seed: int = 0) -> ImpactParams | None:
+        """The estimator's parameters, or None until calibrated."""
+        return self.params
+
+    def observe(self, state: ImpactParams | None, view: InstanceView) -> ImpactParams | None:
+        """Nothing to learn."""
+        return state
+
+    def route(self, state: ImpactParams | None, view: InstanceView,
+              rng: np.random.Generator) -> tuple[int, ImpactParams]:
+        """argmax of r_mix for the head request."""
         prm = state if state is not None else calibrate_impact(view.config.timing)
         r = mixing_reward(int(view.queue_prompt[0]), int(view.queue_output_pred[0]),
                           view.load_tokens, prm)
-        return (0, int(np.argmax(r))), prm
-    return Router("heuristic", init, route)
+        return int(np.argmax(r)), prm
 
 
-def size_partition(threshold_tokens: int) -> Router:
+@dataclasses.dataclass(frozen=True)
+class SizePartitionRouter:
     """Dedicated small/large partition (2 or more instances): requests with prompt + predicted
     output below ``threshold_tokens`` go round robin to the first half of the instances, the
     others to the second half — the "Dedicated Small-Large" router of the paper's
     batching-vs-routing table [R]."""
-    def route(state: tuple[int, int], view: ClusterView) -> tuple[Decision, tuple[int, int]]:
+
+    threshold_tokens: int = 1024
+    name: str = "small-large"
+
+    def __post_init__(self) -> None:
+        check_int(self.threshold_tokens, "SizePartitionRouter.threshold_tokens", low=0)
+
+    def init(self, seed: int = 0) -> tuple[int, int]:
+        """Round-robin positions of the small and the large half."""
+        return (0, 0)
+
+    def observe(self, state: tuple[int, int], view: InstanceView) -> tuple[int, int]:
+        """Nothing to learn."""
+        return state
+
+    def route(self, state: tuple[int, int], view: InstanceView,
+              rng: np.random.Generator) -> tuple[int, tuple[int, int]]:
+        """The next instance of the head request's half."""
         m = view.config.n_instances
         half = max(m // 2, 1)
-        small = int(view.queue_prompt[0]) + int(view.queue_output_pred[0]) < threshold_tokens
+        small = int(view.queue_prompt[0]) + int(view.queue_output_pred[0]) < self.threshold_tokens
         i_s, i_l = state
         if small or m == 1:
-            return (0, i_s % half), (i_s + 1, i_l)
-        return (0, half + i_l % (m - half)), (i_s, i_l + 1)
-    return Router("small-large", lambda m: (0, 0), route)
-
-
-def decode_balancer() -> Router:
-    """Decode balancer [R]: the instance with the fewest committed prompt + predicted output
-    tokens (``L_m``), i.e. balances the decode work."""
-    def route(state: None, view: ClusterView) -> tuple[Decision, None]:
-        return (0, int(np.argmin(view.load_tokens))), None
-    return Router("decode-balancer", lambda m: None, route)
-
-
-HEURISTIC_ROUTERS: dict[str, Callable[[], Router]] = {
-    "rr": round_robin, "jsq": jsq, "minmin": min_min, "maxcap": max_capacity,
-    "heuristic": mixing_heuristic,
-}
-
-
-def make_heuristic(name: str) -> Router:
-    """The heuristic router called ``name`` (one of :data:`HEURISTIC_ROUTERS`).
-
-    Raises:
-        ModelError: unknown name (the message lists the known ones).
-    """
-    if name not in HEURISTIC_ROUTERS:
-        raise ModelError(f"unknown router {name!r}: expected one of "
-                         f"{', '.join(HEURISTIC_ROUTERS)}")
-    return HEURISTIC_ROUTERS[name]()
+            return i_s % half, (i_s + 1, i_l)
+        return half + i_l % (m - half), (i_s, i_l + 1)

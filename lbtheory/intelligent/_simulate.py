@@ -15,17 +15,23 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from ..errors import ModelError
+from .._checks import check_seed
+from ..errors import ParameterError, RunStatus
+from ..routers import Assignment
+from ..workloads import Workload
 from ._engine import ClusterConfig, ClusterSim
-from ._routers import Router
-from ._workload import Workload
 
-__all__ = ["SimResult", "simulate", "run_router"]
+__all__ = ["InstanceResult", "simulate", "run_router", "result_of"]
 
 
 @dataclass(frozen=True)
-class SimResult:
-    """Outcome of one simulation (arrays per request, in workload order)."""
+class InstanceResult:
+    """Outcome of one simulation (arrays per request, in workload order).
+
+    ``status`` (:class:`~lbtheory.errors.RunStatus`): ``completed`` when every request finished,
+    ``truncated`` when a run was stopped early (an RL episode cut at ``max_steps``) and some
+    requests never finished (their times are NaN).
+    """
 
     router: str
     arrival_s: np.ndarray
@@ -41,6 +47,7 @@ class SimResult:
     peak_kv_tokens: np.ndarray
     iterations: np.ndarray
     config: ClusterConfig
+    status: RunStatus = RunStatus.COMPLETED
 
     @property
     def completed(self) -> int:
@@ -82,6 +89,7 @@ class SimResult:
         return {
             "requests": int(self.arrival_s.size),
             "completed": int(done.sum()),
+            "status": self.status.value,
             "preemptions": int(self.preempted.sum()),
             "latency": {"mean": stats.mean(e2e), "p50": stats.percentile(e2e, 50),
                         "p99": stats.percentile(e2e, 99)},
@@ -94,50 +102,66 @@ class SimResult:
         }
 
 
-def result_of(sim: ClusterSim, name: str) -> SimResult:
-    """Freeze a finished (or stopped) :class:`ClusterSim` into a :class:`SimResult`."""
+def result_of(sim: ClusterSim, name: str) -> InstanceResult:
+    """Freeze a finished (or stopped) :class:`ClusterSim` into an :class:`InstanceResult`."""
     f = np.array
     n_gaps = np.maximum(f(sim.gen) - 1, 0)
     tbt = np.where(n_gaps > 0, f(sim.tbt_sum) / np.maximum(n_gaps, 1), np.nan)
-    return SimResult(
+    return InstanceResult(
         router=name, arrival_s=f(sim.arrival), dispatch_s=f(sim.dispatch_s),
         admit_s=f(sim.admit_s), first_token_s=f(sim.first_token_s), finish_s=f(sim.finish_s),
         tbt_mean_s=tbt, tbt_max_s=f(sim.tbt_max), generated_tokens=f(sim.gen),
         preempted=f(sim.preempted), instance=f(sim.instance_of),
         peak_kv_tokens=f([i.peak_kv for i in sim.inst]), iterations=f([i.n_iter for i in sim.inst]),
-        config=sim.cfg)
+        config=sim.cfg, status=RunStatus.COMPLETED if sim.done else RunStatus.TRUNCATED)
 
 
-def run_router(sim: ClusterSim, router: Router) -> None:
-    """Drive ``sim`` to the end with ``router`` (routes until it waits or the queue empties)."""
-    state = router.init(sim.cfg.n_instances)
+def run_router(sim: ClusterSim, router: Any, *, seed: int = 0) -> None:
+    """Drive ``sim`` to the end with ``router`` (the contract of :mod:`lbtheory.routers`): at
+    each epoch it is asked until it waits (``None``) or the queue empties. An ``int`` sends the
+    head of the queue to that instance; an :class:`~lbtheory.routers.Assignment` sends queue
+    positions to instances. ``seed`` seeds the ``rng`` the router draws from."""
+    rng = np.random.default_rng(check_seed(seed))
+    state = router.init(seed)
+    name = getattr(router, "name", "router")
     while sim.advance():
-        for _ in range(len(sim.queue)):
-            decision, state = router.route(state, sim.view())
+        view = sim.view()
+        state = router.observe(state, view)
+        while sim.queue:
+            decision, state = router.route(state, view, rng)
             if decision is None:
                 break
-            pos, m = decision
-            if not 0 <= pos < len(sim.queue):
-                raise ModelError(f"router {router.name} chose queue position {pos} of "
-                                 f"{len(sim.queue)}")
-            sim.dispatch(pos, m)
-            if not sim.queue:
+            if isinstance(decision, Assignment):
+                pairs = list(zip(np.asarray(decision.positions).tolist(),
+                                 np.asarray(decision.targets).tolist()))
+            else:
+                pairs = [(0, decision)]
+            if not pairs:
                 break
+            n = len(sim.queue)
+            pos_list = [p for p, _ in pairs]
+            if len(set(pos_list)) != len(pos_list) or not all(0 <= p < n for p in pos_list):
+                raise ParameterError(f"router {name} chose queue positions {pos_list} of {n}")
+            for p, m in sorted(pairs, key=lambda pm: -pm[0]):  # later positions first
+                sim.dispatch(p, int(m))
+            if sim.queue:
+                view = sim.view()
 
 
-def simulate(workload: Workload, router: Router, config: ClusterConfig | None = None, *,
-             predicted_output: np.ndarray | None = None) -> SimResult:
+def simulate(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
+             predicted_output: np.ndarray | None = None, seed: int = 0) -> InstanceResult:
     """Serve ``workload`` on ``config`` (default :class:`ClusterConfig`) routed by ``router``.
 
     Args:
         workload: the requests.
-        router: a :class:`Router` (e.g. ``make_heuristic("jsq")``).
+        router: a router (e.g. ``lbtheory.registry.make_router("jsq", "instances")``).
         config: the cluster.
         predicted_output: output lengths the router sees (tokens; default the true ones).
+        seed: seed of the router's random draws.
 
     Raises:
-        ModelError: a request larger than the KV budget, or a router decision out of range.
+        ParameterError: a request larger than the KV budget, or a router decision out of range.
     """
     sim = ClusterSim(workload, config or ClusterConfig(), predicted_output)
-    run_router(sim, router)
-    return result_of(sim, router.name)
+    run_router(sim, router, seed=seed)
+    return result_of(sim, getattr(router, "name", "router"))

@@ -1,35 +1,55 @@
-"""DLB cell (root) routers: the six algorithms, Rand, MNLB, round robin, JSQ, power-of-d.
+"""Routers: the one router contract, the baselines every simulator shares, and DLB's cell routers.
 
-Each router is a frozen config with pure ``init(seed)``, ``observe(state, view, source)`` and
-``route(state, view, source, rng) -> (destination, state)`` (the optax pattern, STYLE.md); see
-:mod:`lbtheory.routers._base`. Cost signals come from :mod:`lbtheory.costs`, the flow step from
-:func:`lbtheory.simplex.flow_update` — nothing is re-coded here. BalanceRoute's decode-slot
-schedulers are a different thing and live in :mod:`lbtheory.barrier`.
+* :mod:`._contract` — the contract (a frozen config with pure ``init`` / ``observe`` /
+  ``route``), :class:`Assignment` and the :class:`TargetView` every simulator's view implements;
+* :mod:`._baselines` — random (DLB's Rand), round robin, JSQ (by requests or tokens) and power of
+  d, written once for all three simulators;
+* :mod:`._view` — the DLB cell view (:class:`CellView`) and the cost helpers of the cell routers;
+* :mod:`._dlb` — DLB's six algorithms (discrete / flow × RIF / latency / gradient);
+* :mod:`._mnlb`, :mod:`._aversion`, :mod:`._affinity`, :mod:`._estimation` — MNLB, error aversion,
+  affinity routing and online latency estimation.
 
-Names are loaded lazily (like ``lbtheory``'s facade) so that ``lbtheory --help`` stays fast.
+Cost signals come from :mod:`lbtheory.costs`, the flow step from
+:func:`lbtheory.simplex.flow_update` — nothing is re-coded here. Routers are made by name through
+the one policy registry, :mod:`lbtheory.registry`. Names are loaded lazily (like ``lbtheory``'s
+facade) so that ``lbtheory --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
-from ._names import POLICY_NAMES
-
 _EXPORTS = {
-    "RouterView": "_base", "mean_network_delay": "_base", "sample_index": "_base",
-    "JSQRouter": "_baselines", "PowerOfDRouter": "_baselines", "RandomRouter": "_baselines",
-    "RoundRobinRouter": "_baselines", "DEFAULT_STEPSIZE_SCALE": "_dlb",
-    "DiscreteRouter": "_dlb", "FlowRouter": "_dlb", "MNLBProgram": "_mnlb",
-    "MNLBRouter": "_mnlb", "make_router": "_registry", "ErrorAversion": "_aversion",
+    "Router": "_contract", "TargetView": "_contract", "Assignment": "_contract",
+    "Decision": "_contract", "NoState": "_contract", "sample_index": "_contract",
+    "cumulative": "_contract", "Stateless": "_contract", "IgnoresObservations": "_contract",
+    "RandomRouter": "_baselines", "RoundRobinRouter": "_baselines", "JSQRouter": "_baselines",
+    "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
+    "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",
+    "cost_row": "_view", "cost_matrix": "_view",
+    "DEFAULT_STEPSIZE_SCALE": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",
+    "MNLBProgram": "_mnlb", "MNLBRouter": "_mnlb", "ErrorAversion": "_aversion",
     "AffinityRouter": "_affinity",
     "fit_latency_model": "_estimation", "perturb_model": "_estimation",
+    "scale_to_replicas": "_estimation", "FitFamily": "_estimation",
 }
+#: old name -> (new name, since): deprecated aliases kept for one release.
+_DEPRECATED = {"RouterView": "CellView"}
 
-__all__ = ["POLICY_NAMES", *_EXPORTS]
+__all__ = [*_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name]
+        warnings.warn(f"lbtheory.routers.{name} is deprecated; use lbtheory.routers.{new}",
+                      DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
+    if name in ("make_router", "POLICY_NAMES"):  # moved up to the one registry (0.2)
+        raise AttributeError(f"lbtheory.routers.{name} moved to lbtheory.registry.{name} (the "
+                             f"one policy registry of every simulator)")
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'lbtheory.routers' has no attribute {name!r}")

@@ -8,8 +8,10 @@ follow-up of session s pinned to j_s stays iff
 (the latency cost of :mod:`lbtheory.costs`; Ŝ = ``saving_s``, the expected prefix-cache saving,
 s); otherwise the wrapped router picks and the session is re-pinned there.
 
-Design note: the session table is the one mutable piece of router state (a cache shared by the
-returned states, like a production root's affinity map); everything else stays pure, and runs
+Design note (kept deliberately): the session table is the one mutable piece of router state (a
+cache shared by the returned states, like a production root's affinity map). A pure table would
+copy O(sessions) per request — thousands of sessions × every request — for no observable
+difference: the table is created by ``init`` for each run, never shared between runs, and runs
 with the same seed remain bit-identical.
 """
 
@@ -21,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..costs import CostKind
-from ._base import RouterView, check_source, cost_row
+from ._view import CellView, check_source, cost_row
 
 __all__ = ["AffinityRouter", "AffinityState"]
 
@@ -45,30 +47,34 @@ class AffinityRouter:
         return getattr(self.router, "name", "router")
 
     def init(self, seed: int = 0) -> AffinityState:
+        """The wrapped router's state, no session pinned."""
         return AffinityState(self.router.init(seed), {})
 
-    def observe(self, state: AffinityState, view: RouterView, source: int) -> AffinityState:
-        return state._replace(inner=self.router.observe(state.inner, view, source))
+    def observe(self, state: AffinityState, view: CellView) -> AffinityState:
+        """Forwarded to the wrapped router."""
+        return state._replace(inner=self.router.observe(state.inner, view))
 
     def observe_round(self, state: AffinityState, views: list) -> AffinityState:
+        """Forwarded to the wrapped router (vectorised when it can)."""
         inner_round = getattr(self.router, "observe_round", None)
         if inner_round is not None:
             return state._replace(inner=inner_round(state.inner, views))
         inner = state.inner
-        for i, v in enumerate(views):
+        for v in views:
             if v is not None:
-                inner = self.router.observe(inner, v, i)
+                inner = self.router.observe(inner, v)
         return state._replace(inner=inner)
 
-    def route(self, state: AffinityState, view: RouterView, source: int,
+    def route(self, state: AffinityState, view: CellView,
               rng: np.random.Generator) -> tuple[int, AffinityState]:
         """A request without a session: the wrapped router decides."""
-        j, inner = self.router.route(state.inner, view, source, rng)
+        j, inner = self.router.route(state.inner, view, rng)
         return j, state._replace(inner=inner)
 
-    def route_session(self, state: AffinityState, view: RouterView, source: int,
+    def route_session(self, state: AffinityState, view: CellView,
                       rng: np.random.Generator, session: int) -> tuple[int, AffinityState]:
         """Route a request of ``session`` (stay on its pinned cell when the rule says so)."""
+        source = view.source
         js = state.pins.get(session)
         row = check_source(view, source)
         if js is not None and row[js]:
@@ -77,6 +83,6 @@ class AffinityRouter:
             others[js] = np.inf
             if not np.isfinite(others).any() or c[js] - self.saving_s < others.min():
                 return js, state
-        j, inner = self.router.route(state.inner, view, source, rng)
+        j, inner = self.router.route(state.inner, view, rng)
         state.pins[session] = j
         return j, state._replace(inner=inner)

@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._base import RouterView, check_source, cumulative, sample_index
+from ._contract import cumulative, sample_index
+from ._view import CellView, check_source
 
 __all__ = ["ErrorAversion", "AversionState"]
 
@@ -49,9 +50,10 @@ class ErrorAversion:
         return getattr(self.router, "name", "router")
 
     def init(self, seed: int = 0) -> AversionState:
+        """The wrapped router's state, no aversion yet."""
         return AversionState(self.router.init(seed), np.zeros((0, 0)), 0.0)
 
-    def _control(self, state: AversionState, view: RouterView, sources: list[int]
+    def _control(self, state: AversionState, view: CellView, sources: list[int]
                  ) -> AversionState:
         if view.time < state.next_update or view.error_rate is None:
             return state
@@ -69,12 +71,15 @@ class ErrorAversion:
             a[i] = np.where(row, np.minimum(a[i], 1.0 - self.p_explore), 0.0)
         return AversionState(state.inner, a, float(view.time) + self.period_s)
 
-    def observe(self, state: AversionState, view: RouterView, source: int) -> AversionState:
-        state = self._control(state, view, [source])
-        return state._replace(inner=self.router.observe(state.inner, view, source))
+    def observe(self, state: AversionState, view: CellView) -> AversionState:
+        """The control update (every ``period_s``), then the wrapped router observes."""
+        state = self._control(state, view, [view.source])
+        return state._replace(inner=self.router.observe(state.inner, view))
 
-    def observe_round(self, state: AversionState, views: list[RouterView | None]
+    def observe_round(self, state: AversionState, views: list[CellView | None]
                       ) -> AversionState:
+        """:meth:`observe` for every source of a probe round (vectorised when the wrapped router
+        has ``observe_round``)."""
         live = [i for i, v in enumerate(views) if v is not None]
         state = self._control(state, views[live[0]], live)
         inner_round = getattr(self.router, "observe_round", None)
@@ -82,12 +87,14 @@ class ErrorAversion:
             return state._replace(inner=inner_round(state.inner, views))
         inner = state.inner
         for i in live:
-            inner = self.router.observe(inner, views[i], i)
+            inner = self.router.observe(inner, views[i])
         return state._replace(inner=inner)
 
-    def route(self, state: AversionState, view: RouterView, source: int,
+    def route(self, state: AversionState, view: CellView,
               rng: np.random.Generator) -> tuple[int, AversionState]:
-        j, inner = self.router.route(state.inner, view, source, rng)
+        """The wrapped router's pick, re-picked away from a cell the source is averse to."""
+        source = view.source
+        j, inner = self.router.route(state.inner, view, rng)
         state = state._replace(inner=inner)
         a = state.aversion
         if a.shape != (view.n, view.n) or a[source, j] <= 0 or rng.random() >= a[source, j]:

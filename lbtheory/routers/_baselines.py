@@ -1,131 +1,195 @@
-"""Baseline root routers: weighted random ∝ replicas (DLB's Rand), round robin, join the
-shortest queue and power-of-d choices. All read the (stale) probed view and respect residency."""
+"""The baselines that make sense in every simulator, written once: weighted random, round robin,
+join the shortest queue (by requests or by tokens) and power of d choices.
+
+They read only the :class:`~lbtheory.routers.TargetView` every simulator's view implements
+(``eligible``, ``queue``, ``tokens``, ``weights``, ``stream``), answer a target for the request at
+the head of the view (or ``None`` when no target is eligible: the request waits), and run
+unchanged on DLB cells (DLB's Rand is the weighted random with weights k_j), Intelligent-Router
+instances and BalanceRoute decode replicas.
+
+Tie rules are options because the simulators' published tables used different ones: the DLB
+cell routers break JSQ ties uniformly at random; the deterministic instance and decode simulators
+used the lowest index (the registry passes ``ties="lowest"`` there).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import TopologyError
-from ._base import RouterView, check_source, cumulative, sample_index
+from .._checks import check_int, check_option
+from ._contract import IgnoresObservations, Stateless, TargetView, cumulative, sample_index
 
-__all__ = ["RandomRouter", "RoundRobinRouter", "JSQRouter", "PowerOfDRouter", "NoState",
-           "RoundRobinState"]
-
-
-class NoState(NamedTuple):
-    """Stateless routers carry this empty state."""
+__all__ = ["RandomRouter", "RoundRobinRouter", "JSQRouter", "PowerOfDRouter", "Ties", "Load",
+           "RandomState", "RoundRobinState"]
 
 
-class _IgnoresProbes:
-    """Mixin: routers whose state does not change with probes (they read the view when routing)."""
+class Ties(enum.StrEnum):
+    """How JSQ breaks ties between equally loaded targets."""
 
-    def observe(self, state: Any, view: RouterView, source: int) -> Any:
-        return state
+    #: uniformly at random (one extra draw, only when there is a tie).
+    RANDOM = "random"
+    #: the lowest target index (deterministic).
+    LOWEST = "lowest"
 
 
-class _Stateless(_IgnoresProbes):
-    """Mixin: routers with no state at all."""
+class Load(enum.StrEnum):
+    """What JSQ and power-of-d compare."""
 
-    def init(self, seed: int = 0) -> NoState:
-        return NoState()
+    #: requests in flight or queued (``view.queue``).
+    REQUESTS = "requests"
+    #: token load (``view.tokens``: KV tokens, or committed prompt + predicted output tokens).
+    TOKENS = "tokens"
+
+
+def _load(view: TargetView, load: Load, per_weight: bool) -> np.ndarray:
+    if load is Load.TOKENS:
+        values = view.tokens
+        if values is None:
+            from ..errors import ParameterError
+
+            raise ParameterError(f"load={load.value!r}: this simulator's view has no token "
+                                 f"loads; use load='requests'")
+        values = np.asarray(values, dtype=float)
+    else:
+        values = np.asarray(view.queue, dtype=float)
+    w = view.weights
+    return values / w if per_weight and w is not None else values
 
 
 class RandomState(NamedTuple):
-    """Cache: the view each source's weights were computed from (views are immutable)."""
+    """Cache: the views each stream's weights were computed from (views are immutable)."""
 
     views: tuple
     cums: tuple
 
 
 @dataclasses.dataclass(frozen=True)
-class RandomRouter(_IgnoresProbes):
-    """Rand: send to admissible j with probability ∝ k_j (probed replicas; DLB App. B.1)."""
+class RandomRouter(IgnoresObservations):
+    """Random: an eligible target with probability ∝ its weight (DLB's Rand: ∝ probed replicas
+    k_j, DLB App. B.1); uniform (one integer draw) when the view has no weights."""
 
-    name: str = "rand"
+    name: str = "random"
 
     def init(self, seed: int = 0) -> RandomState:
+        """Empty cache."""
         return RandomState((), ())
 
-    def route(self, state: RandomState, view: RouterView, source: int,
-              rng: np.random.Generator) -> tuple[int, RandomState]:
-        if len(state.views) != view.n or state.views[source] is not view:
-            row = check_source(view, source)
-            cum = cumulative(np.where(row, view.replicas, 0.0))
-            views = list(state.views) if len(state.views) == view.n else [None] * view.n
-            cums = list(state.cums) if len(state.cums) == view.n else [None] * view.n
-            views[source], cums[source] = view, cum
+    def route(self, state: RandomState, view: TargetView,
+              rng: np.random.Generator) -> tuple[int | None, RandomState]:
+        """One draw among the eligible targets."""
+        w = view.weights
+        if w is None:
+            el = np.flatnonzero(view.eligible)
+            return (None if el.size == 0 else int(el[rng.integers(el.size)])), state
+        s = view.stream
+        if len(state.views) <= s or state.views[s] is not view:
+            row = view.eligible
+            if not row.any():
+                return None, state
+            n = max(len(state.views), s + 1)
+            views = list(state.views) + [None] * (n - len(state.views))
+            cums = list(state.cums) + [None] * (n - len(state.cums))
+            views[s], cums[s] = view, cumulative(np.where(row, w, 0.0))
             state = RandomState(tuple(views), tuple(cums))
-        return sample_index(state.cums[source], rng), state
+        return sample_index(state.cums[s], rng), state
 
 
 class RoundRobinState(NamedTuple):
-    """Next position in each source's list of admissible cells."""
+    """Per stream, the target index the next search starts from."""
 
-    position: tuple
+    pointer: tuple
 
 
 @dataclasses.dataclass(frozen=True)
-class RoundRobinRouter(_IgnoresProbes):
-    """Round robin over each source's admissible cells, in cell order."""
+class RoundRobinRouter(IgnoresObservations):
+    """Round robin: the first eligible target at or after the stream's pointer (cyclically), and
+    the pointer moves past it — a fixed target set is cycled in index order; a full replica is
+    skipped."""
 
     name: str = "rr"
 
     def init(self, seed: int = 0) -> RoundRobinState:
-        return RoundRobinState(position=())
+        """Every pointer at target 0."""
+        return RoundRobinState(pointer=())
 
-    def route(self, state: RoundRobinState, view: RouterView, source: int,
-              rng: np.random.Generator) -> tuple[int, RoundRobinState]:
-        targets = np.flatnonzero(check_source(view, source))
-        pos = state.position if len(state.position) == view.n else (0,) * view.n
-        p = pos[source]
-        new = list(pos)
-        new[source] = (p + 1) % len(targets)
-        return int(targets[p % len(targets)]), RoundRobinState(tuple(new))
+    def route(self, state: RoundRobinState, view: TargetView,
+              rng: np.random.Generator) -> tuple[int | None, RoundRobinState]:
+        """The next eligible target of the request's stream."""
+        ok = view.eligible
+        n = ok.size
+        s = view.stream
+        ptr = list(state.pointer) + [0] * max(0, s + 1 - len(state.pointer))
+        start = ptr[s] % n
+        order = np.flatnonzero(np.roll(ok, -start))
+        if order.size == 0:
+            return None, state
+        g = (start + int(order[0])) % n
+        ptr[s] = (g + 1) % n
+        return g, RoundRobinState(tuple(ptr))
 
 
-def _load(view: RouterView, per_replica: bool) -> np.ndarray:
-    return view.workload / view.replicas if per_replica else np.asarray(view.workload, float)
-
-
-def _pick_min(load: np.ndarray, cand: np.ndarray, rng: np.random.Generator) -> int:
-    vals = load[cand]
+def _argmin(values: np.ndarray, cand: np.ndarray, ties: Ties, rng: np.random.Generator) -> int:
+    vals = values[cand]
     best = cand[vals <= vals.min()]
-    return int(best[0] if best.size == 1 else best[rng.integers(best.size)])
+    if best.size == 1 or ties is Ties.LOWEST:
+        return int(best[0])
+    return int(best[rng.integers(best.size)])
 
 
 @dataclasses.dataclass(frozen=True)
-class JSQRouter(_Stateless):
-    """Join the shortest (probed, stale) queue: argmin N̂_j (or N̂_j/k_j with ``per_replica``);
-    ties uniform at random."""
+class JSQRouter(Stateless):
+    """Join the shortest queue: the eligible target with the least load (``load``: requests, or
+    tokens — "JSQ-tokens", the decode balancer), per unit weight with ``per_replica``; ties by
+    ``ties``."""
 
     per_replica: bool = False
+    load: Load | str = Load.REQUESTS
+    ties: Ties | str = Ties.RANDOM
     name: str = "jsq"
 
-    def route(self, state: NoState, view: RouterView, source: int,
-              rng: np.random.Generator) -> tuple[int, NoState]:
-        cand = np.flatnonzero(check_source(view, source))
-        return _pick_min(_load(view, self.per_replica), cand, rng), state
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "load", check_option(Load, self.load, "JSQRouter.load"))
+        object.__setattr__(self, "ties", check_option(Ties, self.ties, "JSQRouter.ties"))
+
+    def route(self, state: Any, view: TargetView,
+              rng: np.random.Generator) -> tuple[int | None, Any]:
+        """argmin of the load over the eligible targets."""
+        cand = np.flatnonzero(view.eligible)
+        if cand.size == 0:
+            return None, state
+        return _argmin(_load(view, self.load, self.per_replica), cand, self.ties, rng), state
 
 
 @dataclasses.dataclass(frozen=True)
-class PowerOfDRouter(_Stateless):
-    """Power of d choices: d distinct admissible cells uniformly at random, the least loaded
-    (N̂_j, or N̂_j/k_j with ``per_replica``) wins; fewer than d admissible cells → all of them."""
+class PowerOfDRouter(Stateless):
+    """Power of d choices: ``d`` distinct eligible targets drawn uniformly in random order (all
+    of them, in random order, when fewer are eligible), the least loaded wins, ties to the one
+    drawn first (so ties are uniformly random too)."""
 
     d: int = 2
     per_replica: bool = False
+    load: Load | str = Load.REQUESTS
     name: str = "p2c"
 
     def __post_init__(self) -> None:
-        if isinstance(self.d, bool) or not isinstance(self.d, int) or self.d < 1:
-            raise TopologyError(f"PowerOfDRouter.d: expected an integer ≥ 1, got {self.d!r}")
+        check_int(self.d, "PowerOfDRouter.d", low=1)
+        object.__setattr__(self, "load", check_option(Load, self.load, "PowerOfDRouter.load"))
 
-    def route(self, state: NoState, view: RouterView, source: int,
-              rng: np.random.Generator) -> tuple[int, NoState]:
-        cand = np.flatnonzero(check_source(view, source))
-        if cand.size > self.d:
-            cand = np.sort(rng.choice(cand, size=self.d, replace=False))
-        return _pick_min(_load(view, self.per_replica), cand, rng), state
+    def route(self, state: Any, view: TargetView,
+              rng: np.random.Generator) -> tuple[int | None, Any]:
+        """Draw, compare, send."""
+        cand = np.flatnonzero(view.eligible)
+        if cand.size <= 1:
+            return (int(cand[0]) if cand.size else None), state
+        drawn = rng.choice(cand.size, size=min(self.d, cand.size), replace=False)
+        values = _load(view, self.load, self.per_replica)
+        best = int(cand[drawn[0]])
+        for k in drawn[1:].tolist():
+            g = int(cand[k])
+            if values[g] < values[best]:
+                best = g
+        return best, state

@@ -18,19 +18,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._checks import check_real
 from ..costs import CostKind
 from ..errors import StepsizeError
 from ..simplex import simplex_argmin
-from ._base import (
-    RouterView,
-    check_source,
-    cost_matrix,
-    cost_row,
-    cumulative,
-    flow_step,
-    mean_network_delay,
-    sample_index,
-)
+from ._contract import cumulative, sample_index
+from ._view import CellView, check_source, cost_matrix, cost_row, flow_step, mean_network_delay
 
 __all__ = ["DiscreteRouter", "FlowRouter", "DiscreteState", "FlowState",
            "DEFAULT_STEPSIZE_SCALE", "MIN_DELAY_S"]
@@ -57,32 +50,32 @@ class DiscreteState(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteRouter:
-    """Discrete routing (1) with cost ``cost`` ("rif", "latency" or "gradient")."""
+    """Discrete routing (1) with cost ``cost`` ("rif", "latency" or "gradient"); ``name``
+    defaults to ``disc-`` + the cost's short label."""
 
     cost: CostKind | str = CostKind.GRADIENT
+    name: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cost", CostKind.parse(self.cost))
-
-    @property
-    def name(self) -> str:
-        return f"disc-{_SHORT[self.cost]}"
+        if not self.name:
+            object.__setattr__(self, "name", f"disc-{self.cost.short}")
 
     def init(self, seed: int = 0) -> DiscreteState:
         """Empty cache (the router itself draws nothing outside ``route``'s rng)."""
         return DiscreteState(cum=())
 
-    def _weights(self, view: RouterView, source: int) -> np.ndarray:
-        row = check_source(view, source)
-        return cumulative(simplex_argmin(cost_row(self.cost, view, source), row))
+    def _weights(self, view: CellView) -> np.ndarray:
+        row = check_source(view, view.source)
+        return cumulative(simplex_argmin(cost_row(self.cost, view, view.source), row))
 
-    def observe(self, state: DiscreteState, view: RouterView, source: int) -> DiscreteState:
-        """A probe round arrived at ``source``: recompute its argmin set."""
+    def observe(self, state: DiscreteState, view: CellView) -> DiscreteState:
+        """A probe round arrived at the view's source: recompute its argmin set."""
         cum = state.cum if len(state.cum) == view.n else (None,) * view.n
-        return DiscreteState(cum=_dict_set(cum, source, self._weights(view, source)))
+        return DiscreteState(cum=_dict_set(cum, view.source, self._weights(view)))
 
     def observe_round(self, state: DiscreteState,
-                      views: list[RouterView | None]) -> DiscreteState:
+                      views: list[CellView | None]) -> DiscreteState:
         """A probe round reached every source with a view: one vectorised argmin for all."""
         v0 = next(v for v in views if v is not None)
         W = simplex_argmin(cost_matrix(self.cost, views), v0.mask)
@@ -93,12 +86,12 @@ class DiscreteRouter:
                 cum[i] = cumulative(W[i])
         return DiscreteState(cum=tuple(cum))
 
-    def route(self, state: DiscreteState, view: RouterView, source: int,
+    def route(self, state: DiscreteState, view: CellView,
               rng: np.random.Generator) -> tuple[int, DiscreteState]:
         """A cheapest admissible cell (uniform among ties)."""
-        if len(state.cum) != view.n or state.cum[source] is None:
-            state = self.observe(state, view, source)
-        return sample_index(state.cum[source], rng), state
+        if len(state.cum) != view.n or state.cum[view.source] is None:
+            state = self.observe(state, view)
+        return sample_index(state.cum[view.source], rng), state
 
 
 class FlowState(NamedTuple):
@@ -119,25 +112,24 @@ class FlowRouter:
         cost: "rif", "latency" or "gradient".
         stepsize: η (1/(cost unit·s)); None → ``stepsize_scale / mean_network_delay``.
         stepsize_scale: dimensionless constant of the default stepsize.
+        name: label in results (default ``flow-`` + the cost's short label).
     """
 
     cost: CostKind | str = CostKind.GRADIENT
     stepsize: float | None = None
     stepsize_scale: float = DEFAULT_STEPSIZE_SCALE
+    name: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cost", CostKind.parse(self.cost))
         for field in ("stepsize", "stepsize_scale"):
             v = getattr(self, field)
-            if v is not None and not (np.isfinite(v) and v > 0):
-                raise StepsizeError(f"FlowRouter.{field}: expected a positive finite number, "
-                                    f"got {v!r}")
+            if v is not None:
+                check_real(v, f"FlowRouter.{field}", low=0.0, low_open=True, error=StepsizeError)
+        if not self.name:
+            object.__setattr__(self, "name", f"flow-{self.cost.short}")
 
-    @property
-    def name(self) -> str:
-        return f"flow-{_SHORT[self.cost]}"
-
-    def eta(self, view: RouterView) -> float:
+    def eta(self, view: CellView) -> float:
         """The stepsize η used on this view (1/(cost unit·s))."""
         if self.stepsize is not None:
             return float(self.stepsize)
@@ -147,7 +139,7 @@ class FlowRouter:
         """No routing yet: each source starts uniform over its admissible cells on first use."""
         return FlowState(x=(), cum=(), last_time=())
 
-    def _ensure(self, state: FlowState, view: RouterView, source: int) -> FlowState:
+    def _ensure(self, state: FlowState, view: CellView, source: int) -> FlowState:
         if len(state.x) != view.n:
             state = FlowState(x=(None,) * view.n, cum=(None,) * view.n,
                               last_time=(None,) * view.n, eta=self.eta(view))
@@ -159,8 +151,9 @@ class FlowRouter:
                               _dict_set(state.last_time, source, float(view.time)), state.eta)
         return state
 
-    def observe(self, state: FlowState, view: RouterView, source: int) -> FlowState:
-        """One step of (2) for ``source`` with δ = time since its previous update."""
+    def observe(self, state: FlowState, view: CellView) -> FlowState:
+        """One step of (2) for the view's source with δ = time since its previous update."""
+        source = view.source
         state = self._ensure(state, view, source)
         delta = float(view.time) - state.last_time[source]
         if delta <= 0:
@@ -171,7 +164,7 @@ class FlowRouter:
                          _dict_set(state.cum, source, cumulative(x)),
                          _dict_set(state.last_time, source, float(view.time)), state.eta)
 
-    def observe_round(self, state: FlowState, views: list[RouterView | None]) -> FlowState:
+    def observe_round(self, state: FlowState, views: list[CellView | None]) -> FlowState:
         """One step of (2) for every source with a view, as one vectorised
         :func:`lbtheory.simplex.flow_update` call (same result as :meth:`observe` per source)."""
         n = len(views)
@@ -198,11 +191,8 @@ class FlowRouter:
                 x[i], cum[i], last[i] = Xn[i], cum_all[i], float(views[i].time)
         return FlowState(tuple(x), tuple(cum), tuple(last), state.eta)
 
-    def route(self, state: FlowState, view: RouterView, source: int,
+    def route(self, state: FlowState, view: CellView,
               rng: np.random.Generator) -> tuple[int, FlowState]:
         """Sample j with probability x_ij."""
-        state = self._ensure(state, view, source)
-        return sample_index(state.cum[source], rng), state
-
-
-_SHORT = {CostKind.RIF: "rif", CostKind.LATENCY: "lat", CostKind.GRADIENT: "grad"}
+        state = self._ensure(state, view, view.source)
+        return sample_index(state.cum[view.source], rng), state

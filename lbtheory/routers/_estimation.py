@@ -12,15 +12,18 @@ there [R: DLB does not describe its fitter, THEORY §13.7].
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any
 
 import numpy as np
 
+from .._checks import check_option
 from ..errors import ModelError
 from ..models import MM1Latency, ServiceModel, SoftplusLatency
 
-__all__ = ["fit_latency_model", "perturb_model", "scale_to_replicas", "MARGIN", "RIDGE", "FIT_TOL"]
+__all__ = ["FitFamily", "fit_latency_model", "perturb_model", "scale_to_replicas", "MARGIN",
+           "RIDGE", "FIT_TOL"]
 
 #: θ0 ≥ (1 + MARGIN)·θ1θ2, as THEORY §4 advises a fitter to enforce.
 MARGIN = 0.02
@@ -61,8 +64,15 @@ def _mm1_params(m: MM1Latency) -> np.ndarray:
     return np.log([float(m.capacity), float(m.K)])
 
 
+class FitFamily(enum.StrEnum):
+    """The model family an online latency fit uses."""
+
+    SOFTPLUS = "softplus"
+    MM1 = "mm1"
+
+
 def fit_latency_model(N: np.ndarray, latency: np.ndarray, prior: ServiceModel, *,
-                      family: str = "softplus") -> ServiceModel:
+                      family: FitFamily | str = FitFamily.SOFTPLUS) -> ServiceModel:
     """Least-squares fit of ℓ(N) to samples (N requests in flight, latency s).
 
     Args:
@@ -70,7 +80,7 @@ def fit_latency_model(N: np.ndarray, latency: np.ndarray, prior: ServiceModel, *
         latency: that request's serving latency at the cell (queueing + service, s).
         prior: the model the ridge pulls towards and the starting point (same family, or any
             model whose latency is used to build a starting point).
-        family: "softplus" (default) or "mm1".
+        family: :class:`FitFamily` or its value, "softplus" (default) or "mm1".
 
     Returns:
         The fitted model (a valid :class:`~lbtheory.models.ServiceModel`).
@@ -80,26 +90,25 @@ def fit_latency_model(N: np.ndarray, latency: np.ndarray, prior: ServiceModel, *
     """
     from scipy.optimize import least_squares
 
+    family = check_option(FitFamily, family, "latency fit: family", error=ModelError)
     N = np.asarray(N, dtype=float)
     y = np.asarray(latency, dtype=float)
     ok = np.isfinite(N) & np.isfinite(y) & (y > 0)
     N, y = N[ok], y[ok]
     if N.size < 3:
         raise ModelError(f"latency fit: need at least 3 finite samples, got {N.size}")
-    if family == "softplus":
+    if family is FitFamily.SOFTPLUS:
         build, params = _softplus_from, _softplus_params
         if not isinstance(prior, SoftplusLatency):
             mu = float(prior.max_rate)
             l0 = float(prior.latency(0.0))
             prior = SoftplusLatency(l0, 1.0 / mu, 0.5 * l0 * mu, max(0.05 * l0 * mu, 0.5))
-    elif family == "mm1":
+    else:
         build, params = _mm1_from, _mm1_params
         if not isinstance(prior, MM1Latency):
             l0 = float(prior.latency(0.0))
             mu = float(prior.max_rate)
             prior = MM1Latency(mu, max(l0 * mu, 1e-3))
-    else:
-        raise ModelError(f"latency fit: family must be 'softplus' or 'mm1', got {family!r}")
     p0 = params(prior)
     scale = float(np.median(y))
     w = RIDGE * math.sqrt(N.size)

@@ -18,8 +18,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import SolverError, TopologyError
-from ._base import RouterView, check_source, cumulative, sample_index
+from .._checks import check_real
+from ..errors import ParameterError, SolverError, SolveStatus
+from ._contract import IgnoresObservations, cumulative, sample_index
+from ._view import CellView, check_source
 
 __all__ = ["MNLBProgram", "MNLBRouter", "MNLBState", "OVERFLOW_PENALTY"]
 
@@ -75,10 +77,11 @@ class MNLBProgram:
             self.problem.solve(solver=solver)
         except Exception as exc:  # cvxpy raises its own SolverError type
             raise SolverError(f"MNLB LP: solver {solver or 'default'} failed: {exc}",
-                              solver=str(solver), status="error") from exc
+                              solver=str(solver), status=SolveStatus.FAILED,
+                              detail=str(exc)) from exc
         if self.problem.status != "optimal":
             raise SolverError(f"MNLB LP: status {self.problem.status}", solver=str(solver),
-                              status=str(self.problem.status))
+                              status=SolveStatus.FAILED, detail=str(self.problem.status))
         f = np.zeros((self.n, self.n))
         f[self.src, self.dst] = np.maximum(self.f.value, 0.0)
         x = np.zeros_like(f)
@@ -112,7 +115,7 @@ class MNLBState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class MNLBRouter:
+class MNLBRouter(IgnoresObservations):
     """MNLB: re-solve the LP every ``period_s`` s with estimated λ̂, hold the weights between.
 
     Args:
@@ -125,20 +128,14 @@ class MNLBRouter:
     name: str = "mnlb"
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.period_s) and self.period_s > 0):
-            raise TopologyError(f"MNLBRouter.period_s: expected a positive number of seconds, "
-                                f"got {self.period_s!r}")
-        if not (np.isfinite(self.rho_max) and 0 < self.rho_max <= 1):
-            raise TopologyError(f"MNLBRouter.rho_max: expected a number in (0, 1], "
-                                f"got {self.rho_max!r}")
+        check_real(self.period_s, "MNLBRouter.period_s", unit="s", low=0.0, low_open=True)
+        check_real(self.rho_max, "MNLBRouter.rho_max", low=0.0, high=1.0, low_open=True)
 
     def init(self, seed: int = 0) -> MNLBState:
+        """No program yet: built (and solved) at the first request."""
         return MNLBState(None, (), -np.inf, np.zeros(0), 0.0, 0)
 
-    def observe(self, state: MNLBState, view: RouterView, source: int) -> MNLBState:
-        return state
-
-    def _solve(self, state: MNLBState, view: RouterView) -> MNLBState:
+    def _solve(self, state: MNLBState, view: CellView) -> MNLBState:
         program = state.program
         if program is None or not np.array_equal(program.mask, view.mask):
             program = MNLBProgram(view.mask, view.delays, self.rho_max)
@@ -150,15 +147,16 @@ class MNLBRouter:
         else:
             lam = view.mask.any(axis=1).astype(float)
         if view.capacity is None:
-            raise TopologyError("router view: MNLB needs the cells' capacity (view.capacity)")
+            raise ParameterError("router view: MNLB needs the cells' capacity (view.capacity)")
         x = program.solve(lam, view.capacity)
         cum = tuple(cumulative(row) if row.sum() > 0 else None for row in x)
         return MNLBState(program, cum, float(view.time) + self.period_s, np.zeros(view.n),
                          float(view.time), state.solves + 1)
 
-    def route(self, state: MNLBState, view: RouterView, source: int,
+    def route(self, state: MNLBState, view: CellView,
               rng: np.random.Generator) -> tuple[int, MNLBState]:
         """Count the request for λ̂; re-solve if the period is over; sample from the weights."""
+        source = view.source
         check_source(view, source)
         if view.time >= state.next_solve:
             state = self._solve(state, view)

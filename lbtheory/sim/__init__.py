@@ -1,37 +1,38 @@
 """DLB discrete-event cluster simulator: cells of servers, stale probes, routers, bursts, outages.
 
-:func:`simulate` runs one router (from :mod:`lbtheory.routers`) on a :class:`Scenario`; pass the
-same :class:`Arrivals` to compare policies on identical requests; :func:`appendix_b_scenario`
-draws DLB's Appendix-B scenarios (THEORY §11.1); :func:`appendix_b_cell` runs one cell of the
-Appendix-B experiments (every policy on the same arrivals, latency normalised by Rand's).
+:func:`simulate` runs one router (the contract of :mod:`lbtheory.routers`, made by name with
+:func:`lbtheory.registry.make_router`) on a :class:`Scenario`; pass the same arrivals (a
+:class:`~lbtheory.workloads.Workload` with a ``source`` column, from :func:`generate_arrivals` or
+:func:`arrivals_from_trace`) to compare policies on identical requests;
+:func:`appendix_b_scenario` draws DLB's Appendix-B scenarios (THEORY §11.1). The Appendix-B
+experiment protocol itself (cells of the sweep) lives with its experiment, in
+``experiments/_appendix_b_protocol.py``.
+
+Private one-concept modules: ``_scenario`` (scenario files), ``_arrivals`` (seeded requests),
+``_records`` (clock and per-request records), ``_servers`` (leaves and the three server kinds),
+``_probes`` (probe rounds and the models routers see), ``_engine`` (the loop), ``_result``,
+``_appendix_b`` (the scenario generator).
 """
 
 from ._appendix_b import EVENT_WINDOW, appendix_b_scenario
-from ._arrivals import Arrivals, arrivals_from_trace, generate_arrivals
+from ._arrivals import arrivals_from_trace, generate_arrivals, seed_streams, with_sessions
 from ._engine import simulate
-from ._protocol import (
-    DLB_POLICIES,
-    WeightRecorder,
-    appendix_b_cell,
-    check_cell_config,
-    trial_seed,
-    weight_oscillation,
-)
 from ._result import SimResult
 from ._scenario import (
+    Affinity,
     Burst,
     Estimation,
+    LeafPolicy,
     Outage,
     Scenario,
+    ServerKind,
     ServerSpec,
     TokenDist,
     load_scenario,
     scenario_from_dict,
 )
 
-__all__ = ["DLB_POLICIES", "simulate", "SimResult", "Scenario", "ServerSpec", "TokenDist", "Burst",
-           "Outage",
-           "load_scenario", "scenario_from_dict", "Arrivals", "generate_arrivals",
-           "Estimation", "appendix_b_scenario", "arrivals_from_trace", "appendix_b_cell",
-           "check_cell_config", "trial_seed", "weight_oscillation", "WeightRecorder",
-           "EVENT_WINDOW"]
+__all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "ServerKind", "LeafPolicy",
+           "TokenDist", "Burst", "Outage", "Affinity", "load_scenario", "scenario_from_dict",
+           "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
+           "Estimation", "appendix_b_scenario", "EVENT_WINDOW"]

@@ -1,4 +1,6 @@
-"""Seeded request streams: time-varying Poisson arrivals per source cell and request sizes.
+"""Seeded request streams: Poisson arrivals per source cell and request sizes, as a
+:class:`~lbtheory.workloads.Workload` (the one request type) with its ``source`` (the cell the
+request enters) and ``work`` (an Exp(1) service requirement, used by ``mmc`` servers) columns.
 
 The arrivals of a (scenario, seed, duration) depend on nothing else, so every policy of a
 comparison runs on exactly the same requests (``lbtheory simulate --policy a,b``).
@@ -10,41 +12,17 @@ import dataclasses
 
 import numpy as np
 
+from .._checks import check_real, check_seed
 from ..errors import DataFormatError
-from ..workloads import Trace
+from ..workloads import Workload, workload_from_arrays
 from ._scenario import Scenario
 
-__all__ = ["Arrivals", "generate_arrivals", "arrivals_from_trace", "with_sessions",
-           "seed_streams"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Arrivals:
-    """Requests sorted by arrival time.
-
-    Attributes:
-        time_s: arrival times at the source's root router (s).
-        source: source cell index.
-        unit_work: Exp(1) draw, scaled by a cell's mean service time on ``mmc`` servers.
-        prompt_tokens, output_tokens: token counts (shifted Gamma, whole tokens ≥ 1).
-        session: session id of each request (None without affinity); a follow-up shares the
-            id of an earlier request of the same source.
-    """
-
-    time_s: np.ndarray
-    source: np.ndarray
-    unit_work: np.ndarray
-    prompt_tokens: np.ndarray
-    output_tokens: np.ndarray
-    session: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return int(self.time_s.shape[0])
+__all__ = ["generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams"]
 
 
 def seed_streams(seed: int) -> list[np.random.SeedSequence]:
     """Independent seed sequences: arrivals, router, leaf routing, spare (in this order)."""
-    return np.random.SeedSequence(int(seed)).spawn(4)
+    return np.random.SeedSequence(check_seed(seed)).spawn(4)
 
 
 def _rate_segments(scenario: Scenario, i: int, duration_s: float) -> list[tuple]:
@@ -66,8 +44,9 @@ def _rate_segments(scenario: Scenario, i: int, duration_s: float) -> list[tuple]
     return segs
 
 
-def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Arrivals:
-    """Poisson arrivals on [0, duration_s) with the scenario's rates and bursts (seeded)."""
+def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Workload:
+    """Poisson arrivals on [0, duration_s) with the scenario's rates and bursts (seeded): a
+    :class:`~lbtheory.workloads.Workload` with ``source`` and ``work`` columns."""
     rng = np.random.default_rng(seed_streams(seed)[0])
     times, srcs = [], []
     for i in range(scenario.network.n):
@@ -86,11 +65,20 @@ def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Arriv
     P, D = scenario.prompt_tokens, scenario.output_tokens
     prompt = np.maximum(1.0, P.shift + np.rint(rng.gamma(P.shape, P.scale, size=R)))
     output = np.maximum(1.0, D.shift + np.rint(rng.gamma(D.shape, D.scale, size=R)))
-    arr = Arrivals(t, s, unit, prompt, output)
+    arr = _workload(t, prompt, output, s, unit)
     return arr if scenario.affinity is None else with_sessions(arr, scenario, seed)
 
 
-def with_sessions(arr: Arrivals, scenario: Scenario, seed: int) -> Arrivals:
+def _workload(t: np.ndarray, prompt: np.ndarray, output: np.ndarray, source: np.ndarray,
+              work: np.ndarray) -> Workload:
+    if t.size == 0:  # no arrival at all (every rate 0, or a horizon shorter than every gap)
+        z = np.zeros(0)
+        return Workload(z, z.astype(np.int64), z.astype(np.int64), source=z.astype(np.int64),
+                        work=z)
+    return workload_from_arrays(t, prompt, output, source=source, work=work)
+
+
+def with_sessions(arr: Workload, scenario: Scenario, seed: int) -> Workload:
     """Give each request a session [R]: with probability ``followup_fraction`` it continues one
     of its source's ``active_sessions`` most recent sessions (uniformly), else it opens a new
     one (DLB §3.5: 60–70% of requests can use prefix caching)."""
@@ -111,11 +99,11 @@ def with_sessions(arr: Arrivals, scenario: Scenario, seed: int) -> Arrivals:
             nxt += 1
             if len(pool) > aff.active_sessions:
                 pool.pop(0)
-    return dataclasses.replace(arr, session=out)
+    return dataclasses.replace(arr, session=out)  # ids 0, 1, … by construction
 
 
-def arrivals_from_trace(trace: Trace, scenario: Scenario, duration_s: float, seed: int, *,
-                        time_scale: float = 1.0) -> Arrivals:
+def arrivals_from_trace(trace: Workload, scenario: Scenario, duration_s: float, seed: int, *,
+                        time_scale: float = 1.0) -> Workload:
     """Replay a request trace (:func:`lbtheory.workloads.read_trace`): arrival times (×
     ``time_scale``) and token counts from the trace, each request's source cell drawn ∝ λ_i of
     the scenario (seeded); requests at or after ``duration_s`` are dropped.
@@ -127,16 +115,16 @@ def arrivals_from_trace(trace: Trace, scenario: Scenario, duration_s: float, see
     if not lam.sum() > 0:
         raise DataFormatError("trace replay: no cell has arrivals (arrival_rate) to assign "
                               "the trace's requests to", field="arrival_rate")
-    if not (np.isfinite(time_scale) and time_scale > 0):
-        raise DataFormatError(f"trace replay: time_scale must be positive, got {time_scale!r}",
-                              field="time_scale")
+    check_real(time_scale, "trace replay: time_scale", low=0.0, low_open=True,
+               error=lambda msg: DataFormatError(msg, field="time_scale"))
     t = np.asarray(trace.arrival_s, dtype=float) * time_scale
     keep = t < duration_s
     t = t[keep]
     rng = np.random.default_rng(seed_streams(seed)[0])
     src = rng.choice(len(lam), size=t.size, p=lam / lam.sum()).astype(np.int64)
     unit = rng.exponential(1.0, size=t.size)
+    # [R] at least one token each: a prefill always emits one
     prompt = np.maximum(1.0, np.asarray(trace.prompt_tokens, dtype=float)[keep])
     output = np.maximum(1.0, np.asarray(trace.output_tokens, dtype=float)[keep])
-    arr = Arrivals(t, src, unit, prompt, output)
+    arr = _workload(t, prompt, output, src, unit)
     return arr if scenario.affinity is None else with_sessions(arr, scenario, seed)

@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RunStatus
 from ..stats import mean, percentiles, ratio
+from ._records import DONE, ERROR
 
-__all__ = ["SimResult"]
+__all__ = ["SimResult", "build_result"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +38,10 @@ class SimResult:
         completion_s: completion time of each completed request (s), aligned with
             ``latency_s`` (completion order) — for latency time series.
         error_s: times (s) at which the overflow errors happened, sorted.
+        status: :class:`~lbtheory.errors.RunStatus` — ``completed`` (every request that arrived
+            finished or was rejected) or ``truncated`` (the horizon ended with ``in_flight``
+            requests still queued, in service or on the wire: their latency is unknown, so the
+            latency summary covers the completed ones only).
     """
 
     policy: str
@@ -61,6 +67,7 @@ class SimResult:
     cache_hits: int = 0
     completion_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     error_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    status: RunStatus = RunStatus.COMPLETED
 
     @property
     def error_rate(self) -> float:
@@ -81,6 +88,38 @@ class SimResult:
                      "mean_workload": float(self.mean_workload[j])}
                     for j, nm in enumerate(self.names)]
         return {"requests": self.requests, "completed": self.completed, "errors": self.errors,
-                "in_flight": self.in_flight, "error_rate": self.error_rate,
+                "in_flight": self.in_flight, "status": self.status.value,
+                "error_rate": self.error_rate,
                 "latency": self.latency_summary(), "per_cell": per_cell,
                 "events": self.events, "wall_seconds": self.wall_seconds}
+
+
+def build_result(eng: Any, policy: str, seed: int, wall: float) -> SimResult:
+    """Freeze a finished engine run (:mod:`._engine`) into a :class:`SimResult`."""
+    rec, cl, sc = eng.rec, eng.cluster, eng.sc
+    n, T, R = eng.n, eng.T, rec.requests
+    a = rec.arrays()
+    status, dest, t_done, t_cell = a["status"], a["dest"], a["t_done"], a["t_cell"]
+    done = status == DONE
+    src = eng.arr.source[:R] if eng.arr.source is not None else np.zeros(0, dtype=np.int64)
+    tau = sc.network.delays[src, np.maximum(dest, 0)]
+    order = np.argsort(t_done[done], kind="stable")
+    lat = (t_done - eng.arr.arrival_s[:R] + tau)[done][order]
+    # time-average workload: Σ over requests of time spent at the cell within [0, T)
+    at_cell = (status != ERROR) & np.isfinite(t_cell)
+    stay = np.minimum(np.where(done, t_done, T), T) - t_cell
+    wl = np.bincount(dest[at_cell], weights=stay[at_cell], minlength=n) / T
+    in_flight = int(R - rec.completed - rec.errors)
+    return SimResult(
+        policy=policy, seed=int(seed), duration_s=T, names=sc.network.names,
+        requests=int(R), completed=int(rec.completed), errors=int(rec.errors),
+        in_flight=in_flight, latency_s=lat, wait_s=a["wait"][done][order],
+        network_s=(2.0 * tau)[done][order],
+        routed=np.array(rec.routed, dtype=np.int64),
+        cell_errors=np.array(rec.cell_errors, dtype=np.int64), utilisation=cl.utilisation(),
+        mean_workload=wl, series_t=np.array(eng.series_t),
+        series_workload=np.array(eng.series_N, dtype=float).reshape(-1, n),
+        events=int(rec.events), wall_seconds=float(wall), models=eng.models.final(sc),
+        cache_hits=int(rec.cache_hits), completion_s=t_done[done][order],
+        error_s=np.sort(t_cell[status == ERROR]),
+        status=RunStatus.TRUNCATED if in_flight else RunStatus.COMPLETED)

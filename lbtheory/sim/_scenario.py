@@ -40,20 +40,45 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int, check_option, check_real
 from ..errors import DataFormatError
 from ..io import topology_from_dict
 from ..network import CellNetwork
+from ..routers import FitFamily
 
-__all__ = ["ServerSpec", "TokenDist", "Burst", "Outage", "Estimation", "Affinity", "Scenario",
-           "scenario_from_dict", "load_scenario", "SERVER_KINDS"]
+__all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
+           "Estimation", "Affinity", "Scenario", "scenario_from_dict", "load_scenario",
+           "SERVER_KINDS"]
 
-SERVER_KINDS = ("appendix_b", "mmc", "rate")
+
+class ServerKind(enum.StrEnum):
+    """The servers of a cell (module docstring)."""
+
+    #: one prefill engine, then a decode slot out of decode_engines × slots_per_engine.
+    APPENDIX_B = "appendix_b"
+    #: ``slots`` parallel slots, exponential service of mean ``mean_service_s`` (validation).
+    MMC = "mmc"
+    #: the cell completes requests at rate μ_j(N_j) of its service model (fluid-limit check).
+    RATE = "rate"
+
+
+class LeafPolicy(enum.StrEnum):
+    """In-cell routing of a request to one of the cell's online servers."""
+
+    #: power of two choices on outstanding tokens (requests on ``mmc`` servers).
+    P2C = "p2c"
+    #: round robin.
+    RR = "rr"
+
+
+SERVER_KINDS = tuple(k.value for k in ServerKind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +97,7 @@ class ServerSpec:
         queue_limit: requests waiting (not in service) per server; None = unbounded.
     """
 
-    kind: str = "appendix_b"
+    kind: ServerKind | str = ServerKind.APPENDIX_B
     prefill_s_per_token: float = 0.25e-3
     decode_s_per_token: float = 25e-3
     decode_engines: int = 2
@@ -80,6 +105,9 @@ class ServerSpec:
     slots: int = 1
     mean_service_s: float = 1.0
     queue_limit: int | None = 32
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", check_option(ServerKind, self.kind, "ServerSpec.kind"))
 
     @property
     def decode_slots(self) -> int:
@@ -89,9 +117,9 @@ class ServerSpec:
     def max_rate(self, mean_prompt: float, mean_output: float) -> float:
         """Saturation rate of one server (req/s): mmc c/mean; appendix_b
         min(1/(E[P] t_p), slots/(E[D] t_d)) (THEORY §11.1 item 6 [R])."""
-        if self.kind == "mmc":
+        if self.kind is ServerKind.MMC:
             return self.slots / self.mean_service_s
-        if self.kind == "rate":
+        if self.kind is ServerKind.RATE:
             return math.inf  # the cell's μ̄ is its service model's (see Scenario.capacities)
         return min(1.0 / (mean_prompt * self.prefill_s_per_token),
                    self.decode_slots / (mean_output * self.decode_s_per_token))
@@ -143,11 +171,15 @@ class Estimation:
         noise_eps: ε; routers see the fitted latency × (1 + εξ_j), ξ_j ~ U[−1, 1] per cell.
     """
 
-    family: str = "softplus"
+    family: FitFamily | str = FitFamily.SOFTPLUS
     window: int = 400
     period_s: float = 5.0
     min_samples: int = 30
     noise_eps: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "family",
+                           check_option(FitFamily, self.family, "Estimation.family"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,16 +201,20 @@ class Scenario:
     prompt_tokens: TokenDist = TokenDist(16.0, 1.5, 300.0)
     output_tokens: TokenDist = TokenDist(4.0, 1.2, 40.0)
     probe_period_s: float = 0.01
-    leaf_policy: str = "p2c"
+    leaf_policy: LeafPolicy | str = LeafPolicy.P2C
     bursts: tuple[Burst, ...] = ()
     outages: tuple[Outage, ...] = ()
     name: str = ""
     estimation: Estimation | None = None
     affinity: Affinity | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "leaf_policy",
+                           check_option(LeafPolicy, self.leaf_policy, "Scenario.leaf_policy"))
+
     def server_rates(self) -> list[float]:
         """Saturation rate of one server of each cell (req/s); a "rate" cell's μ̄/k."""
-        return [float(c.service.max_rate) / c.replicas if s.kind == "rate" else
+        return [float(c.service.max_rate) / c.replicas if s.kind is ServerKind.RATE else
                 s.max_rate(self.prompt_tokens.mean, self.output_tokens.mean)
                 for s, c in zip(self.servers, self.network.cells)]
 
@@ -202,16 +238,23 @@ def _err(path: str, field: str, msg: str) -> DataFormatError:
 
 def _num(path: str, field: str, v: Any, *, positive: bool = True, integer: bool = False,
          allow_none: bool = False) -> Any:
+    """A field of the ``simulation:`` section through the one validator (:mod:`lbtheory._checks`),
+    as a :class:`DataFormatError` naming the file and field."""
     if v is None and allow_none:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise _err(path, field, f"expected a finite number, got {v!r}")
-    if integer and float(v) != int(v):
-        raise _err(path, field, f"expected an integer, got {v!r}")
-    if (v <= 0) if positive else (v < 0):
-        raise _err(path, field, f"expected a {'positive' if positive else 'non-negative'} "
-                                f"number, got {v!r}")
-    return int(v) if integer else float(v)
+
+    def error(msg: str) -> DataFormatError:
+        return DataFormatError(msg, path=path, field=field)
+
+    name = f"simulation.{field}"
+    if integer:
+        return check_int(v, name, low=1 if positive else 0, integral_float=True, error=error)
+    return check_real(v, name, low=0.0, low_open=positive, error=error)
+
+
+def _option(path: str, field: str, cls: type, v: Any) -> Any:
+    return check_option(cls, v, f"simulation.{field}",
+                        error=lambda msg: DataFormatError(msg, path=path, field=field))
 
 
 _SERVER_FIELDS = {f.name: f for f in dataclasses.fields(ServerSpec)}
@@ -226,10 +269,7 @@ def _server(path: str, where: str, spec: Any, base: ServerSpec) -> ServerSpec:
     kw: dict[str, Any] = {}
     for k, v in spec.items():
         if k == "kind":
-            if v not in SERVER_KINDS:
-                raise _err(path, f"{where}.kind", f"expected one of {list(SERVER_KINDS)}, "
-                                                  f"got {v!r}")
-            kw[k] = v
+            kw[k] = _option(path, f"{where}.kind", ServerKind, v)
         elif k == "queue_limit":
             kw[k] = _num(path, f"{where}.{k}", v, positive=False, integer=True, allow_none=True)
         else:
@@ -289,9 +329,7 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
             raise _err(path, f"cells.{name}", f"unknown cell; known cells: {list(net.names)}")
     servers = tuple(_server(path, f"cells.{c.name}", per_cell[c.name], base)
                     if c.name in per_cell else base for c in net.cells)
-    leaf = sim.get("leaf_policy", "p2c")
-    if leaf not in ("p2c", "rr"):
-        raise _err(path, "leaf_policy", f"expected 'p2c' or 'rr', got {leaf!r}")
+    leaf = _option(path, "leaf_policy", LeafPolicy, sim.get("leaf_policy", "p2c"))
     bursts, outages = [], []
     for b_i, b in enumerate(sim.get("bursts") or []):
         j, s, e = _window(path, f"bursts[{b_i}]", b, net, "factor")
@@ -343,9 +381,7 @@ def _estimation(path: str, spec: Any) -> Estimation | None:
     kw: dict[str, Any] = {}
     for k, v in _section(path, "estimation", spec, Estimation).items():
         if k == "family":
-            if v not in ("softplus", "mm1"):
-                raise _err(path, "estimation.family", f"expected 'softplus' or 'mm1', got {v!r}")
-            kw[k] = v
+            kw[k] = _option(path, "estimation.family", FitFamily, v)
         elif k == "noise_eps":
             kw[k] = _num(path, "estimation.noise_eps", v, positive=False)
             if kw[k] >= 1:

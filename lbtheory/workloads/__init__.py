@@ -1,9 +1,26 @@
-"""Request workloads: trace readers (Azure LLM inference, Mooncake, JSONL/CSV), the ``Trace``.
+"""Requests: the one request type (:class:`Workload`), trace readers (Azure LLM inference,
+Mooncake, JSONL/CSV) and the trace mixer.
 
-A :class:`Trace` is the one request-level input of the barrier simulator (and, later, of the DLB
-event simulator and the Intelligent Router): arrival times (s), prompt and output lengths (tokens).
+Every simulator reads a :class:`Workload` — the DLB cell simulator, the Intelligent Router's
+instance simulator and BalanceRoute's decode simulator. ``Trace`` is the old name of the same
+type (deprecated alias, kept for one release).
 """
 
-from .traces import COLUMN_ALIASES, Trace, TraceOrderWarning, read_trace, trace_from_arrays
+import warnings
+from typing import Any
 
-__all__ = ["Trace", "TraceOrderWarning", "read_trace", "trace_from_arrays", "COLUMN_ALIASES"]
+from ._mix import mix_traces
+from ._workload import MAX_TOKENS, TraceOrderWarning, Workload, workload_from_arrays
+from .traces import COLUMN_ALIASES, read_trace, trace_from_arrays
+
+__all__ = ["Workload", "TraceOrderWarning", "read_trace", "trace_from_arrays",
+           "workload_from_arrays", "mix_traces", "COLUMN_ALIASES", "MAX_TOKENS"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Trace":
+        warnings.warn("lbtheory.workloads.Trace is deprecated: it is the same type as "
+                      "lbtheory.workloads.Workload; use that name", DeprecationWarning,
+                      stacklevel=2)
+        return Workload
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,8 @@
 """Request-trace readers: Azure LLM inference CSVs and any CSV/JSONL with the same three columns.
 
-A trace is a sequence of requests with an arrival time (s), a prompt length (tokens) and an output
-length (tokens), plus an optional prompt identity (a hash or id) that the ExactMatch predictor of
+A trace is read into the one request type, :class:`~lbtheory.workloads.Workload`: an arrival time
+(s, relative to the first request), a prompt length (tokens) and an output length (tokens), plus
+an optional prompt identity (a hash or id) that the ExactMatch predictor of
 BalanceRoute can key on (THEORY §9.4).
 
 Accepted column names (case-insensitive; the first match wins):
@@ -28,22 +29,16 @@ from __future__ import annotations
 import csv
 import json
 import os
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import DataFormatError
+from ._workload import MAX_TOKENS, TraceOrderWarning, Workload, workload_from_arrays
 
-__all__ = ["Trace", "TraceOrderWarning", "read_trace", "trace_from_arrays", "COLUMN_ALIASES",
-           "MAX_TOKENS"]
-
-#: Largest prompt / output length accepted per request (tokens): 10 million prompt tokens (above
-#: the longest context window of current models) and 1 million output tokens (a decode simulation
-#: takes one step per output token). Larger counts are data errors, refused when the trace is read.
-MAX_TOKENS: dict[str, int] = {"prompt_tokens": 10_000_000, "output_tokens": 1_000_000}
+__all__ = ["read_trace", "trace_from_arrays", "COLUMN_ALIASES", "MAX_TOKENS",
+           "TraceOrderWarning"]
 
 #: Accepted column names per field, lower-case.
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -55,110 +50,18 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-class TraceOrderWarning(UserWarning):
-    """A trace's timestamps were not sorted; the reader sorted them (stable)."""
-
-
-@dataclass(frozen=True)
-class Trace:
-    """Requests of a trace, sorted by arrival.
-
-    Attributes:
-        arrival_s: arrival times, seconds since the first request (float64, non-decreasing).
-        prompt_tokens: prompt lengths ``s_i`` (tokens, int64 ≥ 0).
-        output_tokens: output lengths (tokens, int64 ≥ 0).
-        prompt_key: optional prompt identities (str per request) or ``None``.
-        path: the file the trace was read from ("" if built from arrays).
-    """
-
-    arrival_s: np.ndarray
-    prompt_tokens: np.ndarray
-    output_tokens: np.ndarray
-    prompt_key: tuple[str, ...] | None = None
-    path: str = ""
-
-    def __len__(self) -> int:
-        return int(self.arrival_s.shape[0])
-
-    def head(self, n: int) -> Trace:
-        """The first ``n`` requests."""
-        keys = None if self.prompt_key is None else self.prompt_key[:n]
-        return Trace(self.arrival_s[:n], self.prompt_tokens[:n], self.output_tokens[:n], keys,
-                     self.path)
-
-    def select(self, mask: np.ndarray) -> Trace:
-        """The requests where boolean ``mask`` is true (order kept)."""
-        mask = np.asarray(mask, dtype=bool)
-        keys = None
-        if self.prompt_key is not None:
-            keys = tuple(k for k, m in zip(self.prompt_key, mask) if m)
-        arr = self.arrival_s[mask]
-        arr = arr - arr[0] if arr.size else arr
-        return Trace(arr, self.prompt_tokens[mask], self.output_tokens[mask], keys, self.path)
-
-
 def trace_from_arrays(arrival_s: Any, prompt_tokens: Any, output_tokens: Any, *,
                       prompt_key: Any = None, path: str = "",
                       on_unsorted: Literal["sort", "error"] = "sort",
-                      lines: np.ndarray | None = None) -> Trace:
-    """Validate arrays and build a :class:`Trace` (times shifted to start at 0).
-
-    Args:
-        arrival_s: arrival times (s).
-        prompt_tokens: prompt lengths (tokens, integers ≥ 0).
-        output_tokens: output lengths (tokens, integers ≥ 0).
-        prompt_key: optional per-request prompt identities.
-        path: file name used in error messages.
-        on_unsorted: ``"sort"`` (stable sort + :class:`TraceOrderWarning`) or ``"error"``.
-        lines: file line of each request, for messages (default: index + 2, as for a CSV).
+                      lines: np.ndarray | None = None) -> Workload:
+    """A trace from arrays: :func:`~lbtheory.workloads.workload_from_arrays` with the times
+    shifted to start at 0 (what every reader returns).
 
     Raises:
-        DataFormatError: different lengths, an empty trace, a negative or non-integer token count,
-            a non-finite time, or unsorted times with ``on_unsorted="error"``.
+        DataFormatError: see :func:`~lbtheory.workloads.workload_from_arrays`.
     """
-    t = np.asarray(arrival_s, dtype=float)
-    s_raw = np.asarray(prompt_tokens, dtype=float)
-    o_raw = np.asarray(output_tokens, dtype=float)
-    n = t.shape[0]
-    if s_raw.shape[0] != n or o_raw.shape[0] != n:
-        raise DataFormatError(f"columns have different lengths ({n}, {s_raw.shape[0]}, "
-                              f"{o_raw.shape[0]})", path=path)
-    if n == 0:
-        raise DataFormatError("trace has no requests", path=path)
-    line_of = np.arange(n) + 2 if lines is None else np.asarray(lines)
-    for name, arr in (("arrival", t), ("prompt_tokens", s_raw), ("output_tokens", o_raw)):
-        bad = np.flatnonzero(~np.isfinite(arr))
-        if bad.size:
-            raise DataFormatError(f"{name} is not a finite number", path=path,
-                                  line=int(line_of[bad[0]]), field=name)
-    for name, arr in (("prompt_tokens", s_raw), ("output_tokens", o_raw)):
-        bad = np.flatnonzero(arr < 0)
-        if bad.size:
-            raise DataFormatError(f"negative token count {arr[bad[0]]:g} in {name}", path=path,
-                                  line=int(line_of[bad[0]]), field=name)
-        bad = np.flatnonzero(arr > MAX_TOKENS[name])
-        if bad.size:
-            raise DataFormatError(f"token count {arr[bad[0]]:g} in {name} is absurd: expected "
-                                  f"at most {MAX_TOKENS[name]:,} tokens per request", path=path,
-                                  line=int(line_of[bad[0]]), field=name)
-        bad = np.flatnonzero(arr != np.round(arr))
-        if bad.size:
-            raise DataFormatError(f"token count {arr[bad[0]]:g} in {name} is not an integer",
-                                  path=path, line=int(line_of[bad[0]]), field=name)
-    keys = None if prompt_key is None else tuple(str(k) for k in prompt_key)
-    down = np.flatnonzero(np.diff(t) < 0)
-    if down.size:
-        where = int(line_of[down[0] + 1])
-        if on_unsorted == "error":
-            raise DataFormatError("timestamps are not sorted (earlier than the previous line)",
-                                  path=path, line=where, field="arrival")
-        warnings.warn(f"{path or 'trace'}:{where}: timestamps are not sorted; sorting the "
-                      f"{n} requests by arrival (stable)", TraceOrderWarning, stacklevel=2)
-        order = np.argsort(t, kind="stable")
-        t, s_raw, o_raw = t[order], s_raw[order], o_raw[order]
-        if keys is not None:
-            keys = tuple(keys[i] for i in order)
-    return Trace(t - t[0], s_raw.astype(np.int64), o_raw.astype(np.int64), keys, path)
+    return workload_from_arrays(arrival_s, prompt_tokens, output_tokens, prompt_key=prompt_key,
+                                path=path, rebase=True, on_unsorted=on_unsorted, lines=lines)
 
 
 def _find_column(names: list[str], field: str) -> str | None:
@@ -244,7 +147,7 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
 
 
 def read_trace(path: str | os.PathLike, *,
-               on_unsorted: Literal["sort", "error"] = "sort") -> Trace:
+               on_unsorted: Literal["sort", "error"] = "sort") -> Workload:
     """Read a request trace from a CSV or JSONL file.
 
     Args:

@@ -1,5 +1,10 @@
 """DLB Appendix-B protocol cells: one scenario × trial, every policy on the same arrivals.
 
+This module belongs to the Appendix-B experiment (``experiments/appendix_b.py``), not to the
+library: it is the *protocol* (which policies, how long, what is measured), built on the
+library's simulator (:mod:`lbtheory.sim`), registry (:mod:`lbtheory.registry`) and stability
+module. The sweep runner ships it to Dask workers by value, like the experiment file.
+
 A *cell* of the Appendix-B experiments (issue 12; THEORY §11.1 items 11–13) is a pure function
 of a JSON config (:func:`appendix_b_cell`): it draws the Appendix-B scenario of ``scenario``
 (:func:`~lbtheory.sim.appendix_b_scenario`), the arrivals of ``(scenario, trial)`` once, runs
@@ -21,12 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataFormatError, LBTheoryError
-from ..stats import mean, percentiles, ratio
-from ._appendix_b import appendix_b_scenario
-from ._arrivals import generate_arrivals
-from ._engine import simulate
-from ._result import SimResult
+from lbtheory._checks import check_int, check_real
+from lbtheory.errors import DataFormatError, LBTheoryError
+from lbtheory.registry import make_router, policy_names
+from lbtheory.sim import SimResult, appendix_b_scenario, generate_arrivals, simulate
+from lbtheory.stats import mean, percentiles, ratio
 
 __all__ = ["DLB_POLICIES", "MAIN_POLICIES", "EXTRA_POLICIES", "FLOW_COSTS", "CELL_DEFAULTS",
            "appendix_b_cell", "check_cell_config", "trial_seed", "run_metrics",
@@ -61,8 +65,7 @@ def check_cell_config(config: Any) -> dict[str, Any]:
     policies known, distinct and including ``rand`` (the normaliser); ``eta_costs`` among
     :data:`FLOW_COSTS` and ``eta_factors`` positive when given.
     """
-    from ..routers import POLICY_NAMES
-
+    POLICY_NAMES = policy_names("cells")
     if not isinstance(config, dict):
         raise _bad("config", f"expected a JSON object, got {type(config).__name__}")
     unknown = sorted(set(config) - set(CELL_DEFAULTS))
@@ -70,17 +73,15 @@ def check_cell_config(config: Any) -> dict[str, Any]:
         raise _bad(unknown[0], f"unknown key(s) {unknown}; expected keys from "
                                f"{sorted(CELL_DEFAULTS)}")
     cfg = {**CELL_DEFAULTS, **config}
+    def error(key: str):
+        return lambda msg: _bad(key, msg)
+
     for key in ("scenario", "trial"):
-        v = cfg[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise _bad(key, f"expected a non-negative integer, got {v!r}")
+        check_int(cfg[key], key, low=0, error=error(key))
     for key in ("duration_s", "utilisation", "y"):
-        v = cfg[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v)
-                                                                           and v > 0):
-            raise _bad(key, f"expected a positive number, got {v!r}")
-    if cfg["n_cells"] is not None and (not isinstance(cfg["n_cells"], int) or cfg["n_cells"] < 1):
-        raise _bad("n_cells", f"expected null or an integer ≥ 1, got {cfg['n_cells']!r}")
+        check_real(cfg[key], key, low=0.0, low_open=True, error=error(key))
+    if cfg["n_cells"] is not None:
+        check_int(cfg["n_cells"], "n_cells", low=1, error=error("n_cells"))
     pols = cfg["policies"]
     if not isinstance(pols, list) or not pols:
         raise _bad("policies", f"expected a non-empty list of policy names, got {pols!r}")
@@ -98,20 +99,14 @@ def check_cell_config(config: Any) -> dict[str, Any]:
             raise _bad("eta_costs", f"unknown cost {c!r}; expected names from "
                                     f"{list(FLOW_COSTS)}")
     for f in cfg["eta_factors"]:
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not (math.isfinite(f)
-                                                                           and f > 0):
-            raise _bad("eta_factors", f"expected positive numbers, got {f!r}")
+        check_real(f, "eta_factors", low=0.0, low_open=True, error=error("eta_factors"))
     if bool(cfg["eta_costs"]) != bool(cfg["eta_factors"]):
         raise _bad("eta_factors", "give both eta_costs and eta_factors (experiment 7) or "
                                   "neither")
-    if not 0.0 <= cfg["burn_in_frac"] < 1.0:
-        raise _bad("burn_in_frac", f"expected a fraction in [0, 1), got {cfg['burn_in_frac']!r}")
-    for key in ("series_bins", "record_every"):
-        v = cfg[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "series_bins"
-                                                                 else 1):
-            raise _bad(key, f"expected a {'non-negative' if key == 'series_bins' else 'positive'}"
-                            f" integer, got {v!r}")
+    check_real(cfg["burn_in_frac"], "burn_in_frac", low=0.0, high=1.0, high_open=True,
+               error=error("burn_in_frac"))
+    check_int(cfg["series_bins"], "series_bins", low=0, error=error("series_bins"))
+    check_int(cfg["record_every"], "record_every", low=1, error=error("record_every"))
     return cfg
 
 
@@ -182,9 +177,9 @@ class WeightRecorder:
         """The wrapped router's initial state."""
         return self.inner.init(seed)
 
-    def observe(self, state: Any, view: Any, source: int) -> Any:
+    def observe(self, state: Any, view: Any) -> Any:
         """Forwarded (the simulator uses :meth:`observe_round`)."""
-        return self.inner.observe(state, view, source)
+        return self.inner.observe(state, view)
 
     def observe_round(self, state: Any, views: list) -> Any:
         """Forward the round, then record the rows every ``every``-th round."""
@@ -200,9 +195,9 @@ class WeightRecorder:
             self.eta = float(getattr(state, "eta", float("nan")))
         return state
 
-    def route(self, state: Any, view: Any, source: int, rng: np.random.Generator) -> Any:
+    def route(self, state: Any, view: Any, rng: np.random.Generator) -> Any:
         """Forwarded."""
-        return self.inner.route(state, view, source, rng)
+        return self.inner.route(state, view, rng)
 
 
 def weight_oscillation(times: np.ndarray, rows: np.ndarray, weights: np.ndarray,
@@ -244,7 +239,7 @@ def _workload_cv(res: SimResult, t_from: float) -> float | None:
 
 def _eta_crit(net: Any, cost: str) -> dict[str, Any]:
     """η_crit of the scenario's linearised fluid model for ``cost`` (or why there is none)."""
-    from ..stability import critical_stepsize
+    from lbtheory.stability import critical_stepsize
 
     try:
         cs = critical_stepsize(net, cost)
@@ -270,8 +265,6 @@ def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
     Raises:
         DataFormatError: a bad config (the message names the field).
     """
-    from ..routers import make_router
-
     cfg = check_cell_config(config)
     sc = cell_scenario(cfg)
     T = float(cfg["duration_s"])

@@ -1,23 +1,21 @@
-"""What a root router sees (:class:`RouterView`) and the helpers every router shares.
+"""What a DLB root router sees: the :class:`CellView` of one source cell, and the cost helpers
+of the cell routers.
 
-The optax pattern (STYLE.md): a router is a frozen config dataclass with pure functions
+The cell simulator builds one view per source at every probe round (workloads probed and stale
+by the one-way delay τ_ij, THEORY §3) and passes it to the router contract of
+:mod:`lbtheory.routers._contract`: ``observe(state, view)`` when the round reaches the source (or
+``observe_round(state, views)`` for all sources at once), ``route(state, view, rng)`` for each
+request of the source. ``route`` never returns a cell outside the source's residency row (a
+missing arc is a residency rule, THEORY §1).
 
-* ``init(seed) -> state`` — the initial state (a NamedTuple of immutable values);
-* ``observe(state, view, source) -> state`` — a probe round reached the root router of ``source``
-  (the view changed); flow routers take their step (2) here, discrete ones cache their argmin;
-* ``route(state, view, source, rng) -> (destination, state)`` — send one request;
-* optionally ``observe_round(state, views)`` — one probe round for every source at once
-  (``views[i]`` or None), the vectorised equivalent of ``observe`` per source (the simulator
-  uses it; a test pins the two to each other).
-
-State and randomness are explicit (``rng`` is a ``numpy.random.Generator``), so the same router
-runs in the event simulator, a notebook or a test. ``route`` never returns a destination outside
-the source's residency mask (a missing arc is a residency rule, THEORY §1).
+Cost tables: probes report request counts, and a probe round evaluates the same few hundred
+values ℓ_j(N) or 1/μ'_j(N) thousands of times between two refits, so the simulator passes a
+:class:`CostTables` of the current model bank in the view (built once per bank, owned by the
+run: no module-level cache).
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from typing import Any
 
@@ -28,12 +26,12 @@ from ..errors import TopologyError
 from ..models import ModelBank
 from ..simplex import flow_update
 
-__all__ = ["RouterView", "sample_index", "cumulative", "cost_row", "cost_matrix", "flow_step",
-           "mean_network_delay"]
+__all__ = ["CellView", "CostTables", "cost_row", "cost_matrix", "flow_step",
+           "mean_network_delay", "check_source"]
 
 
 @dataclasses.dataclass(frozen=True)
-class RouterView:
+class CellView:
     """An immutable snapshot of what the root router of one source cell sees.
 
     Attributes:
@@ -47,6 +45,8 @@ class RouterView:
         capacity: μ̄_j, current saturation rate of each cell (n,, req/s), for MNLB.
         arrival_rates: nominal λ_i (n,, req/s), a forecast MNLB may use before it has counts.
         error_rate: per-cell error EMA carried by probes (n,, fraction), or None.
+        source: the source cell i whose root router this view belongs to.
+        tables: cost tables of ``models`` at integer workloads (:class:`CostTables`), or None.
     """
 
     time: float
@@ -58,32 +58,42 @@ class RouterView:
     capacity: np.ndarray | None = None
     arrival_rates: np.ndarray | None = None
     error_rate: np.ndarray | None = None
+    source: int = 0
+    tables: CostTables | None = None
 
     @property
     def n(self) -> int:
         """Number of cells."""
         return int(self.workload.shape[0])
 
+    # -- the TargetView every simulator's view implements (shared baselines read these) --
+    @property
+    def eligible(self) -> np.ndarray:
+        """The source's residency row (its admissible cells)."""
+        return self.mask[self.source]
 
-def cumulative(weights: np.ndarray) -> list[float]:
-    """Cumulative weights of one routing row (a list, for :func:`sample_index`)."""
-    return np.cumsum(np.asarray(weights, dtype=float)).tolist()
+    @property
+    def queue(self) -> np.ndarray:
+        """N̂_j, the probed (stale) requests at each cell."""
+        return self.workload
+
+    @property
+    def tokens(self) -> None:
+        """Cells report requests, not tokens."""
+        return None
+
+    @property
+    def weights(self) -> np.ndarray:
+        """k_j, the probed replicas (DLB's Rand routes ∝ k_j)."""
+        return self.replicas
+
+    @property
+    def stream(self) -> int:
+        """Each source is its own decision stream."""
+        return self.source
 
 
-def sample_index(cum: list[float], rng: np.random.Generator) -> int:
-    """Draw j with probability (cum_j − cum_{j−1}) / cum_{−1} (one uniform draw); entries with
-    zero weight are never drawn."""
-    u = rng.random() * cum[-1]
-    j = bisect.bisect_right(cum, u)
-    last = len(cum) - 1
-    if j > last:  # u == cum[-1] up to rounding: the last positive-weight entry
-        j = last
-        while j > 0 and cum[j - 1] == cum[j]:
-            j -= 1
-    return j
-
-
-def check_source(view: RouterView, source: int) -> np.ndarray:
+def check_source(view: CellView, source: int) -> np.ndarray:
     """The source's residency row; raises TopologyError if the source reaches no cell."""
     row = view.mask[source]
     if not row.any():
@@ -91,33 +101,28 @@ def check_source(view: RouterView, source: int) -> np.ndarray:
     return row
 
 
-def cost_row(kind: CostKind, view: RouterView, source: int) -> np.ndarray:
+def cost_row(kind: CostKind, view: CellView, source: int) -> np.ndarray:
     """ĉ_ij for j = 0..n−1 as source i sees it: c_ij(N̂_j) from :func:`lbtheory.costs.arc_costs`
     (s for latency/gradient, requests per replica for RIF); +inf off the residency mask."""
     if kind is not CostKind.RIF and view.models is None:
         raise TopologyError(f"router view: the {kind.value} cost needs fitted service models "
                             f"(view.models is None)")
-    models = _lookup(kind, view.models, view.workload)
+    models = _lookup(kind, view, view.workload)
     c = np.asarray(arc_costs(kind, models, view.workload, view.replicas, view.delays[source]),
                    dtype=float)
     return np.where(view.mask[source], c, np.inf)
 
 
-_NO_MODELS: Any = None  # RIF ignores the models (cell_cost returns N/k)
 #: initial number of workloads N = 0, 1, … tabulated per model bank (grown on demand).
 _TABLE_ROWS = 64
 #: workloads at or above this are evaluated directly (bounds a table's memory).
 _TABLE_MAX_ROWS = 1 << 16
-#: model banks whose tables are kept (the most recent ones; a simulator refit makes a new bank).
-_TABLE_CACHE = 8
 
 
 class _CostTable:
     """ℓ_j(N) or 1/μ'_j(N) of one :class:`~lbtheory.models.ModelBank` at the integer workloads
     N = 0, 1, …, evaluated once by :func:`lbtheory.costs.cell_cost` (no formula re-coded) and then
-    looked up: the simulator's probes report request counts, and a probe round evaluates the
-    same few hundred values thousands of times between two refits. Duck-types the two model-bank
-    methods :func:`~lbtheory.costs.cell_cost` calls."""
+    looked up. Duck-types the two model-bank methods :func:`~lbtheory.costs.cell_cost` calls."""
 
     def __init__(self, kind: CostKind, bank: ModelBank) -> None:
         self.kind, self.bank = kind, bank
@@ -148,28 +153,36 @@ class _CostTable:
     gradient_cost = latency
 
 
-_TABLES: dict[tuple[int, CostKind], _CostTable] = {}
+class CostTables:
+    """Lazily built cost tables of one model bank, one per cost kind (the simulator makes one
+    per bank and passes it in every :class:`CellView` until the models change)."""
+
+    def __init__(self, bank: ModelBank) -> None:
+        self.bank = bank
+        self._by_kind: dict[CostKind, _CostTable] = {}
+
+    def get(self, kind: CostKind) -> _CostTable:
+        """The table of ``kind`` (built on first use)."""
+        tab = self._by_kind.get(kind)
+        if tab is None:
+            tab = self._by_kind[kind] = _CostTable(kind, self.bank)
+        return tab
 
 
-def _lookup(kind: CostKind, models: ModelBank | None, N: np.ndarray) -> Any:
-    """``models``, or a :class:`_CostTable` of it when the workloads ``N`` are request counts
-    (same values, looked up). RIF costs ignore the models."""
-    if kind is CostKind.RIF or models is None:
-        return models if models is not None else _NO_MODELS
-    if not isinstance(models, ModelBank) or not isinstance(N, np.ndarray) or \
+def _lookup(kind: CostKind, view: CellView, N: np.ndarray) -> Any:
+    """The view's models, or their cost table when the workloads ``N`` are request counts and the
+    view carries tables (same values, looked up). RIF costs ignore the models."""
+    models = view.models
+    if kind is CostKind.RIF or models is None or view.tables is None:
+        return models
+    if view.tables.bank is not models or not isinstance(N, np.ndarray) or \
             N.shape[-1] != models.n:
         return models
-    key = (id(models), kind)
-    tab = _TABLES.get(key)
-    if tab is None or tab.bank is not models:
-        tab = _CostTable(kind, models)
-        if len(_TABLES) >= _TABLE_CACHE:
-            del _TABLES[next(iter(_TABLES))]
-        _TABLES[key] = tab
+    tab = view.tables.get(kind)
     return tab if tab.covers(N) else models
 
 
-def cost_matrix(kind: CostKind, views: list[RouterView | None]) -> np.ndarray:
+def cost_matrix(kind: CostKind, views: list[CellView | None]) -> np.ndarray:
     """ĉ_ij for every source i with a view (row i from view i's stale workloads; one vectorised
     :func:`lbtheory.costs.arc_costs` call); +inf off the mask and on rows without a view.
     All views of one probe round share replicas, delays, mask and models."""
@@ -180,7 +193,7 @@ def cost_matrix(kind: CostKind, views: list[RouterView | None]) -> np.ndarray:
     zero = np.zeros(v0.n)
     N = np.array([zero if v is None else v.workload for v in views], dtype=float)
     have = np.array([v is not None for v in views])
-    models = _lookup(kind, v0.models, N)
+    models = _lookup(kind, v0, N)
     c = np.asarray(arc_costs(kind, models, N, v0.replicas, v0.delays), dtype=float)
     return np.where(v0.mask & have[:, None], c, np.inf)
 
@@ -193,7 +206,7 @@ def flow_step(x: np.ndarray, cost: np.ndarray, step: Any, mask: np.ndarray) -> n
     return np.asarray(flow_update(x, c, step, mask), dtype=float)
 
 
-def mean_network_delay(view: RouterView) -> float:
+def mean_network_delay(view: CellView) -> float:
     """Mean one-way delay over the admissible arcs with τ > 0 (s); 0 if there are none."""
     d = view.delays[view.mask & (view.delays > 0)]
     return float(d.mean()) if d.size else 0.0

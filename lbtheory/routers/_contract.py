@@ -1,0 +1,137 @@
+"""The one router contract, shared by the three simulators (DESIGN.md, "one house").
+
+A router is a **small immutable config** (a frozen dataclass: its options and a ``name``) with
+pure functions, the optax pattern of STYLE.md:
+
+* ``init(seed: int) -> state`` — the initial state of one run (a NamedTuple of immutable values,
+  or any value the router treats as immutable);
+* ``observe(state, view) -> state`` — new information reached the router (a probe round of the
+  DLB cells, a decision epoch of the instances, a decode tick of the replicas);
+* ``route(state, view, rng) -> (decision, state)`` — one routing decision; ``rng`` is a
+  ``numpy.random.Generator`` the simulator owns and seeds, so the same router runs
+  bit-identically in a simulator, a notebook or a test.
+
+A **decision** is one of
+
+* an ``int`` *j* — the request at the head of the view goes to target *j*; the simulator then asks
+  again (with an updated view) while requests and capacity remain;
+* an :class:`Assignment` — these queued requests go to these targets (a batch, e.g. BalanceRoute's
+  two-stage allocation); the simulator asks again while requests and capacity remain (a router
+  that has nothing more to place answers ``None`` or an empty assignment);
+* ``None`` — route nothing more now (wait for the next decision point).
+
+Each simulator supplies its own **view** (what the router may see): the DLB cell simulator a
+:class:`~lbtheory.routers.CellView` per source cell (probed, stale workloads), the Intelligent
+Router's simulator an :class:`~lbtheory.intelligent.InstanceView`, the decode simulator a
+:class:`~lbtheory.barrier.ReplicaView`. Every view implements :class:`TargetView` — the targets a
+request may go to, what is queued at each, and optional weights — which is all the shared
+baselines of :mod:`._baselines` (random, round robin, JSQ, power of d) read, so they are written
+once and run in all three simulators.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Router", "TargetView", "Assignment", "Decision", "NoState", "sample_index",
+           "cumulative", "IgnoresObservations", "Stateless"]
+
+
+class Assignment(NamedTuple):
+    """A batch decision: queued request ``positions[k]`` (index into the view's queue) goes to
+    target ``targets[k]`` (int64 arrays of equal length; positions distinct)."""
+
+    positions: np.ndarray
+    targets: np.ndarray
+
+
+#: What ``route`` returns as its decision (module docstring).
+Decision = int | Assignment | None
+
+
+@runtime_checkable
+class TargetView(Protocol):
+    """What every simulator's view offers the shared baselines (all arrays over targets).
+
+    * ``eligible`` — bool mask of the targets the request at the head may go to now (a source's
+      admissible cells; replicas with a free slot and KV room; every instance);
+    * ``queue`` — requests in flight or queued at each target, as this router sees them (probed
+      and stale for DLB cells);
+    * ``tokens`` — token load of each target (KV tokens, committed prompt + predicted output), or
+      ``None`` when the simulator does not model tokens at the targets;
+    * ``weights`` — capacity weight of each target (DLB: replicas k_j), or ``None`` (equal);
+    * ``stream`` — the independent decision stream the request belongs to (DLB: its source cell,
+      each with its own round-robin pointer; 0 elsewhere).
+    """
+
+    @property
+    def eligible(self) -> np.ndarray: ...
+
+    @property
+    def queue(self) -> np.ndarray: ...
+
+    @property
+    def tokens(self) -> np.ndarray | None: ...
+
+    @property
+    def weights(self) -> np.ndarray | None: ...
+
+    @property
+    def stream(self) -> int: ...
+
+
+@runtime_checkable
+class Router(Protocol):
+    """The router contract (module docstring). ``observe_round(state, views)`` — one probe round
+    for every DLB source at once (``views[i]`` or None) — is an optional vectorised form of
+    ``observe`` that the cell simulator uses when a router has it."""
+
+    name: str
+
+    def init(self, seed: int) -> Any: ...
+
+    def observe(self, state: Any, view: Any) -> Any: ...
+
+    def route(self, state: Any, view: Any, rng: np.random.Generator) -> tuple[Decision, Any]: ...
+
+
+class NoState(NamedTuple):
+    """The state of a router that keeps none."""
+
+
+class IgnoresObservations:
+    """Mixin: a router whose state does not change with observations (it reads the view when
+    routing)."""
+
+    def observe(self, state: Any, view: Any) -> Any:
+        """Nothing to learn: ``state`` unchanged."""
+        return state
+
+
+class Stateless(IgnoresObservations):
+    """Mixin: a router with no state at all."""
+
+    def init(self, seed: int = 0) -> NoState:
+        """The empty state."""
+        return NoState()
+
+
+def cumulative(weights: np.ndarray) -> list[float]:
+    """Cumulative weights of one routing row (a list, for :func:`sample_index`)."""
+    return np.cumsum(np.asarray(weights, dtype=float)).tolist()
+
+
+def sample_index(cum: list[float], rng: np.random.Generator) -> int:
+    """Draw j with probability (cum_j − cum_{j−1}) / cum_{−1} (one uniform draw); entries with
+    zero weight are never drawn."""
+    u = rng.random() * cum[-1]
+    j = bisect.bisect_right(cum, u)
+    last = len(cum) - 1
+    if j > last:  # u == cum[-1] up to rounding: the last positive-weight entry
+        j = last
+        while j > 0 and cum[j - 1] == cum[j]:
+            j -= 1
+    return j

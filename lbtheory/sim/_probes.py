@@ -1,0 +1,163 @@
+"""The engine's probes: what the root routers see, and the latency models behind it.
+
+* :class:`Probes` — every ``probe_period_s`` (one synchronised round for all sources [R]) the root
+  router of each source reads N_j(t − τ_ij) for every cell j — exactly what a probe sent at
+  t − 2τ_ij and answered at t − τ_ij reports (stale by one one-way delay, THEORY §3) — as one
+  :class:`~lbtheory.routers.CellView` per source;
+* :class:`SeenModels` — the service models routers see: with ``estimation`` each cell refits ℓ(N)
+  on a sliding window of its own (N at arrival, serving latency) samples (DLB §3.3), perturbed
+  by the robustness noise (1 + εξ_j); otherwise the declared models rescaled to the online
+  servers [R].
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+
+import numpy as np
+
+from ..errors import ModelError
+from ..models import ModelBank
+from ..routers import CellView, CostTables, fit_latency_model, perturb_model, scale_to_replicas
+from ._records import Records
+from ._scenario import Scenario, ServerKind
+from ._servers import Cluster
+
+__all__ = ["Probes", "SeenModels"]
+
+
+class SeenModels:
+    """The model bank routers see, and its :class:`~lbtheory.routers.CostTables`.
+
+    Args:
+        sc: the scenario; cluster: its servers (online counts); noise_seq: seed of ξ_j.
+    """
+
+    def __init__(self, sc: Scenario, cluster: Cluster, noise_seq: np.random.SeedSequence) -> None:
+        net = sc.network
+        self.cl = cluster
+        self.true_models = net.services
+        self.est = sc.estimation
+        self.fitted = list(net.services)     # unperturbed fits (the priors of the next fit)
+        self.samples = [deque(maxlen=self.est.window) for _ in range(net.n)] if self.est else []
+        self.noise = [1.0] * net.n
+        self.bank = net.models
+        self.tables = CostTables(self.bank)
+        self.rate_cell = [s.kind is ServerKind.RATE for s in sc.servers]
+        if self.est is not None:
+            xi = np.random.default_rng(noise_seq).uniform(-1.0, 1.0, size=net.n)
+            self.noise = (1.0 + self.est.noise_eps * xi).tolist()
+            self.update()
+
+    def sample(self, records: Records, r: int, j: int, t: float) -> None:
+        """A request of cell j completed at t: its (N at arrival, serving latency) sample."""
+        self.samples[j].append((records.n_arr[r], t - records.t_cell[r]))
+
+    def refit(self) -> None:
+        """Each cell refits ℓ(N) on its window (DLB §3.3); routers see the (perturbed) fits."""
+        est = self.est
+        for j in range(len(self.samples)):
+            if len(self.samples[j]) < est.min_samples:
+                continue
+            data = np.array(self.samples[j])
+            try:
+                self.fitted[j] = fit_latency_model(data[:, 0], data[:, 1], self.fitted[j],
+                                                   family=est.family)
+            except ModelError:
+                continue  # keep the previous model
+        self.update()
+
+    def outage(self, j: int) -> None:
+        """Cell j's online servers changed: rescale what routers see (without estimation)."""
+        if self.est is None and not self.rate_cell[j]:
+            self.update()
+
+    def update(self) -> None:
+        """The models routers see: the fits (which learn outages from data) × noise; without
+        estimation, the declared models rescaled to the online servers [R]."""
+        if self.est is None:
+            models = [scale_to_replicas(m, k, o) for m, k, o in
+                      zip(self.true_models, self.cl.k, self.cl.online)]
+        else:
+            models = [perturb_model(m, f) for m, f in zip(self.fitted, self.noise)]
+        self.bank = ModelBank(models)
+        self.tables = CostTables(self.bank)
+
+    def final(self, sc: Scenario) -> tuple:
+        """The models to report in the result (the fits with estimation)."""
+        return tuple(self.fitted) if self.est is not None else sc.network.services
+
+
+class Probes:
+    """Probe rounds: the per-source views of the cells' stale workloads.
+
+    Args:
+        sc: the scenario; cluster: the servers (their workload history); models: what routers
+        see; sources: the cells with arrivals (others get no view).
+    """
+
+    def __init__(self, sc: Scenario, cluster: Cluster, models: SeenModels,
+                 sources: list[int]) -> None:
+        net = sc.network
+        self.cl, self.models, self.sources = cluster, models, sources
+        self.n = net.n
+        self.mask = net.adjacency
+        self.delays = net.delays
+        self.delay_l = net.delays.tolist()
+        self.lam = net.arrival_rates
+        self.cap_server = np.asarray(sc.server_rates(), dtype=float)
+        self.tau_max = float(net.delays.max()) if net.n else 0.0
+        self._online_key: list[int] | None = None
+        self._online = self._cap = np.zeros(net.n)
+
+    def probed_matrix(self, t: float) -> np.ndarray:
+        """W[i, j] = N_j(t − τ_ij) for the sources i (other rows 0): what source i's probe of
+        cell j reports at time t."""
+        n, bis = self.n, bisect.bisect_right
+        hist_t, hist_n = self.cl.hist_t, self.cl.hist_n
+        W = [[0] * n for _ in range(n)]
+        for i in self.sources:
+            d, row = self.delay_l[i], W[i]
+            for j in range(n):
+                k = bis(hist_t[j], t - d[j]) - 1
+                if k >= 0:
+                    row[j] = hist_n[j][k]
+        return np.array(W, dtype=float)
+
+    def prune(self, t: float) -> None:
+        """Forget history no probe can read any more (older than t − max τ)."""
+        cutoff = t - self.tau_max - 1e-9
+        for j in range(self.n):
+            ht = self.cl.hist_t[j]
+            idx = bisect.bisect_right(ht, cutoff) - 1
+            if idx > 0:
+                del ht[:idx]
+                del self.cl.hist_n[j][:idx]
+
+    def views(self, t: float) -> list[CellView | None]:
+        """One :class:`~lbtheory.routers.CellView` per source at time t (None elsewhere)."""
+        online = self.cl.online
+        if self._online_key != online:  # outages change it; keep the arrays otherwise
+            self._online_key = list(online)
+            self._online = np.array(online, dtype=float)
+            self._cap = self._online * self.cap_server
+        views: list[CellView | None] = [None] * self.n
+        if not self.sources:  # no cell has arrivals: nothing to route, nothing to observe
+            return views
+        W = self.probed_matrix(t)
+        m = self.models
+        proto = CellView(time=t, workload=W[self.sources[0]], replicas=self._online,
+                         delays=self.delays, mask=self.mask, models=m.bank,
+                         capacity=self._cap, arrival_rates=self.lam,
+                         error_rate=np.array(self.cl.err_ema), tables=m.tables)
+        fields = proto.__dict__
+        for i in self.sources:
+            # the same view with source i's row: a frozen dataclass's fields live in __dict__,
+            # so this is CellView(**fields, workload=W[i], source=i) without __init__'s cost
+            v = object.__new__(CellView)
+            v.__dict__.update(fields)
+            v.__dict__["workload"] = W[i]
+            v.__dict__["source"] = i
+            views[i] = v
+        return views
