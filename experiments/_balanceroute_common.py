@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from lbtheory.barrier import DecodeConfig, Router, brh, make_router, simulate_decode
-from lbtheory.barrier.predictors import OraclePredictor
-from lbtheory.barrier.sim import decode_steps
+from lbtheory.barrier import DecodeConfig, OraclePredictor, brh, decode_steps, simulate_decode
+from lbtheory.registry import POLICIES, make_router
 from lbtheory.stats import mean_ci
-from lbtheory.workloads import Trace, read_trace
+from lbtheory.workloads import Workload, read_trace
+
+Trace = Workload  # the request type (the experiments' own word for a replayed trace)
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = {
@@ -50,31 +51,51 @@ def window(trace_name: str, windows: int, index: int, limit: int | None = None) 
     return tr.select((idx >= bounds[index]) & (idx < bounds[index + 1]))
 
 
-def timed(router: Router) -> tuple[Router, list[float]]:
-    """``router`` with each ``schedule`` call wall-timed; returns it and the list of times (s)."""
-    times: list[float] = []
+class _Timed:
+    """A router whose decisions are wall-timed per tick (all ``route`` calls of one tick)."""
 
-    def schedule(state: Any, view: Any) -> Any:
+    def __init__(self, router: Any) -> None:
+        self.router, self.name = router, router.name
+        self.by_tick: dict[int, float] = {}
+
+    def init(self, seed: int = 0) -> Any:
+        return self.router.init(seed)
+
+    def observe(self, state: Any, view: Any) -> Any:
+        return self.router.observe(state, view)
+
+    def route(self, state: Any, view: Any, rng: Any) -> Any:
         t0 = time.perf_counter()
-        out = router.schedule(state, view)
-        times.append(time.perf_counter() - t0)
+        out = self.router.route(state, view, rng)
+        self.by_tick[view.tick] = self.by_tick.get(view.tick, 0.0) + time.perf_counter() - t0
         return out
 
-    return Router(router.name, router.init, schedule), times
+
+def timed(router: Any) -> tuple[Any, dict[int, float]]:
+    """``router`` with its decisions wall-timed; returns it and ``{tick: seconds}``."""
+    t = _Timed(router)
+    return t, t.by_tick
 
 
-def oracle_brh(trace: Trace, **options: Any) -> Router:
+def make_policy(policy: str, trace: Trace, **options: Any) -> Any:
+    """A decode-slot policy by name; BR-H options (horizon, gamma) only where they apply."""
+    if "workload" in POLICIES[policy].needs:
+        return make_router(policy, "replicas", workload=trace, **options)
+    return make_router(policy, "replicas")
+
+
+def oracle_brh(trace: Trace, **options: Any) -> Any:
     """BR-H with the Oracle predictor of ``trace`` and explicit options (see :func:`brh`)."""
     steps = decode_steps(trace)
     return brh(lambda: OraclePredictor(steps), **options)
 
 
 def run_policy(trace: Trace, policy: str, G: int, *, seed: int = 0, horizon: int = 80,
-               gamma: float = 1.0, router: Router | None = None) -> dict[str, float]:
+               gamma: float = 1.0, router: Any = None) -> dict[str, float]:
     """Summary (:data:`KEYS`) of one saturation replay of ``trace`` at ``G`` replicas."""
-    r = router if router is not None else make_router(policy, trace=trace, seed=seed,
-                                                      horizon=horizon, gamma=gamma)
-    s = simulate_decode(trace, r, config=DecodeConfig(replicas=G)).summary()
+    r = router if router is not None else make_policy(policy, trace, horizon=horizon,
+                                                      gamma=gamma)
+    s = simulate_decode(trace, r, config=DecodeConfig(replicas=G), seed=seed).summary()
     return {k: float(s[k]) for k in KEYS}
 
 

@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _balanceroute_common import run_policy, window
+from _balanceroute_common import make_policy, run_policy, window
 
-from lbtheory.barrier import DecodeConfig, make_router, simulate_decode
+from lbtheory.barrier import DecodeConfig, simulate_decode
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.sweep import Experiment, script_main
 
@@ -54,8 +54,9 @@ def run_cell(config: dict[str, Any]) -> dict[str, Any]:
     if config["kind"] == "horizon":
         return run_policy(tr, config["policy"], config["G"], seed=config["seed"],
                           horizon=config["H"])
-    res = simulate_decode(tr, make_router(config["policy"], trace=tr, seed=config["seed"]),
-                          config=DecodeConfig(replicas=config["G"], record_loads=True))
+    res = simulate_decode(tr, make_policy(config["policy"], tr),
+                          config=DecodeConfig(replicas=config["G"], record_loads=True),
+                          seed=config["seed"])
     k0 = res.measure_steps // 2
     return {"loads": res.loads[k0:k0 + LOAD_WINDOW].tolist(), "first_step": k0,
             "mean_imbalance": res.summary()["mean_imbalance"]}

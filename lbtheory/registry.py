@@ -147,8 +147,7 @@ def policy_entry(name: str, simulator: Simulator | str | None = None) -> PolicyE
     if entry is None or (sim is not None and sim not in entry.simulators):
         valid = policy_names(sim)
         where = "" if sim is None else f" for the {sim.value} simulator"
-        raise ParameterError(f"policy: unknown policy {name!r}{where}; expected one of "
-                             f"{list(valid)}")
+        raise ParameterError(f"unknown policy {name!r}{where}; expected one of {list(valid)}")
     return entry
 
 

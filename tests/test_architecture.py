@@ -21,14 +21,15 @@ MAX_LINES = 600
 LAYERS: list[set[str]] = [
     {"cli", "commands"},
     {"sweep"},
+    {"registry"},
     {"intelligent"},
     {"sim"},
-    {"routers"},
     {"barrier"},
     {"stability"},
     {"fluid"},
     {"equilibrium"},
     {"games"},
+    {"routers"},
     {"workloads"},
     {"io"},
     {"instances"},
@@ -185,3 +186,60 @@ def test_facade_exports_resolve() -> None:
 
     for name in lbtheory.__all__:
         assert getattr(lbtheory, name) is not None, name
+
+
+# ----------------------------------------------------------------------- one house (issue 20)
+def _defs(path: Path) -> list[ast.AST]:
+    return [n for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.ClassDef, ast.FunctionDef))]
+
+
+def _where(pattern: str) -> set[str]:
+    """Modules defining a class or function whose name matches ``pattern``."""
+    import re
+
+    rx = re.compile(pattern, re.IGNORECASE)
+    return {str(p.relative_to(PKG.parent)) for p in PKG.rglob("*.py")
+            if any(rx.fullmatch(d.name) for d in _defs(p))}
+
+
+@pytest.mark.parametrize("pattern", [
+    r"_?round_?robin(_?router)?", r"_?jsq(_?tokens)?(_?router)?", r"_?power_?of_?(two|d)(_?router)?",
+    r"_?p2c(_?router)?", r"_?two_choices", r"_?random_?router", r"_?decode_?balancer",
+])
+def test_each_shared_baseline_is_written_once(pattern: str) -> None:
+    """Round robin, JSQ, power of d and random routing live in one module, for all simulators."""
+    assert _where(pattern) <= {"lbtheory/routers/_baselines.py"}, _where(pattern)
+
+
+def test_one_router_contract_and_one_registry() -> None:
+    assert _where(r"Router") <= {"lbtheory/routers/_contract.py"}
+    assert _where(r"Assignment") == {"lbtheory/routers/_contract.py"}
+    assert _where(r"make_router|parse_policies|policy_names|make_heuristic") == \
+        {"lbtheory/registry.py"}
+
+
+def test_one_request_type() -> None:
+    """Only workloads/_workload.py defines a class with per-request arrival and token columns."""
+    owners = set()
+    for p in PKG.rglob("*.py"):
+        for d in _defs(p):
+            if not isinstance(d, ast.ClassDef):
+                continue
+            fields = {t.target.id for t in d.body if isinstance(t, ast.AnnAssign)
+                      and isinstance(t.target, ast.Name)}
+            if {"prompt_tokens", "output_tokens"} <= fields and \
+                    fields & {"arrival_s", "time_s", "arrival", "arrival_time"}:
+                owners.add(str(p.relative_to(PKG.parent)))
+    assert owners == {"lbtheory/workloads/_workload.py"}, owners
+
+
+def test_the_three_simulators_share_the_request_type_contract_and_registry() -> None:
+    """The import graph: sim, intelligent and barrier read workloads and routers; the
+    registry (which names its constructors by dotted path, see tests/test_registry.py) is used
+    only by the CLI above the simulators."""
+    graph = _unit_graph()
+    for sim in ("sim", "intelligent", "barrier"):
+        assert {"workloads", "routers"} <= graph[sim], (sim, graph[sim])
+    users = {u for u, deps in graph.items() if "registry" in deps}
+    assert users <= {"commands", "sweep"}, users

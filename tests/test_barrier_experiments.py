@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbtheory.barrier import DecodeConfig, make_router, simulate_decode
+from lbtheory.barrier import DecodeConfig, simulate_decode
+from lbtheory.registry import make_router
 from lbtheory.sweep import run_sweep
 from lbtheory.workloads import read_trace
 
@@ -46,12 +47,12 @@ def test_tables_quick_profile(tmp_path):
     table = out["table"]["conv"]["8"]
     # the whole-trace cell is the simulator on the first 400 requests (run here directly)
     tr = read_trace(ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv").head(400)
-    want = simulate_decode(tr, make_router("br0", trace=tr),
+    want = simulate_decode(tr, make_router("br0", "replicas"),
                            config=DecodeConfig(replicas=8)).summary()["mean_imbalance"]
     assert table["br0"]["whole"]["mean_imbalance"] == pytest.approx(want)
     # windows: the two halves; mean ± t(0.975, 1)·s/√2
     w = [r["mean_imbalance"] for r in table["br0"]["windows"]]
-    half = simulate_decode(tr.head(200), make_router("br0", trace=tr.head(200)),
+    half = simulate_decode(tr.head(200), make_router("br0", "replicas"),
                            config=DecodeConfig(replicas=8)).summary()["mean_imbalance"]
     assert w[0] == pytest.approx(half)
     ci = table["br0"]["mean_imbalance_windows"]

@@ -8,13 +8,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lbtheory.barrier import br0, brh, simulate_decode
-from lbtheory.barrier.fscore import discount_vector, fscore_horizon, fscore_profile
-from lbtheory.barrier.imbalance import imbalance_from_totals
-from lbtheory.barrier.predictors import OraclePredictor, SurvivalPredictor
-from lbtheory.barrier.protocol import ClusterView
-from lbtheory.barrier.schedulers import Lifetime, MarginSource, OwnLoad, Refill
-from lbtheory.barrier.sim import decode_steps
+from lbtheory.barrier import (
+    Lifetime,
+    MarginSource,
+    OraclePredictor,
+    OwnLoad,
+    Refill,
+    ReplicaView,
+    SurvivalPredictor,
+    br0,
+    brh,
+    decode_steps,
+    discount_vector,
+    fscore_horizon,
+    fscore_profile,
+    imbalance_from_totals,
+    simulate_decode,
+)
 from lbtheory.errors import LBTheoryError
 from lbtheory.workloads import read_trace
 
@@ -62,10 +72,10 @@ def test_profile_score_is_minus_barrier_cost_change():
         pytest.approx(fscore_horizon(7.0, m, d, 0.5, 3.0))
 
 
-def _hand_view() -> ClusterView:
+def _hand_view() -> ReplicaView:
     # replica 0 runs A (100 prompt tokens, ends after this step); replica 1 runs B (60, long);
     # pool: C (30 tokens, 50 steps, arrived first) and D (30 tokens, 1 step); one free slot each
-    return ClusterView(
+    return ReplicaView(
         tick=0, loads=np.array([100, 60]), free=np.array([1, 1]), inflight=np.array([1, 1]),
         pool_ids=np.array([2, 3]), pool_prompt=np.array([30, 30]), pool_wait=np.array([0, 0]),
         slot_ids=np.array([[0, -1], [1, -1]]), slot_prompt=np.array([[100, 0], [60, 0]]),
@@ -73,8 +83,9 @@ def _hand_view() -> ClusterView:
 
 
 def _placement(router) -> dict[int, int]:
-    pos, reps, _ = router.schedule(router.init(), _hand_view())
-    return dict(zip(np.asarray(pos).tolist(), np.asarray(reps).tolist()))
+    decision, _ = router.route(router.init(0), _hand_view(), np.random.default_rng(0))
+    return dict(zip(np.asarray(decision.positions).tolist(),
+                    np.asarray(decision.targets).tolist()))
 
 
 def test_lookahead_hand_case():

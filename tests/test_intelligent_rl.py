@@ -21,13 +21,15 @@ from lbtheory.intelligent import (
     ImpactParams,
     IterationTimeModel,
     RoutingEnv,
+    double_dqn_update,
     guidance_weight,
     load_checkpoint,
+    make_q_network,
     q_values,
     save_checkpoint,
     train_dqn,
-    workload_from_arrays,
 )
+from lbtheory.workloads import workload_from_arrays
 
 SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
                             decode_s_per_seq=0.002, context_s_per_token=0.0001)
@@ -150,23 +152,72 @@ def test_training_is_seeded_and_saves_a_loadable_checkpoint(tmp_path):
                                                        max_batch=16, timing=SIMPLE))
 
 
-def test_double_dqn_update_regresses_terminal_q_to_the_reward():
-    # terminal transitions (done = 1): the target is r, so Q(s, a) -> r for the taken action.
+def _huber(x):
+    return np.where(np.abs(x) <= 1.0, 0.5 * x * x, np.abs(x) - 0.5)
+
+
+def test_double_dqn_loss_uses_the_online_argmax_valued_by_the_target_network():
+    # Independent numpy computation of the Double-DQN loss on a batch that has non-terminal and
+    # terminal transitions and masked actions, with an online and a *different* target network.
     import equinox as eqx
 
-    from lbtheory.intelligent._dqn import _make_net, _update_fn
+    net = make_q_network(4, 3, (8,), jax.random.PRNGKey(0))
+    target = make_q_network(4, 3, (8,), jax.random.PRNGKey(1))
+    rng = np.random.default_rng(0)
+    B = 64
+    s = rng.standard_normal((B, 4)).astype(np.float32)
+    s2 = rng.standard_normal((B, 4)).astype(np.float32)
+    a = rng.integers(0, 3, B).astype(np.int32)
+    r = rng.standard_normal(B).astype(np.float32)
+    done = (rng.random(B) < 0.3).astype(np.float32)
+    mask2 = rng.random((B, 3)) < 0.7
+    mask2[:, 0] = True
+    gamma = 0.9
+    q_s = np.array([np.asarray(q_values(net, jnp.asarray(x))) for x in s])
+    q_on = np.array([np.asarray(q_values(net, jnp.asarray(x))) for x in s2])
+    q_tg = np.array([np.asarray(q_values(target, jnp.asarray(x))) for x in s2])
+    a2 = np.argmax(np.where(mask2, q_on, -np.inf), axis=1)
+    y = r + gamma * (1 - done) * q_tg[np.arange(B), a2]
+    want = _huber(q_s[np.arange(B), a] - y).mean()
+    opt, upd = double_dqn_update(1e-3)
+    _, _, loss = upd(net, target, opt.init(eqx.filter(net, eqx.is_array)), s, a, r, s2, done,
+                     mask2, gamma)
+    assert float(loss) == pytest.approx(want, rel=1e-5)
+    # the test discriminates: vanilla DQN (max of the target) or an unmasked argmax differ
+    a2_vanilla = np.argmax(np.where(mask2, q_tg, -np.inf), axis=1)
+    a2_nomask = np.argmax(q_on, axis=1)
+    assert (a2_vanilla != a2).any() and (a2_nomask != a2).any()
+    for alt in (a2_vanilla, a2_nomask):
+        y_alt = r + gamma * (1 - done) * q_tg[np.arange(B), alt]
+        assert abs(_huber(q_s[np.arange(B), a] - y_alt).mean() - want) > 1e-3
 
-    net = _make_net(3, 2, (16, 16), jax.random.PRNGKey(0))
-    opt, upd = _update_fn(2e-2)
+
+def test_double_dqn_update_reaches_the_bellman_fixed_point():
+    # A two-state chain with a fixed target network: s0 --a--> s1 (reward r_a, not terminal),
+    # s1 --a--> end (reward q_a, terminal). The fixed point: Q(s1, a) = q_a and
+    # Q(s0, a) = r_a + γ T(s1, argmax_a' Q(s1, a')); with T = the trained net copied in (a hard
+    # target update every 50 steps), Q(s0, a) → r_a + γ max_a' q_a'.
+    import equinox as eqx
+
+    net = make_q_network(2, 2, (16, 16), jax.random.PRNGKey(0))
+    opt, upd = double_dqn_update(2e-2)
     state = opt.init(eqx.filter(net, eqx.is_array))
-    s = np.eye(3, dtype=np.float32)
-    a = np.array([0, 1, 0], np.int32)
-    r = np.array([1.0, -2.0, 0.5], np.float32)
-    for _ in range(150):
-        net, state, loss = upd(net, net, state, s, a, r, s, np.ones(3, np.float32),
-                               np.ones((3, 2), bool), 0.99)
-    q = np.array([q_values(net, jnp.asarray(x)) for x in s])
-    np.testing.assert_allclose(q[np.arange(3), a], r, atol=2e-2)
+    e0, e1 = np.array([1.0, 0.0], np.float32), np.array([0.0, 1.0], np.float32)
+    s = np.stack([e0, e0, e1, e1])
+    a = np.array([0, 1, 0, 1], np.int32)
+    r = np.array([1.0, -1.0, 0.5, 2.0], np.float32)
+    s2 = np.stack([e1, e1, e1, e1])
+    done = np.array([0, 0, 1, 1], np.float32)
+    mask2 = np.ones((4, 2), bool)
+    target = net
+    for k in range(600):
+        net, state, _ = upd(net, target, state, s, a, r, s2, done, mask2, 0.9)
+        if k % 50 == 49:
+            target = net
+    q0 = np.asarray(q_values(net, jnp.asarray(e0)))
+    q1 = np.asarray(q_values(net, jnp.asarray(e1)))
+    np.testing.assert_allclose(q1, [0.5, 2.0], atol=3e-2)
+    np.testing.assert_allclose(q0, [1.0 + 0.9 * 2.0, -1.0 + 0.9 * 2.0], atol=5e-2)
 
 
 def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):

@@ -8,19 +8,21 @@ import pytest
 from lbtheory.errors import ModelError
 from lbtheory.intelligent import (
     ClusterConfig,
-    ClusterView,
     ImpactParams,
+    InstanceView,
     IterationTimeModel,
+    MixingRouter,
+    SizePartitionRouter,
     calibrate_impact,
     decode_reward,
     estimated_completion_s,
     guidance_penalty,
-    make_heuristic,
-    mixing_heuristic,
     mixing_reward,
     prompt_impact_s,
     prompt_reward,
 )
+from lbtheory.registry import make_router
+from lbtheory.routers import Assignment
 
 P = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25)
 LOADS = np.array([0.0, 1000.0, 3000.0])
@@ -77,13 +79,13 @@ TM = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_
 
 
 def _view(*, n_running, n_waiting=None, kv_used=None, kv_committed=None, load=None, wait_tok=None,
-          qp=(10,), qd=(5,), m=None, **cfg) -> ClusterView:
+          qp=(10,), qd=(5,), m=None, **cfg) -> InstanceView:
     n_running = np.asarray(n_running)
     m = len(n_running)
     z = np.zeros(m, dtype=int)
     conf = dict(n_instances=m, kv_budget_tokens=1000, max_batch=10, timing=TM)
     conf.update(cfg)
-    return ClusterView(
+    return InstanceView(
         time_s=0.0, n_running=n_running,
         n_waiting=z if n_waiting is None else np.asarray(n_waiting),
         kv_used=z if kv_used is None else np.asarray(kv_used),
@@ -94,26 +96,30 @@ def _view(*, n_running, n_waiting=None, kv_used=None, kv_committed=None, load=No
         queue_wait_s=np.zeros(len(qp)), queue_length=len(qp), config=ClusterConfig(**conf))
 
 
+RNG = np.random.default_rng(0)
+
+
 def _route(name, view, state=None):
-    r = make_heuristic(name)
-    s = r.init(view.config.n_instances) if state is None else state
-    return r.route(s, view)
+    r = make_router(name, "instances")
+    s = r.init(0) if state is None else state
+    return r.route(s, view, RNG)
 
 
 def test_round_robin_cycles():
     view = _view(n_running=[0, 0, 0])
-    r = make_heuristic("rr")
-    s = r.init(3)
+    r = make_router("rr", "instances")
+    s = r.init(0)
     out = []
     for _ in range(4):
-        d, s = r.route(s, view)
+        d, s = r.route(s, view, RNG)
         out.append(d)
-    assert out == [(0, 0), (0, 1), (0, 2), (0, 0)]
+    assert out == [0, 1, 2, 0]  # the head of the queue to each instance in turn
 
 
 def test_jsq_counts_running_and_waiting_lowest_index_on_ties():
+    # requests on instances (3, 2, 2): a tie between 1 and 2 → the lowest index
     d, _ = _route("jsq", _view(n_running=[3, 1, 2], n_waiting=[0, 1, 0]))
-    assert d == (0, 1)
+    assert d == 1
 
 
 def test_min_min_by_hand_picks_a_non_head_request():
@@ -123,7 +129,8 @@ def test_min_min_by_hand_picks_a_non_head_request():
     ect = estimated_completion_s(view, view.queue_prompt, view.queue_output_pred)
     np.testing.assert_allclose(ect, [[1.028, 0.67], [0.058, 0.092]], rtol=1e-12)
     d, _ = _route("minmin", view)
-    assert d == (1, 0)
+    assert isinstance(d, Assignment)
+    assert d.positions.tolist() == [1] and d.targets.tolist() == [0]
 
 
 def test_max_capacity_by_hand():
@@ -132,28 +139,35 @@ def test_max_capacity_by_hand():
     # inst 2: min(0.6, 1 - 410/1000 = 0.59) = 0.59 -> instance 2
     view = _view(n_running=[2, 8, 3], n_waiting=[0, 1, 0], kv_committed=[500, 0, 400])
     d, _ = _route("maxcap", view)
-    assert d == (0, 2)
+    assert d == 2
 
 
-def test_mixing_heuristic_takes_the_zero_penalty_instance():
+def test_mixing_heuristic_by_hand():
+    # p = 10, d = 20, loads (3000, 500, 1000), grad1 = 1e-3, grad2 = 1e-4, ε = 2, α = 0.25:
+    # T_p = 1e-3 (100 + L) = (3.1, 0.6, 1.1) → r_p = (1 − 3.1/2, 1, 1) = (−0.55, 1, 1);
+    # r_d = −1e-4 (L + 30) = (−0.303, −0.053, −0.103);
+    # r_mix = 0.25 r_p + 0.75 r_d = (−0.36475, 0.21025, 0.17275) → instance 1,
+    # and the guidance penalty of the other choices: h = r_mix − 0.21025 = (−0.575, 0, −0.0375)
     view = _view(n_running=[0, 0, 0], load=[3000, 500, 1000], qp=(10,), qd=(20,))
-    r = mixing_heuristic(P)
-    d, _ = r.route(r.init(3), view)
-    assert d == (0, 1)
-    assert guidance_penalty(1, 10, 20, view.load_tokens, P) == 0.0
+    np.testing.assert_allclose(mixing_reward(10, 20, view.load_tokens, P),
+                               [-0.36475, 0.21025, 0.17275], rtol=1e-12)
+    r = MixingRouter(P)
+    d, _ = r.route(r.init(0), view, RNG)
+    assert d == 1
+    h = [guidance_penalty(m, 10, 20, view.load_tokens, P) for m in range(3)]
+    np.testing.assert_allclose(h, [-0.575, 0.0, -0.0375], rtol=1e-12, atol=1e-15)
 
 
 def test_size_partition_and_decode_balancer_by_hand():
-    from lbtheory.intelligent import decode_balancer, size_partition
-
-    r = size_partition(100)
-    s = r.init(4)
+    r = SizePartitionRouter(100)
+    s = r.init(0)
     small = _view(n_running=[0, 0, 0, 0], qp=(10,), qd=(5,))
     large = _view(n_running=[0, 0, 0, 0], qp=(200,), qd=(5,))
     out = []
     for v in (small, large, small, large, large):
-        d, s = r.route(s, v)
-        out.append(d[1])
+        d, s = r.route(s, v, RNG)
+        out.append(d)
     assert out == [0, 2, 1, 3, 2]  # small: instances 0, 1 in turn; large: 2, 3 in turn
-    d, _ = decode_balancer().route(None, _view(n_running=[0, 0, 0], load=[500, 100, 300]))
-    assert d == (0, 1)
+    # the decode balancer is the shared JSQ on token loads
+    d, _ = _route("jsq-tokens", _view(n_running=[0, 0, 0], load=[500, 100, 300]))
+    assert d == 1

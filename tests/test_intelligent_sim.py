@@ -6,17 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lbtheory.errors import DataFormatError, LBTheoryError, ModelError
+from lbtheory.errors import DataFormatError, LBTheoryError, ModelError, ParameterError
 from lbtheory.intelligent import (
     ClusterConfig,
+    ClusterSim,
     IterationTimeModel,
     fit_iteration_model,
-    make_heuristic,
-    mix_traces,
+    run_router,
     simulate,
-    workload_from_arrays,
 )
-from lbtheory.workloads import trace_from_arrays
+from lbtheory.registry import make_router
+from lbtheory.workloads import mix_traces, trace_from_arrays, workload_from_arrays
+
+
+def make_heuristic(name):
+    return make_router(name, "instances")
 
 # base 10 ms, 1 ms per prefill token, 2 ms per decoding request, 0.1 ms per context token.
 SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
@@ -86,7 +90,7 @@ def _random_workload(seed: int, n: int = 300):
     rng = np.random.default_rng(seed)
     arr = np.sort(rng.uniform(0, 8.0, n))
     return workload_from_arrays(arr, rng.integers(1, 600, n), rng.integers(1, 200, n),
-                                rng.integers(0, 2, n), task_names=("a", "b"))
+                                task=rng.integers(0, 2, n), task_names=("a", "b"))
 
 
 @pytest.mark.parametrize("router", ["rr", "jsq", "minmin", "maxcap", "heuristic"])
@@ -109,8 +113,6 @@ def test_conservation_and_kv_budget_under_pressure(router):
 
 
 def test_every_request_finishes_exactly_once():
-    from lbtheory.intelligent import ClusterSim, run_router
-
     wl = _random_workload(2, 200)
     sim = ClusterSim(wl, ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8))
     run_router(sim, make_heuristic("jsq"))
@@ -121,8 +123,6 @@ def test_kv_budget_recomputed_independently_from_the_iteration_log():
     # Rebuild every request's context from the log alone (its prompt + tokens emitted so far,
     # zero while preempted) and check the budget, one token per scheduled request per iteration,
     # and non-overlapping iterations per instance.
-    from lbtheory.intelligent import ClusterSim, run_router
-
     wl = _random_workload(3, 150)
     cfg = ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8)
     sim = ClusterSim(wl, cfg, record=True)
@@ -168,19 +168,25 @@ def test_trace_timestamps_mode_merges_in_time_order():
 
 
 def test_zero_output_counts_as_one_token():
-    w = workload_from_arrays([0.0], [3], [0])
-    assert w.output_tokens.tolist() == [1]
+    # the workload keeps the trace's 0; the simulator serves it as one token (the prefill emits
+    # one), exactly like a request of output 1
+    w0 = workload_from_arrays([0.0], [3], [0])
+    w1 = workload_from_arrays([0.0], [3], [1])
+    assert w0.output_tokens.tolist() == [0]
+    r0, r1 = (simulate(w, make_heuristic("rr"), _cfg()) for w in (w0, w1))
+    assert r0.generated_tokens.tolist() == r1.generated_tokens.tolist() == [1]
+    np.testing.assert_array_equal(r0.finish_s, r1.finish_s)
 
 
 def test_bad_inputs_are_typed_errors():
-    with pytest.raises(ModelError, match="n_instances"):
+    with pytest.raises(ParameterError, match="n_instances"):
         ClusterConfig(n_instances=0)
-    with pytest.raises(ModelError, match="kv_budget_tokens = 10 is smaller than request 0"):
+    with pytest.raises(ParameterError, match="kv_budget_tokens = 10 is smaller than request 0"):
         simulate(workload_from_arrays([0.0], [8], [5]), make_heuristic("rr"),
                  _cfg(kv_budget_tokens=10))
     with pytest.raises(DataFormatError, match="output_tokens"):
         workload_from_arrays([0.0], [3], [-1])
-    with pytest.raises(ModelError, match="unknown router 'foo'"):
+    with pytest.raises(ParameterError, match="unknown policy 'foo' for the instances simulator"):
         make_heuristic("foo")
     with pytest.raises(LBTheoryError, match="epoch_s"):
         ClusterConfig(epoch_s=0.0)
@@ -218,5 +224,5 @@ def test_shortest_prompt_first_admission_by_hand():
     # FCFS: A 60 ms, B +15 ms, C +30 ms; SPF: B 15 ms, C +30 ms, A +60 ms
     np.testing.assert_allclose(fcfs.finish_s, [0.06, 0.075, 0.105], atol=1e-12)
     np.testing.assert_allclose(spf.finish_s, [0.105, 0.015, 0.045], atol=1e-12)
-    with pytest.raises(ModelError, match="admission"):
+    with pytest.raises(ParameterError, match="admission"):
         _cfg(admission="lifo")

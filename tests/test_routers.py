@@ -5,11 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import dataclasses
+
 from lbtheory.costs import CostKind
-from lbtheory.errors import LBTheoryError, StepsizeError, TopologyError
+from lbtheory.errors import LBTheoryError, ParameterError, StepsizeError
 from lbtheory.models import MM1Latency, ModelBank
+from lbtheory.registry import POLICY_NAMES, make_router
 from lbtheory.routers import (
-    POLICY_NAMES,
+    CellView,
+    CostTables,
     DiscreteRouter,
     FlowRouter,
     JSQRouter,
@@ -18,8 +22,9 @@ from lbtheory.routers import (
     PowerOfDRouter,
     RandomRouter,
     RoundRobinRouter,
-    RouterView,
-    make_router,
+    cost_matrix,
+    cost_row,
+    scale_to_replicas,
 )
 
 # Two cells. Cell 0: μ̄ = 10, K = 2, k = 1, N̂ = 3; cell 1: μ̄ = 4, K = 1, k = 2, N̂ = 1; τ01 = 0.1 s.
@@ -34,18 +39,24 @@ DELAYS = np.array([[0.0, 0.1], [0.1, 0.0]])
 def view(t=0.0, workload=(3.0, 1.0), replicas=(1.0, 2.0), mask=None, delays=DELAYS, **kw):
     n = len(workload)
     mask = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    return RouterView(time=t, workload=np.asarray(workload, float),
-                      replicas=np.asarray(replicas, float), delays=np.asarray(delays, float),
-                      mask=mask, models=kw.pop("models", MODELS), **kw)
+    return CellView(time=t, workload=np.asarray(workload, float),
+                    replicas=np.asarray(replicas, float), delays=np.asarray(delays, float),
+                    mask=mask, models=kw.pop("models", MODELS), **kw)
+
+
+def at(v, source):
+    """The same view as seen by ``source``'s root router."""
+    return dataclasses.replace(v, source=source)
 
 
 def draws(router, v, source, n=4000, seed=1):
     rng = np.random.default_rng(seed)
+    v = at(v, source)
     state = router.init(0)
-    state = router.observe(state, v, source)
+    state = router.observe(state, v)
     out = np.empty(n, dtype=int)
     for k in range(n):
-        out[k], state = router.route(state, v, source, rng)
+        out[k], state = router.route(state, v, rng)
     return out
 
 
@@ -64,12 +75,12 @@ def test_flow_router_one_step_matches_hand_projection():
     # η = 1, δ = 0.1 s, latency costs (0.5, 0.7): v = (0.5, 0.5) − 0.1·(0.5, 0.7) = (0.45, 0.43);
     # projection onto the simplex adds (1 − 0.88)/2 = 0.06: x = (0.51, 0.49).
     r = FlowRouter("latency", stepsize=1.0)
-    s = r.observe(r.init(0), view(t=0.0), 0)
+    s = r.observe(r.init(0), view(t=0.0))
     np.testing.assert_allclose(s.x[0], [0.5, 0.5])
-    s = r.observe(s, view(t=0.1), 0)
+    s = r.observe(s, view(t=0.1))
     np.testing.assert_allclose(s.x[0], [0.51, 0.49], atol=1e-12)
     rng = np.random.default_rng(3)
-    picks = [r.route(s, view(t=0.1), 0, rng)[0] for _ in range(20000)]
+    picks = [r.route(s, view(t=0.1), rng)[0] for _ in range(20000)]
     assert abs(np.mean(np.asarray(picks) == 0) - 0.51) < 4 * np.sqrt(0.25 / 20000)
 
 
@@ -84,30 +95,32 @@ def test_flow_router_default_stepsize_is_inverse_mean_delay():
 def test_flow_router_large_step_goes_to_the_vertex():
     # RIF costs (3, 0.5), step η·δ = 10·1 = 10: v = (0.5 − 30, 0.5 − 5) -> x = (0, 1)
     r = FlowRouter("rif", stepsize=10.0)
-    s = r.observe(r.observe(r.init(0), view(t=0.0), 0), view(t=1.0), 0)
+    s = r.observe(r.observe(r.init(0), view(t=0.0)), view(t=1.0))
     np.testing.assert_allclose(s.x[0], [0.0, 1.0])
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
-def test_every_router_respects_residency(name):
-    # source 0 may only use cell 2 and cell 0; cell 1 is cheapest by every measure
+def test_every_router_respects_residency_and_leaves_its_source(name):
+    # Source 0 may use cell 0 (itself, heavily loaded) and cell 2 (lightly loaded, 10 ms away);
+    # cell 1 is cheapest by every measure but not admissible. Every policy must stay within
+    # {0, 2} *and* use cell 2 (a router that never leaves its source fails; so does one that
+    # ignores the mask). MNLB: λ_0 = 15 req/s exceeds cell 0's usable 9 req/s, so it spills.
     mask = [[True, False, True], [True, True, True], [False, True, True]]
-    d3 = np.array([[0.0, 0.01, 0.3], [0.01, 0.0, 0.01], [0.3, 0.01, 0.0]])
+    d3 = np.array([[0.0, 0.001, 0.01], [0.001, 0.0, 0.01], [0.01, 0.01, 0.0]])
     models = ModelBank([MM1Latency(10.0, 2.0)] * 3)
-    v = view(workload=(9.0, 0.0, 5.0), replicas=(1.0, 5.0, 1.0), mask=mask, delays=d3,
-             models=models, capacity=np.array([10.0, 10.0, 10.0]),
-             arrival_rates=np.array([5.0, 1.0, 1.0]))
     r = make_router(name)
     s = r.init(0)
     rng = np.random.default_rng(0)
-    seen = set()
+    seen = []
     for t in np.linspace(0.0, 30.0, 301):
         vt = view(t=float(t), workload=(9.0, 0.0, 5.0), replicas=(1.0, 5.0, 1.0), mask=mask,
-                  delays=d3, models=models, capacity=v.capacity, arrival_rates=v.arrival_rates)
-        s = r.observe(s, vt, 0)
-        j, s = r.route(s, vt, 0, rng)
-        seen.add(j)
-    assert seen <= {0, 2}
+                  delays=d3, models=models, capacity=np.array([10.0, 10.0, 10.0]),
+                  arrival_rates=np.array([15.0, 1.0, 1.0]))
+        s = r.observe(s, vt)
+        j, s = r.route(s, vt, rng)
+        seen.append(j)
+    assert set(seen) <= {0, 2}
+    assert seen.count(2) >= 30, f"{name} sent {seen.count(2)} of 301 requests off its source"
 
 
 def test_random_router_is_proportional_to_replicas():
@@ -165,32 +178,37 @@ def test_mnlb_router_holds_weights_and_resolves_with_estimated_rates():
 
     rng = np.random.default_rng(0)
     s = r.init(0)
-    _, s = r.route(s, v(0.0), 0, rng)  # first solve with the nominal rates (12, 2)
+    _, s = r.route(s, v(0.0), rng)  # first solve with the nominal rates (12, 2)
     np.testing.assert_allclose(np.diff(np.r_[0.0, s.cum[0]]), [8 / 12, 4 / 12], atol=1e-5)
     # 100 requests from a and 50 from b in [0, 10): λ̂ = (10, 5) at the next solve
     for k in range(99):
-        _, s = r.route(s, v(0.05 * k), 0, rng)
+        _, s = r.route(s, v(0.05 * k), rng)
     for k in range(50):
-        _, s = r.route(s, v(5.0 + 0.05 * k), 1, rng)
+        _, s = r.route(s, at(v(5.0 + 0.05 * k), 1), rng)
     assert s.solves == 1  # weights held for the whole period
-    _, s = r.route(s, v(10.0), 0, rng)
+    _, s = r.route(s, v(10.0), rng)
     assert s.solves == 2
     np.testing.assert_allclose(np.diff(np.r_[0.0, s.cum[0]]), [0.8, 0.2], atol=1e-5)
 
 
 def test_make_router_rejects_unknown_policy_and_option():
-    with pytest.raises(TopologyError, match="unknown policy 'fastest'"):
+    with pytest.raises(ParameterError, match="unknown policy 'fastest'"):
         make_router("fastest")
+    with pytest.raises(ParameterError, match="unknown policy 'br0' for the cells simulator"):
+        make_router("br0")
     with pytest.raises(LBTheoryError, match="bad option"):
         make_router("rand", colour="red")
-    with pytest.raises(TopologyError, match="period_s"):
+    with pytest.raises(ParameterError, match="period_s"):
         MNLBRouter(period_s=0.0)
 
 
-def test_router_on_a_source_without_arcs_raises():
+def test_a_baseline_on_a_source_without_arcs_declines_and_cost_routers_raise():
     mask = [[False, False], [True, True]]
-    with pytest.raises(TopologyError, match="reaches no cell"):
-        RandomRouter().route(RandomRouter().init(0), view(mask=mask), 0, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    for r in (RandomRouter(), RoundRobinRouter(), JSQRouter(), PowerOfDRouter()):
+        assert r.route(r.init(0), view(mask=mask), rng)[0] is None  # nowhere to go: wait
+    with pytest.raises(LBTheoryError, match="reaches no cell"):
+        DiscreteRouter("rif").route(DiscreteRouter("rif").init(0), view(mask=mask), rng)
 
 
 @pytest.mark.parametrize("router", [FlowRouter("gradient", stepsize=0.7), FlowRouter("rif"),
@@ -204,16 +222,16 @@ def test_observe_round_equals_observe_per_source(router):
 
     def views(t, shift):
         return [view(t=t, workload=np.add(loads[i], shift), replicas=(1.0, 2.0, 3.0), mask=mask,
-                     delays=d3, models=models) if i != 1 or t == 0.0 else None
+                     delays=d3, models=models, source=i) if i != 1 or t == 0.0 else None
                 for i in range(3)]
 
     a = b = router.init(0)
     for t, shift in ((0.0, 0.0), (0.05, 1.0), (0.15, -2.0)):
         vs = views(t, shift)
         a = router.observe_round(a, vs)
-        for i, v in enumerate(vs):
+        for v in vs:
             if v is not None:
-                b = router.observe(b, v, i)
+                b = router.observe(b, v)
     for i in range(3):
         np.testing.assert_allclose(a.cum[i], b.cum[i], rtol=1e-12, atol=1e-15)
 
@@ -224,23 +242,22 @@ def test_error_aversion_control_loop_by_hand():
     # Routing: Rand picks 1 w.p. 1/2, kept w.p. 0.05 -> P(1) = 0.025.
     r = make_router("rand", error_aversion=True)
     bad = view(t=0.0, replicas=(1.0, 1.0), error_rate=np.array([0.0, 0.3]))
-    s = r.observe(r.init(0), bad, 0)
+    s = r.observe(r.init(0), bad)
     np.testing.assert_allclose(s.aversion[0], [0.0, 0.95])
     rng = np.random.default_rng(5)
-    picks = np.array([r.route(s, bad, 0, rng)[0] for _ in range(20000)])
+    picks = np.array([r.route(s, bad, rng)[0] for _ in range(20000)])
     assert abs(picks.mean() - 0.025) < 4 * np.sqrt(0.025 * 0.975 / 20000)
     # recovery: errors gone; each period (1 s) the aversion decays by κ_down = 0.05
     good = view(t=1.0, replicas=(1.0, 1.0), error_rate=np.array([0.0, 0.0]))
-    s = r.observe(s, good, 0)
+    s = r.observe(s, good)
     np.testing.assert_allclose(s.aversion[0], [0.0, 0.90])
-    s = r.observe(s, view(t=1.5, replicas=(1.0, 1.0), error_rate=np.zeros(2)), 0)
+    s = r.observe(s, view(t=1.5, replicas=(1.0, 1.0), error_rate=np.zeros(2)))
     np.testing.assert_allclose(s.aversion[0], [0.0, 0.90])   # not yet a new period
 
 
 def test_models_rescaled_to_online_servers():
     # k = 10 servers, 4 online: each carries N/4 instead of N/10, i.e. ℓ'(N) = ℓ(2.5 N)
     from lbtheory.models import SoftplusLatency
-    from lbtheory.routers._estimation import scale_to_replicas
 
     N = np.linspace(0.0, 200.0, 21)
     for m in (SoftplusLatency(1.4, 0.004, 80.0, 8.0), MM1Latency(100.0, 20.0)):
@@ -285,7 +302,6 @@ def test_tabulated_costs_match_closed_forms_for_counts_and_fallback():
     import math
 
     from lbtheory.models import SoftplusLatency
-    from lbtheory.routers._base import cost_matrix, cost_row
 
     t0, t1, t2, t3 = 1.2, 0.02, 40.0, 4.0
     bank = ModelBank([SoftplusLatency(t0, t1, t2, t3), MM1Latency(10.0, 2.0)])
@@ -298,9 +314,11 @@ def test_tabulated_costs_match_closed_forms_for_counts_and_fallback():
         d1 = t1 / (1.0 + math.exp(-u))
         return lat if kind == "latency" else lat * lat / (lat - N * d1)
 
+    tables = CostTables(bank)
     for kind in ("latency", "gradient"):
-        for w in ((0.0, 3.0), (39.0, 41.0), (250.0, 7.0), (12.5, 3.0)):
-            v = view(workload=w, models=bank)
+        for w, tab in (((0.0, 3.0), tables), ((39.0, 41.0), tables), ((250.0, 7.0), tables),
+                       ((12.5, 3.0), tables), ((39.0, 41.0), None)):
+            v = view(workload=w, models=bank, tables=tab)
             row = cost_row(CostKind(kind), v, 0)
             mat = cost_matrix(CostKind(kind), [v, v])
             for j in range(2):
@@ -308,3 +326,5 @@ def test_tabulated_costs_match_closed_forms_for_counts_and_fallback():
                 assert row[j] == pytest.approx(expect, rel=1e-12)
                 assert mat[1, j] == pytest.approx(hand(kind, j, w[j]) + 2.0 * DELAYS[1, j],
                                                   rel=1e-12)
+        # the integer workloads really went through the table (grown past N = 250)
+        assert tables.get(CostKind(kind)).table.shape[0] > 250

@@ -29,7 +29,8 @@ def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
     assert list(out["policies"]) == ["rand", "jsq"]
     reqs = set()
     for pol in out["policies"].values():
-        assert set(pol) == POLICY_KEYS
+        assert set(pol) == POLICY_KEYS | {"status"}  # the contract's keys, plus the status
+        assert pol["status"] == ("truncated" if pol["in_flight"] else "completed")
         assert set(pol["latency"]) == {"mean", "p50", "p90", "p99"}
         assert pol["requests"] == pol["completed"] + pol["errors"] + pol["in_flight"]
         assert pol["latency"]["p50"] <= pol["latency"]["p90"] <= pol["latency"]["p99"]
@@ -84,12 +85,12 @@ def test_bad_input_is_one_error_line_and_nothing_written(capsys, tmp_path):
     def negative_time(d):
         d["simulation"]["server"]["decode_s_per_token"] = -0.025
     _bad(capsys, tmp_path, ["simulate", _scenario_file(tmp_path, negative_time)],
-         "simulation.server.decode_s_per_token: expected a positive number")
+         "simulation.server.decode_s_per_token must be positive, got -0.025")
 
     def nan_time(d):
         d["simulation"]["probe_period_s"] = float("nan")
     _bad(capsys, tmp_path, ["simulate", _scenario_file(tmp_path, nan_time)],
-         "simulation.probe_period_s: expected a finite number")
+         "simulation.probe_period_s must be finite and positive, got nan")
 
     def stranded(d):
         d["arcs"] = [a for a in d["arcs"] if a["from"] != "near"]

@@ -59,7 +59,7 @@ from .schedulers import (
     brh,
     brh_router,
 )
-from .sim import DecodeConfig, DecodeResult, decode_steps, simulate_decode
+from .sim import DecodeConfig, DecodeResult, decide_tick, decode_steps, simulate_decode
 
 __all__ = [
     "best_subset", "discount_vector", "expected_contribution", "fscore_br0", "fscore_horizon",
@@ -68,6 +68,7 @@ __all__ = [
     "imbalance_from_totals", "margins", "run_idle_fraction", "step_imbalance", "throughput",
     "tpot_per_request", "tpot_percentiles", "ExactMatchPredictor", "OraclePredictor",
     "SurvivalPredictor", "ReplicaView", "DecodeConfig", "DecodeResult", "decode_steps",
+    "decide_tick",
     "simulate_decode", "BRParams", "allocate", "br0", "brh", "brh_router", "BR0Router",
     "BRHRouter", "BRHState", "PredictorKind", "summary_table", "GuardScope", "Lifetime",
     "MarginSource", "OwnLoad", "Refill", "fscore_profile", "refill_loads",

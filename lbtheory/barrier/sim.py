@@ -59,7 +59,7 @@ from .imbalance import (
 )
 from .protocol import ReplicaView
 
-__all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps"]
+__all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps", "decide_tick"]
 
 
 @dataclass(frozen=True)
@@ -235,8 +235,8 @@ def _check(view: ReplicaView, pos: np.ndarray, reps: np.ndarray, name: str) -> N
                                  f"KV budget has room for (kv_free)")
 
 
-def _decide(router: Any, state: Any, view: ReplicaView, rng: np.random.Generator
-            ) -> tuple[list[int], list[int], Any]:
+def decide_tick(router: Any, state: Any, view: ReplicaView, rng: np.random.Generator
+                ) -> tuple[list[int], list[int], Any]:
     """Ask ``router`` until it has nothing more to place this tick; pool positions (in the
     tick's first view) and replicas.
 
@@ -360,7 +360,7 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
                                None if cfg.kv_budget is None else cfg.kv_budget - cl.loads)
             if done_ids:
                 state = router.observe(state, view)
-            pos, reps, state = _decide(router, state, view, rng)
+            pos, reps, state = decide_tick(router, state, view, rng)
             for p, g in zip(pos, reps):
                 i = pool[p]
                 start[i] = tick

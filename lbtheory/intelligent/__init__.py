@@ -63,6 +63,7 @@ _LAZY = {
     "save_checkpoint": "_dqn", "load_checkpoint": "_dqn", "GUIDANCE_OF": "_dqn",
     "q_values": "_dqn", "split_net": "_dqn", "greedy_action": "_dqn", "RLKind": "_dqn",
     "DQNRouter": "_dqn", "dqn_router": "_dqn", "ReplayBuffer": "_dqn",
+    "make_q_network": "_dqn", "double_dqn_update": "_dqn",
 }
 #: old name -> new name: deprecated aliases kept for one release.
 _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}

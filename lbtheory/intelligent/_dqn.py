@@ -44,8 +44,8 @@ from ._env import (
 from ._simulate import InstanceResult, result_of, run_router
 from ._timing import IterationTimeModel
 
-__all__ = ["DQNConfig", "TrainResult", "train_dqn", "greedy_rollout", "save_checkpoint",
-           "load_checkpoint", "GUIDANCE_OF", "q_values", "split_net", "RLKind", "DQNRouter",
+__all__ = ["make_q_network", "double_dqn_update", "DQNConfig", "TrainResult", "train_dqn",
+           "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF", "q_values", "split_net", "RLKind", "DQNRouter",
            "dqn_router", "ReplayBuffer", "greedy_action"]
 
 
@@ -124,7 +124,8 @@ class DQNConfig:
                        reading=self.reading, gamma=self.gamma, beta_d=self.beta_d)
 
 
-def _make_net(obs_dim: int, n_actions: int, hidden: tuple[int, ...], key: jax.Array):
+def make_q_network(obs_dim: int, n_actions: int, hidden: tuple[int, ...], key: jax.Array) -> Any:
+    """The Q-network: an equinox MLP from an observation to ``n_actions`` action values."""
     return eqx.nn.MLP(obs_dim, n_actions, width_size=hidden[0], depth=len(hidden),
                       activation=jax.nn.relu, key=key)
 
@@ -182,9 +183,15 @@ class ReplayBuffer:
 
 
 @functools.lru_cache(maxsize=8)
-def _update_fn(lr: float):
+def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
     """(optimizer, jitted Double-DQN update) for Adam with learning rate ``lr`` (cached, so
-    repeated trainings reuse the compiled update)."""
+    repeated trainings reuse the compiled update).
+
+    ``update(net, target, opt_state, s, a, r, s2, done, mask2, gamma) -> (net, opt_state, loss)``:
+    one Adam step on the Huber loss of ``Q(s, a)`` against
+    ``y = r + γ (1 − done) target(s2, argmax_{a' valid} Q(s2, a'))`` — the action chosen by the
+    online network, valued by the target network (van Hasselt et al. 2016); ``loss`` is the loss
+    before the step."""
     opt = optax.adam(lr)
 
     @eqx.filter_jit
@@ -236,9 +243,9 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
     m = cluster.n_instances
     obs_dim, n_act = observation_size(m, ec), m + 1
     key = jax.random.PRNGKey(config.seed)
-    net = _make_net(obs_dim, n_act, config.hidden, key)
+    net = make_q_network(obs_dim, n_act, config.hidden, key)
     target = net
-    opt, update = _update_fn(float(config.lr))
+    opt, update = double_dqn_update(float(config.lr))
     opt_state = opt.init(eqx.filter(net, eqx.is_array))
     rng = np.random.default_rng(config.seed)
     buf = ReplayBuffer(config.buffer_size, obs_dim, n_act)
@@ -409,7 +416,7 @@ def load_checkpoint(path: str | Path, cluster: ClusterConfig | None = None) -> T
         e["impact"] = ImpactParams(**e["impact"])
     ec = EnvConfig(**e)
     m = saved.n_instances
-    like = _make_net(observation_size(m, ec), m + 1, dconf.hidden, jax.random.PRNGKey(0))
+    like = make_q_network(observation_size(m, ec), m + 1, dconf.hidden, jax.random.PRNGKey(0))
     try:
         net = eqx.tree_deserialise_leaves(p / "params.eqx", like)
     except (OSError, ValueError, RuntimeError) as exc:

@@ -106,8 +106,8 @@ class Workload:
 def _column(values: Any, name: str, n: int, path: str, line_of: np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float).ravel()
     if arr.size != n:
-        raise DataFormatError(f"{name} has {arr.size} entries, expected {n} (one per request)",
-                              path=path, field=name)
+        raise DataFormatError(f"columns have different lengths: {name} has {arr.size} entries, "
+                              f"expected {n} (one per request)", path=path, field=name)
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
         raise DataFormatError(f"{name} is not a finite number", path=path,
@@ -160,7 +160,7 @@ def workload_from_arrays(arrival_s: Any, prompt_tokens: Any, output_tokens: Any,
     t = np.asarray(arrival_s, dtype=float).ravel()
     n = t.size
     if n == 0:
-        raise DataFormatError("the workload has no requests", path=path, field="arrival_s")
+        raise DataFormatError("the trace has no requests", path=path, field="arrival_s")
     line_of = np.arange(n) + 2 if lines is None else np.asarray(lines)
     t = _column(t, "arrival", n, path, line_of)
     cols: dict[str, Any] = {}
