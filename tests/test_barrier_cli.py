@@ -35,8 +35,10 @@ def test_table(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--policies", "jsq,nope"], "error: unknown policy 'nope'"),
-    (["--replicas", "0"], "error: number of replicas G (DecodeConfig.replicas) must be an integer >= 1, got 0"),
-    (["--slots", "0"], "error: slot capacity per replica (DecodeConfig.slots) must be an integer >= 1, got 0"),
+    (["--replicas", "0"],
+     "error: number of replicas G (DecodeConfig.replicas) must be an integer >= 1, got 0"),
+    (["--slots", "0"],
+     "error: slot capacity per replica (DecodeConfig.slots) must be an integer >= 1, got 0"),
     (["--time-scale", "0"], "error: time_scale must be positive, got 0.0"),
     (["--kv-budget", "0"], "error: kv_budget (DecodeConfig.kv_budget) must be an integer >= 1"),
     (["--kv-budget", "100"], "error: kv_budget 100 tokens is smaller than the longest prompt"),

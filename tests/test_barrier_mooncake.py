@@ -28,7 +28,8 @@ def test_read_mooncake():
 
 def test_exact_match_keys_on_prefix_hashes():
     tr = read_trace(MOON)
-    pred = ExactMatchPredictor(tr.prompt_key).observe([0, 1], [12, 3])                 # "0-1" took 12 steps, "2" took 3
+    # "0-1" took 12 steps, "2" took 3
+    pred = ExactMatchPredictor(tr.prompt_key).observe([0, 1], [12, 3])
     p, mu = pred.predict(np.array([3, 4, 2]), np.array([0, 1, 0]), 80)
     assert p.tolist() == [1.0, 1.0, 1.0]
     # hits: 12 − 0 and 3 − 1 steps; the miss "0-1-3" gets the survival mean (12 + 3) / 2

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-
-import dataclasses
 
 from lbtheory.costs import CostKind
 from lbtheory.errors import LBTheoryError, ParameterError, StepsizeError

@@ -45,8 +45,8 @@ from ._simulate import InstanceResult, result_of, run_router
 from ._timing import IterationTimeModel
 
 __all__ = ["make_q_network", "double_dqn_update", "DQNConfig", "TrainResult", "train_dqn",
-           "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF", "q_values", "split_net", "RLKind", "DQNRouter",
-           "dqn_router", "ReplayBuffer", "greedy_action"]
+           "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF", "q_values",
+           "split_net", "RLKind", "DQNRouter", "dqn_router", "ReplayBuffer", "greedy_action"]
 
 
 class RLKind(enum.StrEnum):
