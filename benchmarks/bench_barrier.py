@@ -25,15 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lbtheory.barrier import (
-    BARRIER_POLICIES,
-    BRParams,
-    ClusterView,
-    DecodeConfig,
-    br0,
-    make_router,
-    simulate_decode,
-)
+from lbtheory.barrier import BRParams, DecodeConfig, ReplicaView, br0, simulate_decode
+from lbtheory.registry import BARRIER_POLICIES, POLICIES, make_router
 from lbtheory.stats import percentile
 from lbtheory.workloads import read_trace
 
@@ -42,7 +35,7 @@ CONV = Path(__file__).resolve().parents[1] / "examples" / "traces" / \
 
 
 def make_view(rng: np.random.Generator, trace, G: int, P: int, free: int,
-              slots: int = 32) -> ClusterView:
+              slots: int = 32) -> ReplicaView:
     """A tick state: replicas half full of trace requests, a pool of P trace requests."""
     n = len(trace)
     per = slots - free
@@ -57,12 +50,12 @@ def make_view(rng: np.random.Generator, trace, G: int, P: int, free: int,
     slot_prompt[:, :per] = trace.prompt_tokens[act]
     slot_start = np.zeros((G, slots), dtype=np.int64)
     slot_start[:, :per] = 1000 - dec
-    return ClusterView(1000, loads.astype(np.int64), np.full(G, free, dtype=np.int64),
+    return ReplicaView(1000, loads.astype(np.int64), np.full(G, free, dtype=np.int64),
                        np.full(G, per, dtype=np.int64), pool, trace.prompt_tokens[pool],
                        np.zeros(P, dtype=np.int64), slot_ids, slot_prompt, slot_start, [], [])
 
 
-def reference_tick(view: ClusterView, s_greedy: int, r_max: int = 4):
+def reference_tick(view: ReplicaView, s_greedy: int, r_max: int = 4):
     """Plain-Python BR-0 tick: linear scans, no bisect/heap (same decisions as the package)."""
     G = len(view.loads)
     load = view.loads.tolist()
@@ -134,11 +127,14 @@ def bench_ticks(trace, reps: int, ref_reps: int, Gs, Ps) -> list[dict]:
                 rng = np.random.default_rng(G * 10_000 + P)
                 views = [make_view(rng, trace, G, P, free) for _ in range(reps)]
                 router = br0(BRParams(s_greedy=s_greedy, max_wait=None))
+                st, rng0 = router.init(0), np.random.default_rng(0)
                 sg = G if s_greedy is None else s_greedy
                 for v in views[:ref_reps]:  # same decisions as the reference
-                    pos, reps_ = router.schedule(None, v)[:2]
-                    assert list(zip(pos.tolist(), reps_.tolist())) == reference_tick(v, sg)
-                ours = time_ns(lambda r, f=router.schedule, v=views: f(None, v[r]), reps)
+                    d, _ = router.route(st, v, rng0)
+                    assert list(zip(d.positions.tolist(), d.targets.tolist())) == \
+                        reference_tick(v, sg)
+                ours = time_ns(lambda r, f=router.route, v=views, st=st, g=rng0: f(st, v[r], g),
+                               reps)
                 ref = time_ns(lambda r, v=views, sg=sg: reference_tick(v[r], sg), ref_reps)
                 n_assigned = G * free
                 rows.append(dict(G=G, P=P, mode=mode, p50=percentile(ours, 50),
@@ -155,7 +151,8 @@ def bench_ticks(trace, reps: int, ref_reps: int, Gs, Ps) -> list[dict]:
 
 def bench_simulation(trace, G: int = 8) -> None:
     for name in BARRIER_POLICIES:
-        router = make_router(name, trace=trace, seed=0)
+        extra = {"workload": trace} if "workload" in POLICIES[name].needs else {}
+        router = make_router(name, "replicas", **extra)
         t0 = time.perf_counter()
         res = simulate_decode(trace, router, config=DecodeConfig(replicas=G))
         wall = time.perf_counter() - t0

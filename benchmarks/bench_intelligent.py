@@ -17,19 +17,21 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
+
 from lbtheory.intelligent import (
     ClusterConfig,
     ClusterSim,
     DQNConfig,
     RoutingEnv,
-    make_heuristic,
-    mix_traces,
+    greedy_action,
     run_router,
+    split_net,
     train_dqn,
 )
-from lbtheory.intelligent._dqn import _greedy, split_net
+from lbtheory.registry import make_router
 from lbtheory.stats import median_wall_time, percentile
-from lbtheory.workloads import read_trace
+from lbtheory.workloads import mix_traces, read_trace
 
 TRACES = [Path(__file__).resolve().parents[1] / "examples" / "traces" /
           f"AzureLLMInferenceTrace_{k}.csv" for k in ("code", "conv")]
@@ -41,7 +43,7 @@ def sim_speed(traces, m: int, rate: float, n: int, reps: int) -> dict[str, float
 
     def once():
         sim = ClusterSim(wl, cfg)
-        run_router(sim, make_heuristic("rr"))
+        run_router(sim, make_router("rr", "instances"))
         return sum(i.n_iter for i in sim.inst)
 
     wall, iters = median_wall_time(once, reps)
@@ -71,22 +73,23 @@ def decision_latency(traces, res, n_dec: int) -> dict[str, float]:
     env = RoutingEnv(lambda s: mix_traces(traces, n_requests=1000, seed=s, rate_rps=20.0), cfg,
                      res.env_config)
     obs, info = env.reset(seed=5)
-    rr = make_heuristic("rr")
-    state = rr.init(4)
+    rr = make_router("rr", "instances")
+    state = rr.init(0)
+    rng = np.random.default_rng(0)
     t_dqn, t_rr = [], []
     split = split_net(res.net)
-    _greedy(split, obs, info["action_mask"])  # compile
+    greedy_action(split, obs, info["action_mask"])  # compile
     while len(t_dqn) < n_dec:
         t0 = time.perf_counter()
-        _greedy(split, obs, info["action_mask"])
+        greedy_action(split, obs, info["action_mask"])
         t1 = time.perf_counter()
         view = env.sim.view()
         t2 = time.perf_counter()
-        decision, state = rr.route(state, view)
+        decision, state = rr.route(state, view, rng)
         t3 = time.perf_counter()
         t_dqn.append(t1 - t0)
         t_rr.append(t3 - t2)
-        obs, _, done, trunc, info = env.step(decision[1])
+        obs, _, done, trunc, info = env.step(decision)
         if done or trunc:
             obs, info = env.reset(seed=len(t_dqn))
     us = 1e6

@@ -19,9 +19,8 @@ from collections import deque
 
 import numpy as np
 
-from lbtheory.routers import make_router
-from lbtheory.sim import Estimation, generate_arrivals, simulate
-from lbtheory.sim._appendix_b import appendix_b_scenario
+from lbtheory.registry import make_router
+from lbtheory.sim import Estimation, appendix_b_scenario, generate_arrivals, simulate
 from lbtheory.stats import median_wall_time
 
 

@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from _appendix_b_protocol import DLB_POLICIES as DLB
+
 from lbtheory.io import write_text_atomic
-from lbtheory.sim import DLB_POLICIES as DLB
 
 RIF = tuple(p for p in DLB if p.endswith("-rif"))
 MODEL = tuple(p for p in DLB if not p.endswith("-rif"))

@@ -1,6 +1,7 @@
 """DLB Appendix-B experiments 1–7 (issue 12; THEORY §11) on the sweep runner, group ``appendix-b``.
 
-Every cell is :func:`lbtheory.sim._protocol.appendix_b_cell`: one Appendix-B scenario × trial,
+Every cell is :func:`_appendix_b_protocol.appendix_b_cell` (the protocol module this experiment
+owns, beside it in experiments/): one Appendix-B scenario × trial,
 every policy on the same arrivals, latency normalised by Rand's on those arrivals.
 
 Profiles:
@@ -25,13 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from lbtheory.io import run_manifest, write_json_atomic
-from lbtheory.sim import appendix_b_cell
-from lbtheory.sim._protocol import EXTRA_POLICIES, MAIN_POLICIES
 from lbtheory.stats import mean_ci
 from lbtheory.sweep import Experiment, script_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _appendix_b_claims import write_claims  # noqa: E402
+from _appendix_b_protocol import EXTRA_POLICIES, MAIN_POLICIES, appendix_b_cell  # noqa: E402
 
 PROFILES = ("quick", "reduced", "full")
 GROUP = "appendix-b"

@@ -91,7 +91,7 @@ def cell(config: dict) -> dict:
 
 
 def _eval_workload(traces, config: dict, seed: int):
-    from lbtheory.intelligent import mix_traces
+    from lbtheory.workloads import mix_traces
 
     return mix_traces(traces, n_requests=config["eval_requests"], seed=seed,
                       rate_rps=config["rate_rps"])
@@ -99,10 +99,11 @@ def _eval_workload(traces, config: dict, seed: int):
 
 def heuristic_run(config: dict) -> dict:
     """Summary of one heuristic router on one evaluation seed (4 instances)."""
-    from lbtheory.intelligent import ClusterConfig, make_heuristic, simulate
+    from lbtheory.intelligent import ClusterConfig, simulate
+    from lbtheory.registry import make_router
 
     wl = _eval_workload(_traces(), config, config["eval_seed"])
-    return simulate(wl, make_heuristic(config["router"]),
+    return simulate(wl, make_router(config["router"], "instances"),
                     ClusterConfig(n_instances=config["instances"])).summary()
 
 
@@ -114,10 +115,10 @@ def rl_run(config: dict) -> dict:
         DQNConfig,
         RoutingEnv,
         greedy_rollout,
-        mix_traces,
         save_checkpoint,
         train_dqn,
     )
+    from lbtheory.workloads import mix_traces
 
     traces = _traces()
     cfg = ClusterConfig(n_instances=config["instances"])
@@ -144,24 +145,19 @@ def rl_run(config: dict) -> dict:
 
 def batching_vs_routing(config: dict) -> dict:
     """2 instances, ordered arrivals (task blocks: code, then conversation), router × batcher."""
-    from lbtheory.intelligent import (
-        ClusterConfig,
-        decode_balancer,
-        make_heuristic,
-        mix_traces,
-        simulate,
-        size_partition,
-        workload_from_arrays,
-    )
+    from lbtheory.intelligent import ClusterConfig, SizePartitionRouter, simulate
+    from lbtheory.registry import make_router
+    from lbtheory.workloads import mix_traces, workload_from_arrays
 
     wl0 = mix_traces(_traces(), n_requests=config["requests"], seed=config["seed"],
                      rate_rps=config["rate_rps"])
     order = np.argsort(wl0.task, kind="stable")
     wl = workload_from_arrays(wl0.arrival_s, wl0.prompt_tokens[order], wl0.output_tokens[order],
-                              wl0.task[order], task_names=wl0.task_names)
+                              task=wl0.task[order], task_names=wl0.task_names)
     threshold = int(np.median(wl.prompt_tokens + wl.output_tokens))
-    routers = {"small-large": lambda: size_partition(threshold), "rr": lambda: make_heuristic("rr"),
-               "decode-balancer": decode_balancer}
+    routers = {"small-large": lambda: SizePartitionRouter(threshold),
+               "rr": lambda: make_router("rr", "instances"),
+               "decode-balancer": lambda: make_router("jsq-tokens", "instances")}
     out: dict = {"threshold_tokens": threshold, "requests": len(wl), "results": {}}
     for rname, make in routers.items():
         for batcher in ("fcfs", "spf"):

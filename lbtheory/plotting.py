@@ -31,7 +31,7 @@ POLICY_COLORS: dict[str, str] = {
     "random": "#7f7f7f", "rr": "#8c564b", "p2c": "#e377c2", "jsq": "#ff7f0e",
     "jsq-tokens": "#bcbd22", "br0": "#1f77b4", "brh-oracle": "#2ca02c",
     "brh-survival": "#9467bd", "brh-exactmatch": "#17becf",
-    # DLB's routers (lbtheory.sim.DLB_POLICIES): each cost signal in its equilibrium's colour
+    # DLB's six routers: each cost signal in its equilibrium's colour
     # (latency = Wardrop red, gradient = optimum green, RIF blue), discrete routers paler
     "rand": "#7f7f7f", "mnlb": "#9467bd", "flow-rif": "#1f77b4", "flow-lat": "#d62728",
     "flow-grad": "#2ca02c", "disc-rif": "#aec7e8", "disc-lat": "#ff9896", "disc-grad": "#98df8a",

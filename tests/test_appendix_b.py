@@ -15,19 +15,21 @@ import pytest
 from scipy import stats as sps
 
 from lbtheory.errors import DataFormatError
-from lbtheory.routers import FlowRouter, make_router
+from lbtheory.registry import make_router
+from lbtheory.routers import FlowRouter
 from lbtheory.sim import appendix_b_scenario, generate_arrivals, simulate
-from lbtheory.sim._protocol import (
+from lbtheory.stats import mean_ci
+
+ROOT = Path(__file__).resolve().parents[1]
+EXP_FILE = ROOT / "experiments" / "appendix_b.py"
+sys.path.insert(0, str(ROOT / "experiments"))
+from _appendix_b_protocol import (  # noqa: E402  (the protocol module the experiment owns)
     WeightRecorder,
     appendix_b_cell,
     run_metrics,
     trial_seed,
     weight_oscillation,
 )
-from lbtheory.stats import mean_ci
-
-ROOT = Path(__file__).resolve().parents[1]
-EXP_FILE = ROOT / "experiments" / "appendix_b.py"
 
 
 def _load_experiments():
@@ -59,10 +61,11 @@ def test_quick_group_end_to_end(quick):
         assert s["profile"] == "quick" and s["cells"] == len(e.configs("quick"))
         assert s["manifest"]["versions"]  # package versions recorded
         for g in s["groups"]:
-            rand = g["policies"]["rand"]
-            assert rand["mean_norm"]["mean"] == 1.0 and rand["p90_norm"]["mean"] == 1.0
             for p in g["policies"].values():
                 assert p["mean_s"]["mean"] > 0 and 0 <= p["error_rate"]["mean"] <= 1
+            # the normalisation divides by Rand, not by each policy itself: the others differ
+            others = [p["mean_norm"]["mean"] for n, p in g["policies"].items() if n != "rand"]
+            assert others and any(abs(v - 1.0) > 1e-6 for v in others)
         assert len(list((out / e.name / "cells").glob("*.json"))) == len(e.configs("quick"))
     ev = json.loads((out / "appendix-b-events" / "summary.json").read_text())
     assert set(ev["series"]) == {"burst", "outage"}

@@ -205,7 +205,8 @@ def _where(pattern: str) -> set[str]:
 
 @pytest.mark.parametrize("pattern", [
     r"_?round_?robin(_?router)?", r"_?jsq(_?tokens)?(_?router)?",
-    r"_?power_?of_?(two|d)(_?router)?", r"_?p2c(_?router)?", r"_?two_choices", r"_?random_?router", r"_?decode_?balancer",
+    r"_?power_?of_?(two|d)(_?router)?", r"_?p2c(_?router)?", r"_?two_choices",
+    r"_?random_?router", r"_?decode_?balancer",
 ])
 def test_each_shared_baseline_is_written_once(pattern: str) -> None:
     """Round robin, JSQ, power of d and random routing live in one module, for all simulators."""

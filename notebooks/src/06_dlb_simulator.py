@@ -19,7 +19,7 @@ a reproduction of the paper's averages.
 %matplotlib inline
 import numpy as np
 from lbtheory.plotting import figure
-from lbtheory.routers import make_router
+from lbtheory.registry import make_router
 from lbtheory.sim import appendix_b_scenario, generate_arrivals, simulate
 
 DURATION = 30.0  # simulated seconds (DLB: 600 s per trial)

@@ -5,7 +5,7 @@ CELLS = [
 The Appendix-B experiments of DLB (THEORY §11; issue 12) run on the sweep runner
 (`lbtheory.sweep`) as the group `appendix-b`: seven experiments, each a grid of *cells*; one cell
 is one Appendix-B scenario × trial on which **every policy routes the same arrivals**
-(`lbtheory.sim._protocol.appendix_b_cell`). Latency is normalised by Rand's on those arrivals.
+(`appendix_b_cell` in `experiments/_appendix_b_protocol.py`, the protocol module the experiment owns). Latency is normalised by Rand's on those arrivals.
 
 | # | experiment | sweep |
 |---|---|---|

@@ -19,9 +19,16 @@ from lbtheory.stats import mean, percentile
 from lbtheory.plotting import figure
 from lbtheory.intelligent import (
     ClusterConfig, IterationTimeModel, fit_iteration_model, calibrate_impact, mixing_reward,
-    mix_traces, simulate, make_heuristic, HEURISTIC_ROUTERS, BucketSpec,
-    evaluate_length_predictor, DQNConfig, train_dqn, RoutingEnv, greedy_rollout,
-    size_partition, decode_balancer, workload_from_arrays)
+    simulate, BucketSpec, evaluate_length_predictor, DQNConfig, train_dqn, RoutingEnv,
+    greedy_rollout, SizePartitionRouter)
+from lbtheory.registry import make_router
+from lbtheory.workloads import mix_traces, workload_from_arrays
+
+HEURISTIC_ROUTERS = ("rr", "jsq", "minmin", "maxcap", "heuristic")
+
+
+def make_heuristic(name):
+    return make_router(name, "instances")
 
 traces = [read_trace(f"../examples/traces/AzureLLMInferenceTrace_{k}.csv") for k in ("code", "conv")]
 cfg = ClusterConfig(n_instances=4)
@@ -124,11 +131,11 @@ bad partition (dedicated small/large) hurts every batcher alike.
 ("code", """
 w0 = mix_traces(traces, n_requests=400, seed=7, rate_rps=20.0)
 o = np.argsort(w0.task, kind="stable")
-wl = workload_from_arrays(w0.arrival_s, w0.prompt_tokens[o], w0.output_tokens[o], w0.task[o])
+wl = workload_from_arrays(w0.arrival_s, w0.prompt_tokens[o], w0.output_tokens[o], task=w0.task[o])
 thr = int(np.median(wl.prompt_tokens + wl.output_tokens))
 print(f"{'router':>16} {'FCFS':>8} {'SPF':>8}")
-for name, mk in {"small-large": lambda: size_partition(thr), "rr": lambda: make_heuristic("rr"),
-                 "decode-balancer": decode_balancer}.items():
+for name, mk in {"small-large": lambda: SizePartitionRouter(thr), "rr": lambda: make_heuristic("rr"),
+                 "decode-balancer": lambda: make_heuristic("jsq-tokens")}.items():
     row = [mean(simulate(wl, mk(), ClusterConfig(n_instances=2, admission=b)).e2e_s)
            for b in ("fcfs", "spf")]
     print(f"{name:>16} {row[0]:7.2f}s {row[1]:7.2f}s")
