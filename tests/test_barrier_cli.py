@@ -25,6 +25,23 @@ def test_json_keys(capsys):
         for key in ("mean_imbalance", "idle_fraction", "throughput", "tpot_p95", "tpot_p50"):
             assert isinstance(summary[key], float)
         assert 0.0 <= summary["idle_fraction"] < 1.0
+    # the printed numbers are the definitions applied to the simulated loads, recomputed here
+    # from the per-replica load matrix (I(k) = G·M(k) − Σ_g L_g(k); idle = Σ I / Σ G·M)
+    from lbtheory.barrier import DecodeConfig, simulate_decode
+    from lbtheory.registry import make_router
+    from lbtheory.workloads import read_trace
+
+    tr = read_trace(CONV).head(150)
+    for name in ("jsq", "br0"):
+        res = simulate_decode(tr, make_router(name, "replicas"),
+                              config=DecodeConfig(replicas=4, record_loads=True))
+        L = res.loads[:res.measure_steps].astype(float)
+        imb = 4 * L.max(axis=1) - L.sum(axis=1)
+        got = out["policies"][name]
+        assert got["mean_imbalance"] == pytest.approx(imb.mean(), rel=1e-12)
+        assert got["idle_fraction"] == pytest.approx(imb.sum() / (4 * L.max(axis=1)).sum(),
+                                                     rel=1e-12)
+    assert out["policies"]["br0"]["mean_imbalance"] < out["policies"]["jsq"]["mean_imbalance"]
 
 
 def test_table(capsys):

@@ -93,7 +93,7 @@ def test_score_peak_is_largest_maximiser():
 def test_horizon_validation():
     with pytest.raises(ModelError, match="discount gamma must be in"):
         discount_vector(3, 0.0)
-    with pytest.raises(ModelError, match="horizon H must be an integer >= 0"):
+    with pytest.raises(ModelError, match="horizon H must be a non-negative integer"):
         discount_vector(-1, 0.5)
 
 

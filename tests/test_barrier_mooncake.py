@@ -42,8 +42,16 @@ def test_cli_accepts_mooncake(capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["requests"] == 12
+    from lbtheory.barrier import DecodeConfig, simulate_decode
+    from lbtheory.registry import make_router
+
+    tr = read_trace(MOON)
     for name in ("jsq", "br0", "brh-exactmatch"):
-        assert isinstance(out["policies"][name]["mean_imbalance"], float)
+        extra = {"workload": tr, "horizon": 8} if name.startswith("brh") else {}
+        want = simulate_decode(tr, make_router(name, "replicas", **extra),
+                               config=DecodeConfig(replicas=2, slots=2)).summary()
+        assert out["policies"][name]["mean_imbalance"] == pytest.approx(want["mean_imbalance"])
+        assert out["policies"][name]["mean_imbalance"] > 0
 
 
 def test_bad_hash_ids(tmp_path):

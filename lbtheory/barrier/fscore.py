@@ -25,8 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._checks import check_real
-from ..errors import ModelError
+from .._checks import check_int, check_real
 
 __all__ = [
     "fscore_br0", "discount_vector", "fscore_horizon", "fscore_profile", "score_peak",
@@ -63,8 +62,7 @@ def discount_vector(horizon: int, gamma: float) -> np.ndarray:
     Raises:
         ModelError: ``H < 0`` or ``γ ∉ (0, 1]``.
     """
-    if int(horizon) != horizon or horizon < 0:
-        raise ModelError(f"horizon H must be an integer >= 0 steps, got {horizon}")
+    horizon = check_int(horizon, "horizon H", low=0, unit="steps")
     gamma = check_real(gamma, "discount gamma", low=0.0, high=1.0, low_open=True)
     return gamma ** np.arange(int(horizon) + 1, dtype=float)
 

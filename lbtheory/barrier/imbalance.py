@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ParameterError
 from ..stats import percentile
 
 __all__ = [
@@ -44,11 +44,12 @@ def as_load_matrix(loads: np.ndarray) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] < 1:
-        raise ModelError(f"loads must have shape (G,) or (K, G) with G >= 1, got {arr.shape}")
+        raise ParameterError(f"loads must have shape (G,) or (K, G) with G >= 1, got "
+                             f"{arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ModelError("loads must be finite")
+        raise ParameterError("loads must be finite")
     if np.any(arr < 0):
-        raise ModelError(f"loads must be >= 0 tokens, got min {arr.min():g}")
+        raise ParameterError(f"loads must be >= 0 tokens, got min {arr.min():g}")
     return arr
 
 

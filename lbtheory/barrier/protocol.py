@@ -16,14 +16,17 @@ simulator (:mod:`.sim`) hands the router a ``ReplicaView``:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
 
 import numpy as np
+
+from ..routers import IdenticalTargets
 
 __all__ = ["ReplicaView"]
 
 
-class ReplicaView(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class ReplicaView(IdenticalTargets):
     """Read-only state of the cluster at a decision of a tick.
 
     Attributes:
@@ -78,13 +81,3 @@ class ReplicaView(NamedTuple):
     def tokens(self) -> np.ndarray:
         """Token load ``L_g`` per replica (KV tokens)."""
         return self.loads
-
-    @property
-    def weights(self) -> None:
-        """Replicas are identical."""
-        return None
-
-    @property
-    def stream(self) -> int:
-        """One decision stream."""
-        return 0

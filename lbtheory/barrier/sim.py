@@ -277,7 +277,7 @@ def _after(view: ReplicaView, pos: np.ndarray, reps: np.ndarray,
     G = view.free.size
     n_g = np.bincount(reps, minlength=G)
     s_g = np.bincount(reps, weights=view.pool_prompt[pos], minlength=G).astype(np.int64)
-    return view._replace(
+    return dataclasses.replace(view,
         free=view.free - n_g, inflight=view.inflight + n_g, loads=view.loads + s_g,
         kv_free=None if view.kv_free is None else view.kv_free - s_g,
         pool_ids=view.pool_ids[keep], pool_prompt=view.pool_prompt[keep],

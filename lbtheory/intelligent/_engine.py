@@ -32,12 +32,12 @@ import enum
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
 from .._checks import check_int, check_option, check_real
 from ..errors import ParameterError
+from ..routers import IdenticalTargets
 from ..workloads import Workload
 from ._timing import IterationTimeModel
 
@@ -100,7 +100,8 @@ class ClusterConfig:
                 f"tokens); expected a budget >= {int(need.max())} tokens")
 
 
-class InstanceView(NamedTuple):
+@dataclass(frozen=True)
+class InstanceView(IdenticalTargets):
     """What a router sees at a decision epoch (arrays over instances unless stated).
 
     ``load_tokens`` is Σ (prompt + predicted output) over the requests on an instance (running and
@@ -146,16 +147,6 @@ class InstanceView(NamedTuple):
     def tokens(self) -> np.ndarray:
         """Committed prompt + predicted output tokens on each instance."""
         return self.load_tokens
-
-    @property
-    def weights(self) -> None:
-        """Instances are identical."""
-        return None
-
-    @property
-    def stream(self) -> int:
-        """One decision stream."""
-        return 0
 
 
 class _Instance:

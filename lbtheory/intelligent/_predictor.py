@@ -28,8 +28,8 @@ from typing import Literal
 
 import numpy as np
 
-from .._checks import check_real
-from ..errors import ModelError
+from .._checks import check_int, check_real
+from ..errors import ModelError, ParameterError
 
 __all__ = ["BucketSpec", "LengthPredictor", "PredictorReport", "fit_length_predictor",
            "evaluate_length_predictor", "history_feature"]
@@ -53,11 +53,11 @@ class BucketSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in ("time", "equal"):
-            raise ModelError(f"BucketSpec.kind must be 'time' or 'equal', got {self.kind!r}")
+            raise ParameterError(f"BucketSpec.kind must be 'time' or 'equal', got {self.kind!r}")
         check_real(self.decode_tps, "BucketSpec.decode_tps", unit="tokens/s", low=0.0,
                    low_open=True)
-        if self.bucket_tokens < 1 or self.n_equal < 2:
-            raise ModelError("BucketSpec.bucket_tokens must be >= 1 and n_equal >= 2")
+        check_int(self.bucket_tokens, "BucketSpec.bucket_tokens", low=1, unit="tokens")
+        check_int(self.n_equal, "BucketSpec.n_equal", low=2)
 
     @property
     def edges(self) -> np.ndarray:

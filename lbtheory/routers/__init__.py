@@ -25,6 +25,7 @@ _EXPORTS = {
     "Router": "_contract", "TargetView": "_contract", "Assignment": "_contract",
     "Decision": "_contract", "NoState": "_contract", "sample_index": "_contract",
     "cumulative": "_contract", "Stateless": "_contract", "IgnoresObservations": "_contract",
+    "IdenticalTargets": "_contract",
     "RandomRouter": "_baselines", "RoundRobinRouter": "_baselines", "JSQRouter": "_baselines",
     "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
     "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",

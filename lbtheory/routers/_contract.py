@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 __all__ = ["Router", "TargetView", "Assignment", "Decision", "NoState", "sample_index",
-           "cumulative", "IgnoresObservations", "Stateless"]
+           "cumulative", "IgnoresObservations", "Stateless", "IdenticalTargets"]
 
 
 class Assignment(NamedTuple):
@@ -96,6 +96,21 @@ class Router(Protocol):
     def observe(self, state: Any, view: Any) -> Any: ...
 
     def route(self, state: Any, view: Any, rng: np.random.Generator) -> tuple[Decision, Any]: ...
+
+
+class IdenticalTargets:
+    """Mixin for a view whose targets are interchangeable and whose requests form one decision
+    stream (instances, decode replicas): ``weights`` None, ``stream`` 0."""
+
+    @property
+    def weights(self) -> None:
+        """Targets are identical: no capacity weights."""
+        return None
+
+    @property
+    def stream(self) -> int:
+        """One decision stream."""
+        return 0
 
 
 class NoState(NamedTuple):

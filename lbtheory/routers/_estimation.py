@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_option
+from .._checks import check_int, check_option, check_real
 from ..errors import ModelError
 from ..models import MM1Latency, ServiceModel, SoftplusLatency
 
@@ -132,8 +132,7 @@ def fit_latency_model(N: np.ndarray, latency: np.ndarray, prior: ServiceModel, *
 def perturb_model(model: ServiceModel, factor: float) -> ServiceModel:
     """The model whose latency is ``factor`` × the given one's (THEORY §11.1 item 10 [R]):
     softplus θ0, θ1 × factor; M/M/1 μ̄ ÷ factor. ``factor`` = 1 + εξ > 0."""
-    if not (math.isfinite(factor) and factor > 0):
-        raise ModelError(f"perturb_model: factor must be positive, got {factor!r}")
+    check_real(factor, "perturb_model: factor", low=0.0, low_open=True)
     if isinstance(model, SoftplusLatency):
         return SoftplusLatency(float(model.base_latency) * factor, float(model.slope) * factor,
                                float(model.knee), float(model.softness))
@@ -148,8 +147,7 @@ def scale_to_replicas(model: ServiceModel, replicas: int, online: int) -> Servic
     θ1θ2 unchanged, so θ0 > θ1θ2 still holds); M/M/1: μ̄ ÷ f, K ÷ f; f = k/k'."""
     if online == replicas:
         return model
-    if online < 1:
-        raise ModelError(f"scale_to_replicas: online servers must be ≥ 1, got {online}")
+    check_int(online, "scale_to_replicas: online servers", low=1)
     f = replicas / online
     if isinstance(model, SoftplusLatency):
         return SoftplusLatency(float(model.base_latency), float(model.slope) * f,

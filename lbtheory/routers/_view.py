@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..costs import CostKind, arc_costs, cell_cost
-from ..errors import TopologyError
+from ..errors import ParameterError, TopologyError
 from ..models import ModelBank
 from ..simplex import flow_update
 
@@ -105,7 +105,7 @@ def cost_row(kind: CostKind, view: CellView, source: int) -> np.ndarray:
     """ĉ_ij for j = 0..n−1 as source i sees it: c_ij(N̂_j) from :func:`lbtheory.costs.arc_costs`
     (s for latency/gradient, requests per replica for RIF); +inf off the residency mask."""
     if kind is not CostKind.RIF and view.models is None:
-        raise TopologyError(f"router view: the {kind.value} cost needs fitted service models "
+        raise ParameterError(f"router view: the {kind.value} cost needs fitted service models "
                             f"(view.models is None)")
     models = _lookup(kind, view, view.workload)
     c = np.asarray(arc_costs(kind, models, view.workload, view.replicas, view.delays[source]),
@@ -188,7 +188,7 @@ def cost_matrix(kind: CostKind, views: list[CellView | None]) -> np.ndarray:
     All views of one probe round share replicas, delays, mask and models."""
     v0 = next(v for v in views if v is not None)
     if kind is not CostKind.RIF and v0.models is None:
-        raise TopologyError(f"router view: the {kind.value} cost needs fitted service models "
+        raise ParameterError(f"router view: the {kind.value} cost needs fitted service models "
                             f"(view.models is None)")
     zero = np.zeros(v0.n)
     N = np.array([zero if v is None else v.workload for v in views], dtype=float)

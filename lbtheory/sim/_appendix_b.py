@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..errors import TopologyError
+from .._checks import check_int, check_real, check_seed
 from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
 from ._scenario import Burst, Outage, Scenario, ServerSpec
@@ -61,16 +61,14 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
             so the other cells' draws do not depend on this flag.
         prefill_s_per_token, decode_s_per_token: t̄_p, t̄_d (s/token) [R].
     """
-    for name, v, lo in (("utilisation", utilisation, 0.0), ("duration_s", duration_s, 0.0),
-                        ("y", y, 0.0)):
-        if not (math.isfinite(v) and v > lo):
-            raise TopologyError(f"appendix_b.{name}: expected a positive number, got {v!r}")
-    if not 0.0 <= noise_eps < 1.0:
-        raise TopologyError(f"appendix_b.noise_eps: expected 0 ≤ ε < 1, got {noise_eps!r}")
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 11]))
+    seed = check_seed(seed, "appendix_b.seed")
+    for name, v in (("utilisation", utilisation), ("duration_s", duration_s), ("y", y)):
+        check_real(v, f"appendix_b.{name}", low=0.0, low_open=True)
+    check_real(noise_eps, "appendix_b.noise_eps (ε)", low=0.0, high=1.0, high_open=True)
+    if n_cells is not None:
+        check_int(n_cells, "appendix_b.n_cells", low=1)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 11]))
     n = int(rng.integers(2, 11)) if n_cells is None else int(n_cells)
-    if n < 1:
-        raise TopologyError(f"appendix_b.n_cells: expected an integer ≥ 1, got {n_cells!r}")
     n_regions = int(rng.integers(1, min(n, len(REGION_NAMES)) + 1))
     regions = rng.choice(len(REGION_NAMES), size=n_regions, replace=False)
     cell_region = regions[rng.integers(0, n_regions, size=n)]

@@ -145,6 +145,15 @@ class Cluster:
         if self.on_finish is not None:
             self.on_finish(r, j, t)
 
+    def start_slot(self, r: int, s: int, j: int, t: float, since: float, dur: float,
+                   done: int) -> None:
+        """Request r takes a slot of server s (cell j) at t for ``dur`` s, having waited since
+        ``since``; event ``done`` fires when it ends."""
+        self.busy[s] += 1
+        self.rec.wait[r] += t - since
+        self.rec.busy_slot[j] += self.busy_until(t, dur)
+        self.ev.push(t + dur, done, r, s)
+
     def busy_until(self, t: float, dur: float) -> float:
         """Busy seconds of a service of ``dur`` s started at t, within the horizon."""
         return max(0.0, min(t + dur, self.T) - t)
@@ -178,11 +187,7 @@ class MMCServers:
 
     def _start(self, r: int, s: int, j: int, t: float) -> None:
         cl = self.cl
-        cl.busy[s] += 1
-        cl.rec.wait[r] = t - cl.rec.t_cell[r]
-        dur = cl.U[r] * cl.mean_s[j]
-        cl.rec.busy_slot[j] += cl.busy_until(t, dur)
-        cl.ev.push(t + dur, Event.MMC_DONE, r, s)
+        cl.start_slot(r, s, j, t, cl.rec.t_cell[r], cl.U[r] * cl.mean_s[j], Event.MMC_DONE)
 
     def done(self, r: int, s: int, t: float) -> None:
         """A service of request r on server s ends."""
@@ -232,12 +237,8 @@ class AppendixBServers:
         cl.ev.push(t + dur, Event.PREFILL_DONE, r, s)
 
     def _start_decode(self, r: int, s: int, j: int, t: float) -> None:
-        cl, rec = self.cl, self.cl.rec
-        cl.busy[s] += 1
-        rec.wait[r] += t - rec.t_mark[r]
-        dur = cl.D[r] * cl.td[j]
-        rec.busy_slot[j] += cl.busy_until(t, dur)
-        cl.ev.push(t + dur, Event.DECODE_DONE, r, s)
+        cl = self.cl
+        cl.start_slot(r, s, j, t, cl.rec.t_mark[r], cl.D[r] * cl.td[j], Event.DECODE_DONE)
 
     def prefill_done(self, r: int, s: int, t: float) -> None:
         """The prefill of request r on server s ends: decode now or wait for a slot."""
