@@ -19,7 +19,7 @@ import numpy as np
 from .errors import LBTheoryError, ParameterError
 
 __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
-           "check_bool", "range_text", "MAX_SEED"]
+           "check_bool", "range_text", "MAX_SEED", "check_ticks", "MAX_TICKS"]
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
 #: seeds representable in JSON, int64 arrays and every compiled kernel).
@@ -211,6 +211,24 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     if (low is not None and v < low) or (high is not None and v > high):
         raise error(msg)
     return v
+
+
+#: Most clock ticks (decision epochs, probe rounds) a simulated run may span: float64 time then
+#: still resolves a tick to 1e-3 of its length (2^53 ≈ 9e15), and a run that needs more is a
+#: typo (a rate of 1e-300 req/s, a probe period of 1 ns), not an experiment.
+MAX_TICKS = 10**12
+
+
+def check_ticks(span_s: float, tick_s: float, what: str, *,
+                error: ErrorFactory = ParameterError) -> float:
+    """Refuse a run whose ``span_s`` (s) holds more than :data:`MAX_TICKS` ticks of ``tick_s``
+    (s); returns the number of ticks."""
+    ticks = float(span_s) / float(tick_s)
+    if not ticks <= MAX_TICKS:
+        raise error(f"{what}: {span_s:.3g} s of {tick_s:g}-s ticks is {ticks:.3g} ticks, more "
+                    f"than the {MAX_TICKS:.0e} a simulated clock resolves (float64 time); "
+                    f"shorten the run or lengthen the tick")
+    return ticks
 
 
 def check_seed(value: Any, name: str = "seed", *,

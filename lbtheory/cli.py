@@ -89,11 +89,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
+                      lineno: int, file: object = None, line: str | None = None) -> None:
+    """Warnings as one ``warning: ...`` line on stderr (no source line): what a user reads."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 a check failed, 2 bad input or a
-    failed solve)."""
+    failed solve). Warnings print as one ``warning:`` line each; they never change the exit
+    code."""
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning
     try:
         return int(args._run(args) or 0)
     except LBTheoryError as exc:
@@ -103,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":  # pragma: no cover

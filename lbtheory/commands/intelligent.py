@@ -146,6 +146,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..workloads import mix_traces
 
     routers = _parse_routers(args.routers)
+    if args.out:
+        from ..io import check_output_path
+
+        check_output_path(args.out, what="results", flag="--out")
     cfg, traces, rate = _setup(args)
     pred = None
     if args.predictor == "oracle":
@@ -199,6 +203,9 @@ def _train(args: argparse.Namespace) -> int:
                              f"{', '.join(RL_NAMES)}")
     if args.reading not in ("hurl", "literal"):
         raise ParameterError(f"--reading must be 'hurl' or 'literal', got {args.reading!r}")
+    from ..io import check_output_path
+
+    check_output_path(Path(args.out) / "config.json", what="checkpoint", flag="--out")
     cfg, traces, rate = _setup(args)
     _positive_int(args.episodes, "--episodes")
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,

@@ -125,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
         raise DataFormatError(f"--duration: expected a positive number of seconds, got "
                               f"{args.duration!r}", field="duration")
     routers = _routers(args.policy, args.stepsize, args.error_aversion, args.affinity)
+    if args.plot:
+        from ..io import FIGURE_FORMATS, check_output_path
+
+        check_output_path(args.plot, what="figure", flag="--plot", formats=FIGURE_FORMATS)
     if args.normalise and "rand" not in [n for n, _ in routers]:
         raise ParameterError("--normalise: add 'rand' to --policy (latency is normalised by it)")
     sc = _scenario(args)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_int, check_option, check_real
+from .._checks import check_int, check_option, check_real, check_ticks
 from ..errors import ParameterError
 from ..routers import IdenticalTargets
 from ..workloads import Workload
@@ -183,6 +183,8 @@ class ClusterSim:
                  predicted_output: np.ndarray | None = None, *, queue_view: int = 32,
                  record: bool = False) -> None:
         config.check_workload(workload)
+        check_ticks(float(workload.arrival_s[-1]), config.epoch_s,
+                    "instance simulator: the workload's arrival span")
         n = len(workload)
         self.wl, self.cfg = workload, config
         prompt = np.maximum(workload.prompt_tokens, 1)   # [R] module docstring
