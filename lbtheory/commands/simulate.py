@@ -93,26 +93,48 @@ def _scenario(args: argparse.Namespace):
                                noise_eps=args.noise, y=args.y)
 
 
-def _plot(results: list, path: str) -> None:
-    from ..plotting import figure
+def _plot(results: list, path: str, sc=None) -> None:
+    """Three panels: latency CDFs; each policy's latency quantiles relative to the first
+    policy's (the gain the CDFs hide when they overlap); per-cell workloads N_j(t), with burst
+    and outage windows shaded."""
+    from ..plotting import figure, policy_color
 
-    fig, (ax1, ax2) = figure(nrows=2, height=6.0)
-    for k, r in enumerate(results):
+    fig, (ax1, ax2, ax3) = figure(nrows=3, height=8.4)
+    base = results[0]
+    q = np.linspace(1.0, 99.0, 99)
+    qb = np.percentile(base.latency_s, q) if base.latency_s.size else None
+    for r in results:
         lat = np.sort(r.latency_s)
         ax1.plot(lat, np.arange(1, lat.size + 1) / max(lat.size, 1), label=r.policy,
-                 color=f"C{k}")
-        for j in range(len(r.names)):
-            ax2.plot(r.series_t, r.series_workload[:, j], lw=0.8, color=f"C{k}",
-                     ls=("-", "--", ":", "-.")[j % 4],
-                     label=f"{r.policy}: {r.names[j]}" if len(results) * len(r.names) <= 12
-                     else None)
+                 color=policy_color(r.policy))
+        if r is not base and qb is not None and lat.size:
+            ax2.plot(q, np.percentile(lat, q) / qb, color=policy_color(r.policy),
+                     label=f"{r.policy} / {base.policy}")
     ax1.set_xlabel("end-to-end latency (s)")
     ax1.set_ylabel("CDF")
-    ax1.legend()
-    ax2.set_xlabel("t (s)")
-    ax2.set_ylabel("requests at cell N_j")
+    ax1.legend(fontsize=8)
+    ax2.axhline(1.0, color="0.4", lw=0.8, ls=":")
+    ax2.set_xlabel("latency percentile")
+    ax2.set_ylabel(f"latency / {base.policy}'s")
+    if len(results) > 1:
+        ax2.legend(fontsize=8)
+    styles = ("-", "--", ":", "-.")
+    for r in results:
+        for j in range(len(r.names)):
+            ax3.plot(r.series_t, r.series_workload[:, j], lw=0.8, color=policy_color(r.policy),
+                     ls=styles[j % 4], label=f"{r.policy}: {r.names[j]}"
+                     if len(results) * len(r.names) <= 12 else None)
+    if sc is not None:
+        for items, colour, what in ((sc.bursts, "tab:orange", "burst"),
+                                    (sc.outages, "tab:red", "outage")):
+            for k, ev in enumerate(items):
+                ax3.axvspan(ev.start_s, ev.end_s, color=colour, alpha=0.12,
+                            label=f"{what} at {sc.network.names[ev.cell]}" if k < 3 else None)
+    ax3.set_xlabel("t (s)")
+    ax3.set_ylabel("requests at cell N_j")
     if len(results) * len(results[0].names) <= 12:
-        ax2.legend(ncol=2, fontsize=7)
+        ax3.legend(ncol=3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    fig.tight_layout()
     save_figure_atomic(fig, path)
 
 
@@ -151,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     results = [simulate(sc, router, duration_s=args.duration, seed=args.seed,
                         arrivals=arrivals, policy=name) for name, router in routers]
     if args.plot:
-        _plot(results, args.plot)
+        _plot(results, args.plot, sc)
     if args.json:
         print(dumps_json({"scenario": sc.name, "policies": {r.policy: r.to_dict()
                                                              for r in results}}))
