@@ -87,10 +87,30 @@ def _scenario(args: argparse.Namespace):
         raise DataFormatError("scenario: give exactly one of a SCENARIO file or --appendix-b SEED",
                               field="scenario")
     if args.scenario is not None:
+        generator_only = [f"--{k.replace('_', '-')}" for k, default in _GENERATOR_OPTIONS.items()
+                          if getattr(args, k) != default]
+        if generator_only:
+            raise ParameterError(f"{', '.join(generator_only)}: options of the generated "
+                                 f"--appendix-b scenario; a scenario file sets its own cells, "
+                                 f"rates and events")
         return load_scenario(args.scenario)
     return appendix_b_scenario(args.appendix_b, n_cells=args.cells, utilisation=args.utilisation,
                                duration_s=args.duration, burst=args.burst, outage=args.outage,
                                noise_eps=args.noise, y=args.y)
+
+
+#: options that shape only a generated --appendix-b scenario, with their defaults.
+_GENERATOR_OPTIONS = {"cells": None, "utilisation": 0.8, "burst": False, "outage": False,
+                      "y": 1.0, "noise": 0.0}
+
+#: an in-flight share above this at the horizon earns a warning (latency covers completed
+#: requests only).
+IN_FLIGHT_WARNING = 0.05
+
+
+def _fmt(v: float, width: int = 8, digits: int = 4) -> str:
+    """A number for the table, or a dash when there is none (no completed request)."""
+    return f"{v:{width}.{digits}f}" if np.isfinite(v) else f"{'—':>{width}}"
 
 
 def _plot(results: list, path: str, sc=None) -> None:
@@ -177,17 +197,36 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps_json({"scenario": sc.name, "policies": {r.policy: r.to_dict()
                                                              for r in results}}))
+        _warn_in_flight(results, len(arrivals))
         return 0
     print(f"scenario {sc.name}: {sc.network.n} cells, {args.duration:g} s, seed {args.seed}, "
           f"{len(arrivals)} requests")
     extra = f" {'mean/rand':>9} {'p90/rand':>9}" if args.normalise else ""
     print(f"{'policy':<10} {'mean':>8} {'p50':>8} {'p90':>8} {'p99':>8} {'errors':>7} "
-          f"{'err%':>6}{extra}  (latency s)")
+          f"{'err%':>6} {'in flight':>9}{extra}  (latency s)")
     base = next((r.latency_summary() for r in results if r.policy == "rand"), None)
     for r in results:
         s = r.latency_summary()
-        norm = (f" {ratio(s['mean'], base['mean']):9.3f} {ratio(s['p90'], base['p90']):9.3f}"
-                if args.normalise else "")
-        print(f"{r.policy:<10} {s['mean']:8.4f} {s['p50']:8.4f} {s['p90']:8.4f} {s['p99']:8.4f} "
-              f"{r.errors:7d} {100 * r.error_rate:6.2f}{norm}")
+        norm = (f" {_fmt(ratio(s['mean'], base['mean']), 9, 3)} "
+                f"{_fmt(ratio(s['p90'], base['p90']), 9, 3)}" if args.normalise else "")
+        print(f"{r.policy:<10} {_fmt(s['mean'])} {_fmt(s['p50'])} {_fmt(s['p90'])} "
+              f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
+              f"{r.in_flight:9d}{norm}")
+    _warn_in_flight(results, len(arrivals))
     return 0
+
+
+def _warn_in_flight(results: list, requests: int) -> None:
+    """Warnings on stderr (the exit code stays 0): no arrivals; requests left in flight."""
+    import sys
+
+    if requests == 0:
+        print("warning: no request arrived (every arrival rate is 0 or the horizon is shorter "
+              "than the first arrival): nothing to measure", file=sys.stderr)
+        return
+    for r in results:
+        share = r.in_flight / max(r.requests, 1)
+        if share > IN_FLIGHT_WARNING:
+            print(f"warning: {r.policy}: {100 * share:.0f}% of the requests are still in flight "
+                  f"at the horizon (the cluster is overloaded or the run too short); its latency "
+                  f"covers the {r.completed} completed requests only", file=sys.stderr)
