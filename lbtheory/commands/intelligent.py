@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -181,14 +182,23 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
     print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
           f"{'TBT':>7} {'wait':>7} {'preempt':>7}")
-    base = results[routers[0][0]]["latency"]["mean"]
+    # the reference of the Δ column: round robin when it ran (the paper's baseline), else the
+    # first router; no Δ with a single router (nothing to compare with)
+    ref = "rr" if "rr" in results else routers[0][0]
+    base = results[ref]["latency"]["mean"]
+
+    def num(v: float, width: int, digits: int) -> str:
+        return f"{v:>{width}.{digits}f}s" if v is not None and math.isfinite(v) else \
+            f"{'—':>{width + 1}}"
+
     for n, r in results.items():
-        delta = 100.0 * (r["latency"]["mean"] / base - 1.0)
         lat = r["latency"]
-        print(f"{n:<10} {r['completed']:>5} {lat['mean']:>8.2f}s {lat['p50']:>7.2f}s "
-              f"{lat['p99']:>7.2f}s {r['ttft']['mean']:>7.2f}s {r['tbt']['mean']:>6.3f}s "
-              f"{r['router_wait']['mean']:>6.3f}s {r['preemptions']:>7}  ({delta:+.1f}% vs "
-              f"{routers[0][0]})")
+        delta = "" if len(results) == 1 or n == ref else \
+            f"  ({100.0 * (lat['mean'] / base - 1.0):+.1f}% vs {ref})"
+        print(f"{n:<10} {r['completed']:>5} {num(lat['mean'], 8, 2)} {num(lat['p50'], 7, 2)} "
+              f"{num(lat['p99'], 7, 2)} {num(r['ttft']['mean'], 7, 2)} "
+              f"{num(r['tbt']['mean'], 6, 3)} {num(r['router_wait']['mean'], 6, 3)} "
+              f"{r['preemptions']:>7}{delta}")
     return 0
 
 
