@@ -40,8 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``lbtheory intelligent evaluate`` and ``lbtheory intelligent train``."""
     sub = parser.add_subparsers(dest="intelligent_command", metavar="ACTION")
     sub.required = True
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    from ._help import HelpFormatter as fmt
+
+    trace = "examples/traces/AzureLLMInferenceTrace_code.csv"
     ev = sub.add_parser("evaluate", formatter_class=fmt,
+                        epilog=f"example:\n  lbtheory intelligent evaluate {trace} \\\n"
+                               f"      {trace.replace('code', 'conv')} --requests 1000 --seed 1",
                         help="serve a trace with each router; latency, TTFT, router wait (s)",
                         description="Serve the same seeded workload with each router and report "
                                     "E2E latency, TTFT, TBT, router wait (s) and preemptions.")
@@ -60,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="also write the JSON (with a run manifest) to this file")
     ev.set_defaults(_action=_evaluate)
     tr = sub.add_parser("train", formatter_class=fmt,
+                        epilog=f"example:\n  lbtheory intelligent train {trace} --router wg-rl "
+                               f"--episodes 2 --requests 200 --out out/wg-rl\n  lbtheory "
+                               f"intelligent evaluate {trace} --routers rr,wg-rl=out/wg-rl",
                         help="train a Double-DQN router (rl, wa-rl, wg-rl); saves params + config",
                         description="Train a Double-DQN router on seeded episodes of the trace "
                                     "mix; writes params.eqx, config.json, history.json to --out.")

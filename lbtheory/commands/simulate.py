@@ -12,14 +12,15 @@ from ..io import dumps_json, save_figure_atomic
 NAME = "simulate"
 HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, App. B): a scenario "
         "file (topology + 'simulation:' section) or a generated Appendix-B scenario; prints "
-        "latency mean/p50/p90/p99 (s), errors and per-cell utilisation per policy.")
+        "end-to-end latency mean/p50/p90/p99 (s), overflow errors and requests still in flight "
+        "per policy (--json adds per-cell routed requests, errors, utilisation and mean "
+        "workload).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory simulate``."""
     from ..registry import POLICY_NAMES
 
-    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.add_argument("scenario", nargs="?", default=None,
                         help="scenario file (YAML/JSON): topology plus a 'simulation:' section")
     parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
