@@ -19,7 +19,8 @@ import numpy as np
 from .errors import LBTheoryError, ParameterError
 
 __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
-           "check_bool", "range_text", "MAX_SEED", "check_ticks", "MAX_TICKS"]
+           "check_bool", "range_text", "MAX_SEED", "check_ticks", "MAX_TICKS", "check_memory",
+           "memory_limit_bytes"]
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
 #: seeds representable in JSON, int64 arrays and every compiled kernel).
@@ -229,6 +230,33 @@ def check_ticks(span_s: float, tick_s: float, what: str, *,
                     f"than the {MAX_TICKS:.0e} a simulated clock resolves (float64 time); "
                     f"shorten the run or lengthen the tick")
     return ticks
+
+
+def memory_limit_bytes() -> int:
+    """The memory one run may plan to use (bytes): ``LBTHEORY_MAX_MEMORY_GB`` (default 8 GiB —
+    a third of the 24-GiB machines this project is sized for). A run that would need more is
+    refused up front (:func:`check_memory`), never started and killed halfway."""
+    import os
+
+    text = os.environ.get("LBTHEORY_MAX_MEMORY_GB", "8")
+    try:
+        gb = float(text)
+    except ValueError:
+        raise ParameterError(f"LBTHEORY_MAX_MEMORY_GB must be a number of GiB, got "
+                             f"{text!r}") from None
+    if not (math.isfinite(gb) and gb > 0):
+        raise ParameterError(f"LBTHEORY_MAX_MEMORY_GB must be positive, got {text!r}")
+    return int(gb * 2**30)
+
+
+def check_memory(need_bytes: float, what: str, *, error: ErrorFactory = ParameterError) -> None:
+    """Refuse a run whose planned memory ``need_bytes`` exceeds :func:`memory_limit_bytes`,
+    naming what needs it and how much."""
+    limit = memory_limit_bytes()
+    if not need_bytes <= limit:
+        raise error(f"{what} would need about {need_bytes / 2**30:.3g} GiB, more than the "
+                    f"{limit / 2**30:.3g} GiB limit (LBTHEORY_MAX_MEMORY_GB); make the run "
+                    f"smaller")
 
 
 def check_seed(value: Any, name: str = "seed", *,
