@@ -80,6 +80,9 @@ class LeafPolicy(enum.StrEnum):
 
 SERVER_KINDS = tuple(k.value for k in ServerKind)
 
+#: Most parallel slots of one server [R]: a real engine batches at most a few thousand
+#: sequences; a larger number is a typo (``decode_engines: 1e9``).
+MAX_SLOTS = 65536
 #: Most probe rounds one run may have (a 1-ns probe period is a typo, not an experiment).
 MAX_PROBE_ROUNDS = 10**9
 #: Most latency refits one run may have (each is a least-squares fit per cell).
@@ -116,6 +119,11 @@ class ServerSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_option(ServerKind, self.kind, "ServerSpec.kind"))
+        slots = self.decode_slots if self.kind is ServerKind.APPENDIX_B else self.slots
+        if slots > MAX_SLOTS:  # [R] no inference server runs millions of sequences at once
+            raise DataFormatError(f"a server with {slots:,} parallel slots: expected at most "
+                                  f"{MAX_SLOTS:,} (decode_engines × slots_per_engine, or slots)",
+                                  field="slots")
 
     @property
     def decode_slots(self) -> int:
