@@ -25,7 +25,7 @@ for _mod, _names in {
     "errors": ("LBTheoryError", "TopologyError", "ModelError", "InfeasibleDemandError",
                "SolverError", "UnstableError", "DataFormatError", "StepsizeError",
                "BoundaryEquilibriumError", "SolveStatus", "DynamicsStatus", "StepsizeStatus",
-               "SweepError"),
+               "SweepError", "ParameterError", "RunStatus"),
     "models": ("ServiceModel", "MM1Latency", "SoftplusLatency", "ExpSaturation", "service_model",
                "ModelBank", "check_assumption_1"),
     "costs": ("CostKind", "cell_cost", "cell_cost_prime", "static_cost", "arc_costs",
@@ -38,6 +38,9 @@ for _mod, _names in {
                   "random_network", "full_mesh"),
     "stats": ("percentile", "percentiles", "summarize", "mean_ci"),
     "workloads": ("Trace", "read_trace", "trace_from_arrays"),
+    # wardrop_equilibrium / system_optimum: deprecated aliases (until 0.3) of solve_wardrop /
+    # solve_system_optimum, which take a RoutingGame too; games.price_of_anarchy is not
+    # re-exported: lbtheory.price_of_anarchy is the equilibrium verb, which takes both
     "games": ("RoutingGame", "GameArc", "Commodity", "GameResult", "GamePoAResult", "Objective",
               "FWMethod", "wardrop_equilibrium", "system_optimum", "frank_wolfe",
               "to_routing_game", "load_tntp_game", "gradient_projection", "TAPState",

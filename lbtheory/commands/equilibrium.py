@@ -45,18 +45,11 @@ DEFAULT_TOL = 1e-6
 
 
 def check_solver(name: str | None) -> str | None:
-    """``name`` upper-cased if CVXPY has it installed (``None``: the default), else ModelError."""
-    if name is None:
-        return None
-    import cvxpy as cp
+    """``--solver`` upper-cased if CVXPY has it installed (``None``: the default), else
+    ParameterError (:func:`lbtheory.games.check_solver`)."""
+    from ..games import check_solver as check
 
-    from ..errors import ModelError
-
-    installed = cp.installed_solvers()
-    if name.upper() not in installed:
-        raise ModelError(f"--solver must be one of the installed CVXPY solvers "
-                         f"{', '.join(installed)}, got {name!r}")
-    return name.upper()
+    return check(name, "--solver")
 
 
 def run(args: argparse.Namespace) -> int:
