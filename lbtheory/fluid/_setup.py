@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_option, check_real
+from .._checks import check_int, check_option, check_real
 from ..costs import CostKind
-from ..errors import ModelError, TopologyError
+from ..errors import ModelError, ParameterError, TopologyError
 from ..network import CellNetwork
 from ..simplex import simplex_argmin
 from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig
@@ -93,14 +93,11 @@ def check_save_every(save_every: Any, K: int) -> int:
     """Validate ``save_every`` (steps between saved points; must divide the step count K)."""
     if save_every is None:
         return default_save_every(K)
-    if isinstance(save_every, bool) or not isinstance(save_every, int | np.integer) \
-            or save_every < 1:
-        raise ModelError(f"save_every: expected a positive integer number of steps, "
-                         f"got {save_every!r}")
-    if K % int(save_every):
-        raise ModelError(f"save_every: {save_every} must divide the number of steps "
+    save_every = check_int(save_every, "save_every", low=1, unit="steps")
+    if K % save_every:
+        raise ParameterError(f"save_every: {save_every} must divide the number of steps "
                          f"t1/dt = {K}")
-    return int(save_every)
+    return save_every
 
 
 def check_delays(net: CellNetwork, delays: np.ndarray, dt: float,
