@@ -65,7 +65,7 @@ class Mechanism(enum.StrEnum):
 class DelayMode(enum.StrEnum):
     """How delays that are not multiples of dt are handled."""
 
-    #: every delay must be a multiple of dt (to DELAY_TOL), else ModelError.
+    #: every delay must be a multiple of dt (to DELAY_TOL), else ParameterError.
     SNAP = "snap"
     #: linear interpolation of the history (differentiable in τ).
     INTERPOLATE = "interpolate"
