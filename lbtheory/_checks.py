@@ -10,10 +10,7 @@ the same everywhere. Messages name the parameter, the expected range and the uni
 from __future__ import annotations
 
 import enum
-import functools
 import math
-import warnings
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -21,18 +18,13 @@ import numpy as np
 from .errors import LBTheoryError, ParameterError
 
 __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
-           "check_bool", "range_text", "MAX_SEED", "warn_deprecated", "renamed_keywords",
-           "REMOVED_IN"]
+           "check_bool", "range_text", "MAX_SEED"]
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
 #: seeds representable in JSON, int64 arrays and every compiled kernel).
 MAX_SEED = 2**63 - 1
 
-#: The release that drops the deprecated names and keywords (they warn until then).
-REMOVED_IN = "0.3"
-
 E = TypeVar("E", bound=enum.Enum)
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def range_text(low: float | None = None, high: float | None = None, *, low_open: bool = False,
@@ -232,46 +224,3 @@ def check_bool(value: Any, name: str, *, error: type[LBTheoryError] = ParameterE
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise error(f"{name} must be true or false, got {value!r}")
-
-
-def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
-    """The one deprecation warning: ``{old} is deprecated, use {new} (removed in 0.3)``.
-
-    ``stacklevel`` 3 points at the caller of the function that calls this.
-    """
-    warnings.warn(f"{old} is deprecated, use {new} (removed in {REMOVED_IN})",
-                  DeprecationWarning, stacklevel=stacklevel)
-
-
-def renamed_keywords(**renames: str) -> Callable[[F], F]:
-    """Accept a keyword's old name for one release, e.g.
-    ``@renamed_keywords(max_iter="max_iterations")``.
-
-    A call with the old name warns (:func:`warn_deprecated`) and is passed on under the new one;
-    both names at once raise :class:`~lbtheory.errors.ParameterError`.
-
-    Example:
-        >>> @renamed_keywords(max_iter="max_iterations")
-        ... def solve(*, max_iterations: int = 10) -> int:
-        ...     return max_iterations
-        >>> import warnings
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")
-        ...     solve(max_iter=3)
-        3
-    """
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for old, new in renames.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise ParameterError(f"{fn.__name__}: give {new}= only ({old}= is its "
-                                             f"deprecated name), got both")
-                    warn_deprecated(f"{fn.__name__}({old}=...)", f"{new}=")
-                    kwargs[new] = kwargs.pop(old)
-            return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate

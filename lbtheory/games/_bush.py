@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from .._checks import check_int, check_real, renamed_keywords
-from ..errors import ParameterError, SolverError, SolveStatus
+from .._checks import check_int, check_real
+from ..errors import ParameterError, SolverError, SolveStatus, renamed_keywords
 from . import _bushkernels as bk
 from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame

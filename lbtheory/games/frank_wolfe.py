@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from .._checks import check_option, renamed_keywords
-from ..errors import SolverError, SolveStatus
+from .._checks import check_option
+from ..errors import SolverError, SolveStatus, renamed_keywords
 from ..network import arc_incidence
 from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_option, warn_deprecated
-from ..errors import ModelError, ParameterError, SolverError, SolveStatus
+from .._checks import check_option
+from ..errors import ModelError, ParameterError, SolverError, SolveStatus, warn_deprecated
 from ..network import arc_incidence
 from ._bush import bush_assignment
 from ._cvxforms import bank_objective, check_convex_form, cvxpy_status

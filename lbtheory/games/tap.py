@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from .._checks import check_real, renamed_keywords
-from ..errors import ModelError, ParameterError, SolverError, SolveStatus
+from .._checks import check_real
+from ..errors import ModelError, ParameterError, SolverError, SolveStatus, renamed_keywords
 from . import _gpkernels as kern
 from ._result import GameResult, Objective, evaluate_flow
 from .arccosts import MM1, Polynomial

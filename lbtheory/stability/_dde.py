@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from .._checks import check_int, renamed_keywords
-from ..errors import SolverError, SolveStatus
+from .._checks import check_int
+from ..errors import SolverError, SolveStatus, renamed_keywords
 
 __all__ = ["LinearDDE", "RootSet", "chebyshev_nodes", "collocation_matrix", "rightmost_roots",
            "newton_root"]
