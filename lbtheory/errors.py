@@ -159,7 +159,7 @@ class SolveStatus(enum.StrEnum):
     INFEASIBLE = "infeasible"
     #: an iterative method stopped at its iteration/time budget before reaching ``tol``.
     MAX_ITERATIONS = "max_iterations"
-    #: the solver failed (its own status is in the message / :class:`SolverError`).
+    #: the solver failed (its own word is :attr:`SolverError.detail` and in the message).
     FAILED = "failed"
 
     @property

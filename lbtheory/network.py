@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._checks import check_int, check_real
-from .errors import InfeasibleDemandError, ModelError, SolverError, TopologyError
+from .errors import InfeasibleDemandError, ModelError, SolverError, SolveStatus, TopologyError
 from .models import ModelBank, ServiceModel, check_assumption_1
 
 __all__ = ["Cell", "Arc", "CellNetwork", "FeasibilityReport", "max_slack_flows",
@@ -323,9 +323,10 @@ def max_slack_flows(net: CellNetwork) -> tuple[float, np.ndarray]:
                   bounds=[(0, None)] * m + [(None, None)], method="highs")
     if res.status == 2:  # equality rows unsatisfiable: only with λ_i > 0 and no arc (validated)
         return -math.inf, np.zeros(m)
-    if res.status != 0:
+    if res.status != 0:  # scipy's codes: 1 iteration limit, 3 unbounded, 4 numerical trouble
         raise SolverError(f"Assumption-2 LP failed: HiGHS status {res.status} ({res.message})",
-                          solver="HIGHS", status=str(res.status))
+                          solver="HIGHS", status=SolveStatus.MAX_ITERATIONS if res.status == 1
+                          else SolveStatus.FAILED, detail=f"HiGHS status {res.status}")
     return float(res.x[-1]), np.maximum(res.x[:m], 0.0)
 
 

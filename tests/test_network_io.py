@@ -162,3 +162,23 @@ def test_feasibility_report_slack_hand_case():
     net = topology_from_dict(variant(lambda d: d["cells"][0].update(arrival_rate=150.0)))
     rep = net.check_feasibility(raise_error=False)
     assert rep.slack == pytest.approx(-10.0) and rep.feasible is False
+
+
+@pytest.mark.parametrize("code, status", [(1, "max_iterations"), (4, "failed")])
+def test_feasibility_lp_failure_carries_the_status_enum(monkeypatch, code, status):
+    """HiGHS stopping (scipy status 1: iteration limit; 4: numerical trouble) is a SolverError
+    whose status is the SolveStatus member and whose detail is HiGHS's own code."""
+    import types
+
+    import scipy.optimize
+
+    from lbtheory.errors import SolverError, SolveStatus
+
+    def stopped(*args, **kwargs):
+        return types.SimpleNamespace(status=code, message="stopped", x=None)
+
+    monkeypatch.setattr(scipy.optimize, "linprog", stopped)
+    with pytest.raises(SolverError, match=rf"Assumption-2 LP failed: HiGHS status {code}") as info:
+        topology_from_dict(BASE).check_feasibility()
+    assert info.value.status is SolveStatus(status) and info.value.solver == "HIGHS"
+    assert info.value.detail == f"HiGHS status {code}"

@@ -99,6 +99,9 @@ ROW = "1 2 10 1 1 0.15 4 0 0 1 ;"
     ([ROW], {"header": "<NUMBER OF ZONES> x\n<NUMBER OF NODES> 4\n<FIRST THRU NODE> 1\n"
                        "<NUMBER OF LINKS> 1\n<END OF METADATA>\n"},
      "<NUMBER OF ZONES> must be a number", "NUMBER OF ZONES"),
+    ([ROW], {"header": "<NUMBER OF ZONES> 3.5\n<NUMBER OF NODES> 4\n<FIRST THRU NODE> 1\n"
+                       "<NUMBER OF LINKS> 1\n<END OF METADATA>\n"},
+     r":1: <NUMBER OF ZONES> must be a non-negative integer, got 3.5", "NUMBER OF ZONES"),
     (["1 2 10 1 1 0.15 4 0 0 ;"], {}, r":7: a link line needs 10 columns .* got 9", "columns"),
     (["1 9 10 1 1 0.15 4 0 0 1 ;"], {}, r":7: unknown node 9 \(nodes are 1..4\)",
      "term_node"),
