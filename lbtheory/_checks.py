@@ -103,6 +103,8 @@ def check_real(value: Any, name: str, *, unit: str = "", low: float | None = Non
         v = float(value)
     except (TypeError, ValueError):
         raise error(_message(name, rule, unit, value, 'type')) from None
+    except OverflowError:  # an int beyond the float range (a file can hold 10**400)
+        raise error(_message(name, rule, unit, value, 'finite')) from None
     if not math.isfinite(v):
         raise error(_message(name, rule, unit, value, 'finite'))
     if ((low is not None and (v <= low if low_open else v < low))
@@ -124,6 +126,8 @@ def check_reals(values: Any, name: str, *, unit: str = "", low: float | None = N
         v = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
         raise error(_message(name, rule, unit, values, 'type')) from None
+    except OverflowError:
+        raise error(_message(name, rule, unit, values, 'finite')) from None
     if not np.all(np.isfinite(v)):
         raise error(_message(name, rule, unit, values, 'finite'))
     bad = np.zeros(v.shape, dtype=bool)

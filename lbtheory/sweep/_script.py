@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._checks import check_int
 from ..errors import LBTheoryError
 from ._experiment import Experiment, register_by_value
 from ._runner import SweepResult, run_sweep
@@ -49,16 +50,16 @@ def profile_from_args(args: argparse.Namespace) -> str | None:
     """The profile the options ask for (``None``: each experiment's default).
 
     Raises:
-        LBTheoryError: ``--quick`` together with a different ``--profile``.
+        SweepError: ``--quick`` together with a different ``--profile``.
+        ParameterError: ``--workers`` or ``--batch`` below 1.
     """
     from ..errors import SweepError
 
     if args.quick and args.profile not in (None, "quick"):
         raise SweepError(f"--quick conflicts with --profile {args.profile!r}; give one of them")
-    if args.workers is not None and args.workers < 1:
-        raise SweepError(f"--workers {args.workers}: expected a positive integer")
-    if args.batch < 1:
-        raise SweepError(f"--batch {args.batch}: expected a positive integer")
+    if args.workers is not None:
+        check_int(args.workers, "--workers", low=1)
+    check_int(args.batch, "--batch", low=1)
     return "quick" if args.quick else args.profile
 
 
