@@ -21,6 +21,7 @@ their old bushes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
@@ -33,7 +34,14 @@ from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame
 from .tap import _Net, certificate_gap, encode_costs
 
-__all__ = ["BushState", "bush_assignment"]
+__all__ = ["BushState", "bush_assignment", "RELAX", "PARALLEL_MIN", "numba_threads"]
+
+#: Default over-relaxation ω of the bush solver's flow shifts (see :func:`bush_assignment`).
+RELAX = 1.0
+
+#: Origin-arc pairs (origins × arcs) below which the bush solver runs on one thread whatever
+#: ``threads`` says: a parallel pass costs more in thread wake-ups than it saves there.
+PARALLEL_MIN = 100_000
 
 
 @dataclasses.dataclass
@@ -41,7 +49,8 @@ class BushState:
     """Bushes and origin flows of a bush-based solve (for warm starts).
 
     Attributes: ``origins`` (node indices), ``demand`` (origins × nodes, flow units), ``bush``
-    (origins × arcs, bool) and ``origin_flow`` (origins × arcs, flow units).
+    (origins × arcs, bool), ``origin_flow`` (origins × arcs, flow units) and ``history`` (the
+    solve's ``(iteration, seconds, relative gap)`` after each certificate).
     """
 
     n_arcs: int
@@ -49,6 +58,7 @@ class BushState:
     demand: np.ndarray
     bush: np.ndarray
     origin_flow: np.ndarray
+    history: tuple[tuple[int, float, float], ...] = ()
 
 
 def _start(game: RoutingGame, net: _Net, enc: tuple, so: bool, warm: BushState | None,
@@ -76,11 +86,26 @@ def _start(game: RoutingGame, net: _Net, enc: tuple, so: bool, warm: BushState |
     return x, F, inb
 
 
+@contextlib.contextmanager
+def numba_threads(threads: int):
+    """Run the numba parallel regions of the block on ``threads`` threads (at most numba's
+    ``NUMBA_NUM_THREADS``); the previous count is restored afterwards."""
+    import numba
+
+    prev = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(prev)
+
+
 @renamed_keywords(max_iter="max_iterations")
 def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
                     tol: float = 1e-10, max_iterations: int = 10_000, time_limit: float = 600.0,
                     inner: int = 8, repeat: int = 1, warm: BushState | None = None,
-                    stall: int = 30, throw: bool = True) -> tuple[GameResult, BushState]:
+                    stall: int = 30, throw: bool = True, relax: float = RELAX,
+                    threads: int = 1) -> tuple[GameResult, BushState]:
     """Wardrop equilibrium (or system optimum) by Dial's bush-based Algorithm B.
 
     Args:
@@ -96,13 +121,22 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
             at once instead of spending its time limit.
         throw: raise :class:`~lbtheory.errors.SolverError` when a limit stops it before ``tol``
             (else the result has status MAX_ITERATIONS).
+        relax: over-relaxation factor ω of each flow shift (the Newton step g/g' times ω, at
+            most the whole segment flow), in [1, 2); see :data:`RELAX`.
+        threads: numba threads (≥ 1; at most numba's ``NUMBA_NUM_THREADS``; 1 below
+            :data:`PARALLEL_MIN` origin-arc pairs). One thread is deterministic; with more, the
+            origins are equilibrated concurrently (:func:`._bushkernels.bush_pass`) and the
+            flows vary in the last bits from run to run, every result still certified by the
+            same gap.
 
     Returns:
-        ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol.
+        ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol;
+        ``state.history`` lists ``(iteration, seconds, gap)`` after each certificate.
 
     Raises:
         ModelError: an arc family without a kernel (Polynomial and MM1 only).
-        ParameterError: a ``warm`` state of another game, ``tol`` ≤ 0 or ``stall`` < 1.
+        ParameterError: a ``warm`` state of another game, ``tol`` ≤ 0, ``stall`` < 1,
+            ``threads`` < 1 or ``relax`` outside [1, 2).
         SolverError: the all-or-nothing loading exceeds an M/M/1 capacity (infinite cost;
             status FAILED, detail ``"infeasible_start"``), or a limit is hit with ``throw=True``
             (status MAX_ITERATIONS, naming the gap reached and the iterations).
@@ -110,13 +144,25 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
     objective = Objective.parse(objective)
     check_real(tol, "tol", low=0.0, low_open=True)
     check_int(stall, "stall", low=1, unit="iterations")
+    check_int(threads, "threads", low=1)
+    check_real(relax, "relax", low=1.0, high=2.0, high_open=True)
+    if len(game.origins) * game.n_arcs < PARALLEL_MIN:
+        threads = 1
+    with numba_threads(threads) as threads:
+        return _solve(game, Objective.parse(objective), tol, max_iterations, time_limit, inner,
+                      repeat, warm, stall, throw, relax, threads)
+
+
+def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: int,
+           time_limit: float, inner: int, repeat: int, warm: BushState | None, stall: int,
+           throw: bool, relax: float, threads: int) -> tuple[GameResult, BushState]:
     so = objective is Objective.SYSTEM_OPTIMUM
     t0 = time.perf_counter()
     enc = encode_costs(game)
     kind, A, B, S, P = enc
     safe = bool(np.all(kind == 0) and np.all((P == 0) | (P >= 1) | (B == 0)))
     net = _Net(game)
-    n = game.n_nodes
+    n, K = game.n_nodes, len(game.origins)
     by_head = np.argsort(game.heads, kind="stable").astype(np.int64)
     in_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(game.heads, minlength=n), out=in_start[1:])
@@ -124,20 +170,24 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
             net.nonthru)
     x, F, inb = _start(game, net, enc, so, warm, args)
     tiny = 1e-13 * game.demand.sum(axis=1)
-    orders = np.zeros((len(game.origins), n), dtype=np.int64)  # topological orders (cache)
-    cnts = np.zeros(len(game.origins), dtype=np.int64)
-    gap, best, status, it = np.inf, (np.inf, F.copy()), SolveStatus.MAX_ITERATIONS, 0
-    history: list[float] = []  # best gap after each certificate
+    orders = np.zeros((K, n), dtype=np.int32)  # topological orders (cache)
+    cnts = np.zeros(K, dtype=np.int64)
+    best_F = np.empty_like(F)  # the best flows so far (one buffer: K × m can be large)
+    gap, best, status, it = np.inf, np.inf, SolveStatus.MAX_ITERATIONS, 0
+    history: list[tuple[int, float, float]] = []  # (iteration, seconds, gap)
     stalled = False
+    order = np.random.default_rng(0)  # origin order of each pass (seeded: reproducible)
+    what = f"bush assignment ({objective})"
     while it < max_iterations:
-        gap = certificate_gap(game, net, enc, x, so, f"bush assignment ({objective})", "bush")
-        if gap < best[0]:
-            best = (gap, F.copy())
+        gap = certificate_gap(game, net, enc, x, so, what, "bush", threads)
+        history.append((it, time.perf_counter() - t0, gap))
+        if gap < best:
+            best = gap
+            np.copyto(best_F, F)
         if gap <= tol:
             status = SolveStatus.OPTIMAL
             break
-        history.append(best[0])
-        if len(history) > stall and not best[0] <= 0.5 * history[-1 - stall]:
+        if len(history) > stall and not best <= 0.5 * min(h[2] for h in history[:-stall]):
             stalled = True
             break
         if time.perf_counter() - t0 > time_limit:
@@ -145,16 +195,20 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
         it += 1
         for j in range(1 + inner):
             bk.bush_pass(*enc, so, safe, net.origins, n, *args, x, F, inb, j == 0,
-                         repeat if j == 0 else 1, tiny, orders, cnts)
+                         repeat if j == 0 else 1, tiny, orders, cnts, relax, threads,
+                         order.permutation(K))
+            if threads > 1:  # concurrent shifts may have missed updates of the totals
+                x = F.sum(axis=0)
         x = F.sum(axis=0)  # re-summed: no drift of the incrementally updated totals
-    res = evaluate_flow(game, best[1], objective, status=status, solver="bush",
+    res = evaluate_flow(game, best_F, objective, status=status, solver="bush",
                         seconds=time.perf_counter() - t0, iterations=it)
     if status is SolveStatus.OPTIMAL and not res.relative_gap <= tol:
         res = dataclasses.replace(res, status=SolveStatus.MAX_ITERATIONS)
     if throw and res.status is not SolveStatus.OPTIMAL:
         why = f", stalled (no halving in {stall} iterations)" if stalled else ""
-        raise SolverError(f"bush assignment ({objective}): relative gap {res.relative_gap:.3g} "
+        raise SolverError(f"{what}: relative gap {res.relative_gap:.3g} "
                           f"> tol {tol:g} after {it} iterations "
                           f"({time.perf_counter() - t0:.1f} s){why}", solver="bush",
                           status=res.status)
-    return res, BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F)
+    return res, BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F,
+                          tuple(history))

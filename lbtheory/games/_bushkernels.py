@@ -17,7 +17,7 @@ head are added — all added arcs ascend the longest-path labels, so the bush st
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._gpkernels import _cost, _deriv, _set_arc, _shift_amount, dijkstra
 
@@ -85,7 +85,7 @@ def _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, used_only, 
 
 @njit(cache=True)
 def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start, out_arcs,
-                 in_start, in_arcs, heads, tails, o, ws, tiny, orders, cnts, fresh):
+                 in_start, in_arcs, heads, tails, o, ws, tiny, orders, cnts, fresh, relax):
     """One Algorithm-B pass over the bush of origin k; returns the largest segment cost
     difference seen (cost units). Origin flows below ``tiny`` (flow units, far below the
     rounding of the origin's demand) left on a drained arc are zeroed. ``orders``/``cnts``
@@ -146,7 +146,7 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_star
         if g0 > worst:
             worst = g0
         if safe:
-            d = fmin if dg0 <= 0.0 else min(g0 / dg0, fmin)
+            d = fmin if dg0 <= 0.0 else min(relax * g0 / dg0, fmin)
         else:  # the max segment as "path p", the min segment as "path s" of the GP kernel
             for i in range(nmin):
                 seg[n + nmax + i] = seg[i]
@@ -154,7 +154,7 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_star
                               dummy, -7, fmin, g0, dg0)
         if not d > 0.0:
             continue
-        if fmin - d <= 1e-13 * fmin:
+        if fmin - d <= 1e-13 * fmin or fmin - d <= tiny:
             d = fmin
         for i in range(nmax):
             a = seg[n + i]
@@ -170,7 +170,7 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_star
 
 @njit(cache=True)
 def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
-            nonthru, o, ws):
+            nonthru, o, ws, tiny):
     """Drop the unused arcs off the cheapest-path tree from the bush of origin k, then add the
     usable arcs that shorten the longest-path (or, ascending it, the cheapest-path) label of
     their head. Returns the number of arcs added."""
@@ -181,8 +181,10 @@ def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, ta
     cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
     _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp, maxp)
     for a in range(m):
-        if ib[a] and Fk[a] <= 0.0 and minp[heads[a]] != a:
-            ib[a] = False
+        if ib[a] and Fk[a] <= tiny:
+            Fk[a] = 0.0  # a rounding residue (see _equilibrate) counts as unused
+            if minp[heads[a]] != a:
+                ib[a] = False
     # the order stays topological (and every node reached) without the dropped arcs
     _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp, maxp)
     added = 0
@@ -246,32 +248,72 @@ def load_trees(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs, he
 
 
 @njit(cache=True)
+def _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start, in_arcs,
+            heads, tails, usable, nonthru, x, cst, der, F, inb, update, repeat, tiny, orders, cnts,
+            relax, ws):
+    """(``update``) update the bush of origin k, then ``repeat`` equilibrations of it; returns
+    the largest segment cost difference seen."""
+    o = origins[k]
+    if update:
+        _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
+                nonthru, o, ws, tiny[k])
+    worst = 0.0
+    for r in range(repeat):
+        w = _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start,
+                         out_arcs, in_start, in_arcs, heads, tails, o, ws, tiny[k], orders, cnts,
+                         update and r == 0, relax)
+        if w > worst:
+            worst = w
+    return worst
+
+
+@njit(cache=True, parallel=True)
 def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start, in_arcs,
-              heads, tails, usable, nonthru, x, F, inb, update, repeat, tiny, orders, cnts):
-    """One pass over all origins: (``update``) update the bush, then ``repeat`` Algorithm-B
-    equilibrations of it (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate`; every
-    pass after a cold or warm start must update). Returns the largest segment cost difference
-    seen (cost units)."""
+              heads, tails, usable, nonthru, x, F, inb, update, repeat, tiny, orders, cnts, relax,
+              threads, perm):
+    """One pass over all origins, in the order ``perm`` (a permutation of the origin
+    indices): (``update``) update the bush, then ``repeat`` Algorithm-B equilibrations of it
+    (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate`; every pass after a cold or warm
+    start must update). Returns the largest segment cost difference seen (cost units).
+
+    ``threads`` = 1: Gauss–Seidel, every origin sees every earlier shift (deterministic).
+    ``threads`` > 1: the origins are shared among that many numba threads (lane l takes
+    ``perm[l::threads]``), which shift flow at once on the shared arc flows ``x``
+    and cost caches without locks — an asynchronous Gauss–Seidel pass (Chazan & Miranker's
+    chaotic relaxation). Each origin's flows ``F[k]``, bush and order rows belong to one lane,
+    so every origin's flow stays feasible; only the shared totals can miss a concurrent update,
+    and the caller re-sums ``x`` from ``F`` after the pass. Results then vary in the last bits
+    from run to run (not the certificate: that is computed afterwards from the re-summed flows).
+    """
     m = heads.size
+    K = origins.size
     cst = np.empty(m)
     der = np.empty(m)
     for a in range(m):
         cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
         der[a] = _deriv(kind, A, B, S, P, a, x[a], so)
-    ws = _workspace(n, m)
-    worst = 0.0
-    for k in range(origins.size):
-        o = origins[k]
-        if update:
-            _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails,
-                    usable, nonthru, o, ws)
-        for r in range(repeat):
-            w = _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start,
-                             out_arcs, in_start, in_arcs, heads, tails, o, ws, tiny[k], orders,
-                             cnts, update and r == 0)
+    if threads <= 1:
+        ws = _workspace(n, m)
+        worst = 0.0
+        for i in range(K):
+            k = perm[i]
+            w = _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start,
+                        in_arcs, heads, tails, usable, nonthru, x, cst, der, F, inb, update,
+                        repeat, tiny, orders, cnts, relax, ws)
             if w > worst:
                 worst = w
-    return worst
+        return worst
+    W = np.zeros(threads)
+    for lane in prange(threads):
+        ws = _workspace(n, m)
+        for i in range(lane, K, threads):
+            k = perm[i]
+            w = _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start,
+                        in_arcs, heads, tails, usable, nonthru, x, cst, der, F, inb, update,
+                        repeat, tiny, orders, cnts, relax, ws)
+            if w > W[lane]:
+                W[lane] = w
+    return W.max()
 
 
 @njit(cache=True)

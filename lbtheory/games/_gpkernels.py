@@ -14,7 +14,7 @@ All flows are in the game's flow units, costs in its cost units.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 _INF = np.inf
 
@@ -148,15 +148,18 @@ def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost
     return dist
 
 
-@njit(cache=True)
-def all_dists(origins, n, out_start, out_arcs, heads, tails, usable, nonthru, cost):
-    """Shortest-path distances (K × n) from every origin under ``cost``."""
+@njit(cache=True, parallel=True)
+def all_dists(origins, n, out_start, out_arcs, heads, tails, usable, nonthru, cost, threads):
+    """Shortest-path distances (K × n) from every origin under ``cost``, the origins shared
+    among ``threads`` numba threads (each row is written by one; the same bits for any count)."""
     K = origins.size
     D = np.empty((K, n))
-    pred = np.empty(n, dtype=np.int64)
-    for k in range(K):
-        dijkstra(origins[k], n, out_start, out_arcs, heads, tails, usable, nonthru, cost,
-                 D[k], pred)
+    lanes = max(min(threads, K), 1)
+    for lane in prange(lanes):
+        pred = np.empty(n, dtype=np.int64)
+        for k in range(lane, K, lanes):
+            dijkstra(origins[k], n, out_start, out_arcs, heads, tails, usable, nonthru, cost,
+                     D[k], pred)
     return D
 
 

@@ -178,9 +178,10 @@ def _warm_state(net: _Net, m: int, n: int, warm: TAPState) -> TAPState:
 
 
 def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x: np.ndarray,
-                    so: bool, what: str, solver: str) -> float:
+                    so: bool, what: str, solver: str, threads: int = 1) -> float:
     """Relative gap (:func:`gap_measures`) at arc flows ``x`` with shortest-path distances from a
-    fresh tree at those flows — the fast solvers' own certificate.
+    fresh tree at those flows — the fast solvers' own certificate (``threads``: numba threads
+    for the shortest-path trees).
 
     Raises:
         SolverError: an arc at or above its M/M/1 capacity (infinite cost), naming ``what``.
@@ -193,7 +194,7 @@ def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x
                           "this game", solver=solver, status=SolveStatus.FAILED,
                           detail="infeasible_start")
     dist = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
-                          net.tails, net.usable, net.nonthru, c)
+                          net.tails, net.usable, net.nonthru, c, threads)
     return gap_measures(game, x, c, dist=dist)[0]
 
 
