@@ -10,7 +10,11 @@ percentile of the loaded links at volume/capacity 1.5 (congested, as the real ne
 
 Sizes (:data:`SIZES`): ``"sioux_falls"`` (24 nodes, 76 links, 24 zones), ``"anaheim"`` (416,
 914, 38), ``"barcelona"`` (1,020, 2,522, 110), ``"winnipeg"`` (1,052, 2,836, 147),
-``"chicago_sketch"`` (933, 2,950, 387) — the counts of the real TNTP networks.
+``"chicago_sketch"`` (933, 2,950, 387) — the counts of the real TNTP networks — and the regional
+sizes ``"austin"`` (7,466, 18,710, 1,117: the Austin network TAP-B is timed on in issue 24)
+and ``"chicago_regional"`` (12,982, 39,018, 1,790). Regional trip tables are sparse like the
+real ones: each OD pair has demand with probability :data:`OD_DENSITY` (at least one destination
+per origin), which also keeps the game's commodity list to ~10⁵–10⁶ entries.
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from .._checks import check_int
+from .._checks import check_int, check_real
 from ..errors import ParameterError
 from .arccosts import bpr
 from .game import Commodity, GameArc, RoutingGame
 from .metrics import all_or_nothing, shortest_paths
 
-__all__ = ["SIZES", "synthetic_network"]
+__all__ = ["SIZES", "OD_DENSITY", "synthetic_network"]
 
 #: (nodes, links, zones) of the real networks the synthetic ones mimic.
 SIZES = {"sioux_falls": (24, 76, 24), "anaheim": (416, 914, 38),
          "barcelona": (1020, 2522, 110), "winnipeg": (1052, 2836, 147),
-         "chicago_sketch": (933, 2950, 387)}
+         "chicago_sketch": (933, 2950, 387), "austin": (7466, 18710, 1117),
+         "chicago_regional": (12982, 39018, 1790)}
+
+#: Share of the OD pairs with demand, per size (1 when not listed: a full trip table).
+OD_DENSITY = {"austin": 0.25, "chicago_regional": 0.15}
 
 
 def _grid_edges(rows: int, cols: int, count: int) -> np.ndarray:
@@ -46,7 +54,8 @@ def _grid_edges(rows: int, cols: int, count: int) -> np.ndarray:
 
 
 def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
-                      target_vc: float = 1.5) -> tuple[RoutingGame, dict[str, np.ndarray]]:
+                      target_vc: float = 1.5, density: float | None = None
+                      ) -> tuple[RoutingGame, dict[str, np.ndarray]]:
     """A seeded synthetic network of a classic size.
 
     Args:
@@ -54,6 +63,8 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
             2·(nodes − 1) and the full grid's link count.
         seed: random seed (same seed, same network).
         target_vc: 90th-percentile volume/capacity of the free-flow loading (demand scale).
+        density: share of the OD pairs with demand, in (0, 1] (default :data:`OD_DENSITY` of
+            a named size, else 1).
 
     Returns:
         ``(game, data)``: the :class:`RoutingGame` (nodes 1..N, zones 1..Z non-through) and the
@@ -62,8 +73,11 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
         :func:`lbtheory.games.tntp.write_tntp`.
 
     Raises:
-        ParameterError: unknown size name or impossible counts.
+        ParameterError: unknown size name, impossible counts or a density outside (0, 1].
     """
+    if density is None:
+        density = OD_DENSITY.get(size, 1.0) if isinstance(size, str) else 1.0
+    check_real(density, "density", low=0.0, high=1.0, low_open=True)
     if isinstance(size, str):
         if size not in SIZES:
             raise ParameterError(f"size must be one of {', '.join(SIZES)} or (nodes, links, "
@@ -119,6 +133,10 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
     cap = np.where(connector, 50_000.0, np.round(rng.uniform(500.0, 2500.0, m), 1))
     pop = rng.uniform(0.5, 1.5, Z)
     trips = np.outer(pop, pop) * rng.uniform(0.5, 1.5, (Z, Z))
+    if density < 1.0:  # sparse: each pair kept with probability density, one per origin
+        keep = rng.random((Z, Z)) < density
+        keep[np.arange(Z), (np.arange(Z) + 1 + rng.integers(0, Z - 1, Z)) % Z] = True
+        trips *= keep
     np.fill_diagonal(trips, 0.0)
 
     def build(scale: float) -> RoutingGame:
@@ -132,7 +150,7 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
 
     game = build(1.0)
     _, pred = shortest_paths(game, game.costs.cost(np.zeros(m)))
-    x = all_or_nothing(game, pred).sum(axis=0)
+    x = all_or_nothing(game, pred, by_origin=False)
     vc = x[x > 0] / cap[x > 0]
     scale = float(np.round(target_vc / np.quantile(vc, 0.9), 6))
     trips = np.round(trips * scale, 4)
