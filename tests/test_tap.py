@@ -232,16 +232,25 @@ def test_every_route_failing_names_each(monkeypatch):
 
 
 def test_status_is_decided_by_the_certificate_not_the_solver():
+    import dataclasses
+
     from lbtheory.games import evaluate_flow
 
     game = pigou()
-    # solver claims optimal, but 1e-3 of the demand sits on the costlier constant link: the
-    # gap (1e-3 · excess 1e-3 = 1e-6) passes a 1e-5 target, the used-arc spread (1e-3) does not
+    # a solver claims optimal with 1e-3 of the demand on the costlier constant link: the gap is
+    # 1e-3 · excess 1e-3 / TSTT 0.999001 ≈ 1.001e-6 — certified at 1e-5 (the spread 1e-3 on an
+    # arc carrying 1e-3 is what a gap of 1e-6 allows: f·r ≤ G·TSTT), refused at 1e-7
     f = np.array([[1e-3, 1.0 - 1e-3]])
     res = evaluate_flow(game, f, "wardrop", status=SolveStatus.OPTIMAL)
-    ok, why = solve_mod.certify(game, res, 1e-5)
-    assert res.relative_gap == pytest.approx(1e-6, rel=1e-3)
-    assert not ok and "spread 0.001" in why
+    assert res.relative_gap == pytest.approx(1e-6 / 0.999001, rel=1e-9)
+    assert solve_mod.certify(game, res, 1e-5) == (True, "")
+    ok, why = solve_mod.certify(game, res, 1e-7)
+    assert not ok and why == "relative gap 1e-06 > 1e-07"
+    # the same flows claiming a gap of 1e-8: their reduced costs contradict it (f·r = 1e-6 of
+    # TSTT on the constant link, more than the claimed gap)
+    claim = dataclasses.replace(res, relative_gap=1e-8)
+    ok, why = solve_mod.certify(game, claim, 1e-5)
+    assert not ok and "contradicted by a used arc" in why and "1e-06 of TSTT" in why
     # an "optimal_inaccurate" answer at the exact equilibrium is certified
     exact = evaluate_flow(game, np.array([[0.0, 1.0]]), "wardrop",
                           status=SolveStatus.OPTIMAL_INACCURATE)

@@ -24,6 +24,7 @@ import numpy as np
 from ..costs import CostKind
 from ..errors import SolveStatus, TopologyError
 from ..games import GamePoAResult, GameResult, Objective, RoutingGame, solve_game
+from ..games.solve import solve_pair
 from ..network import CellNetwork
 from ._result import EquilibriumResult
 from ._solve import EquilibriumProblem
@@ -196,7 +197,10 @@ def price_of_anarchy(net: CellNetwork | RoutingGame, *, solver: str | None = Non
 
     A cell network: the Wardrop, system-optimum and RIF programs, and both ratios
     (:class:`PoAResult`). A routing game: TSTT(Wardrop)/TSTT(system optimum)
-    (:class:`~lbtheory.games.GamePoAResult`, ``ratio``, ``wardrop``, ``optimum``, ``status``).
+    (:class:`~lbtheory.games.GamePoAResult`, ``ratio``, ``wardrop``, ``optimum``, ``status``,
+    and the relative gap each equilibrium reached, ``wardrop_gap`` / ``optimum_gap``); the
+    optimum starts from the equilibrium's bushes when the bush solver gives both
+    (:func:`lbtheory.games.solve.solve_pair`).
     Arguments as :func:`solve_wardrop` (``throw`` among ``options``).
 
     Raises:
@@ -209,9 +213,10 @@ def price_of_anarchy(net: CellNetwork | RoutingGame, *, solver: str | None = Non
         1.333333
     """
     kw: dict[str, Any] = {"solver": solver, "tol": tol, **options}
-    if isinstance(net, RoutingGame):
-        return GamePoAResult.from_results(solve_wardrop(net, **kw),
-                                          solve_system_optimum(net, **kw))
+    if isinstance(net, RoutingGame):  # the optimum warm-started from the equilibrium's bushes
+        if tol is None:
+            del kw["tol"]
+        return GamePoAResult.from_results(*solve_pair(net, **kw))
     if not net.total_demand > 0:
         raise TopologyError("every arrival_rate is 0, so the price of anarchy C(Wardrop)/C(opt) "
                             "is 0/0, undefined: give at least one cell a positive arrival_rate "

@@ -86,6 +86,16 @@ class GamePoAResult:
     optimum: GameResult
     status: SolveStatus
 
+    @property
+    def wardrop_gap(self) -> float:
+        """The relative gap the Wardrop equilibrium reached (under travel costs)."""
+        return self.wardrop.relative_gap
+
+    @property
+    def optimum_gap(self) -> float:
+        """The relative gap the system optimum reached (under marginal costs)."""
+        return self.optimum.relative_gap
+
     @classmethod
     def from_results(cls, wardrop: GameResult, optimum: GameResult) -> GamePoAResult:
         """The PoA of a solved pair (the one definition of the ratio)."""

@@ -28,20 +28,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_option
+from .._checks import check_int, check_option, check_real
 from ..errors import ModelError, ParameterError, SolverError, SolveStatus, warn_deprecated
 from ..network import arc_incidence
-from ._bush import bush_assignment
+from ._bush import BushState, bush_assignment
+from ._certify import Verdict, certify, check_certificate
 from ._cvxforms import bank_objective, check_convex_form, cvxpy_status
 from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
 from .frank_wolfe import FWMethod, frank_wolfe, refine_flows
 from .game import RoutingGame
-from .metrics import shortest_path_cost, shortest_paths, used_arc_spread
+from .metrics import shortest_path_cost, shortest_paths
 from .tap import gradient_projection, supports
 
 __all__ = ["GameResult", "GamePoAResult", "wardrop_equilibrium", "system_optimum",
            "price_of_anarchy", "evaluate_flow", "Objective", "Method", "solve_game", "certify",
-           "check_solver", "AUTO_THRESHOLD"]
+           "check_solver", "solve_pair", "AUTO_THRESHOLD"]
 
 #: the cvxpy warning silenced while solving: an inaccurate solve is reported in the status.
 _INACCURATE_WARNING = r"Solution may be inaccurate"
@@ -173,54 +174,33 @@ AUTO_THRESHOLD = 20_000
 #: Default target relative gap of a certified solution (dimensionless).
 DEFAULT_TOL = POLISHED_GAP
 
-#: Largest reduced cost on a used arc (relative to the largest OD cost) of a certified solution.
-SPREAD_TOL = 1e-6
+#: Origin-arc variables above which an interior-point program is not tried as a *fallback*
+#: (it still runs when ``method="cvxpy"`` asks for it): Barcelona size (277k) needs minutes and
+#: gigabytes, and the fast routes it would back up certify such games in seconds.
+CVXPY_MAX_VARIABLES = 200_000
+
+#: Target gaps below which Frank–Wolfe is not tried as a fallback on games above
+#: :data:`AUTO_THRESHOLD` (bi-conjugate FW stops near 1e-5 after minutes at Chicago size).
+FW_MIN_GAP = 1e-4
+
+#: The fast routes (bush, gradient projection) aim at this fraction of the requested gap, so
+#: that the independent recomputation of the certificate (other shortest-path code, other
+#: summation order) lands below the target too.
+TARGET = 0.1
 
 
-def certify(game: RoutingGame, res: GameResult, tol: float) -> tuple[bool, str]:
-    """Whether ``res`` satisfies every part of the equilibrium definition to ``tol``.
-
-    Checked, independently of any solver's own status: finite flows; flow conservation per
-    origin and node (relative to the origin's demand, ≤ 1e-9); relative gap ≤ tol
-    (:func:`~lbtheory.games.gap_measures`); and the cost spread on used arcs
-    (:func:`~lbtheory.games.metrics.used_arc_spread`) ≤ :data:`SPREAD_TOL` — the relative gap
-    weighs each excess by its flow and can hide a costly path that carries little flow.
-
-    Returns:
-        ``(ok, why)``: ``why`` names the first failed part (empty when ok).
-    """
-    F = res.origin_flow
-    if not np.all(np.isfinite(F)) or not np.isfinite(res.relative_gap):
-        return False, "non-finite flows or gap"
-    bal = game.origin_balance()
-    n = game.n_nodes
-    net = np.stack([np.bincount(game.tails, F[k], minlength=n)
-                    - np.bincount(game.heads, F[k], minlength=n) for k in range(len(F))]) \
-        if len(F) else bal
-    dem = np.maximum(game.demand.sum(axis=1), 1e-300)
-    cons = float(np.max(np.abs(net - bal) / dem[:, None])) if len(F) else 0.0
-    if cons > 1e-9:
-        return False, f"flow conservation violated by {cons:.2g} of an origin's demand"
-    for k in range(len(F)):  # the arc-use rule (blocked arcs, non-through nodes)
-        bad = float(F[k][~game.usable(k)].max(initial=0.0))
-        if bad > 1e-12 * dem[k]:
-            return False, (f"origin {k} sends {bad:.3g} on an arc it may not use (blocked or "
-                           f"through a non-through node)")
-    if not -tol <= res.relative_gap <= tol:
-        return False, f"relative gap {res.relative_gap:.3g} > {tol:g}"
-    check = res.arc_cost if res.objective is Objective.WARDROP else \
-        game.costs.marginal(res.arc_flow)
-    spread = used_arc_spread(game, F, check)
-    if not spread <= SPREAD_TOL:
-        return False, f"cost spread {spread:.3g} on a used arc > {SPREAD_TOL:g}"
-    return True, ""
-
-
-def _attempts(game: RoutingGame, method: Method, solver: str | None) -> list[str]:
+def _attempts(game: RoutingGame, method: Method, solver: str | None,
+              tol: float) -> tuple[list[str], list[str]]:
+    """The routes to try in order, and the fallbacks skipped because they cannot succeed."""
     fast = supports(game)
-    if method is Method.AUTO:
-        big = len(game.origins) * game.n_arcs > AUTO_THRESHOLD
-        method = Method.BUSH if big and fast else Method.CVXPY
+    size = len(game.origins) * game.n_arcs
+    if not fast and method in (Method.GP, Method.BUSH):
+        raise ModelError(f"method '{method.value}': the gradient-projection and bush solvers "
+                         "support Polynomial (BPR, affine, constant) and MM1 arcs only; use "
+                         "method 'fw'")
+    if method is Method.AUTO:  # Clarabel's answers stop near POLISHED_GAP: tighter → the bush
+        method = Method.BUSH if fast and (size > AUTO_THRESHOLD or tol < POLISHED_GAP) \
+            else Method.CVXPY
     first = [f"cvxpy:{solver or 'CLARABEL'}"]
     scs = ["cvxpy:SCS"] if solver in (None, "CLARABEL") else []  # low accuracy: late
     gp = ["gp"] if fast else []
@@ -228,59 +208,96 @@ def _attempts(game: RoutingGame, method: Method, solver: str | None) -> list[str
     order = {Method.CVXPY: first + gp + scs + ["fw"], Method.GP: gp + first + scs + ["fw"],
              Method.BUSH: bush + gp + first + scs + ["fw"],
              Method.FW: ["fw"] + gp + first + scs}[method]
-    if not fast and method in (Method.GP, Method.BUSH):
-        raise ModelError(f"method '{method.value}': the gradient-projection and bush solvers "
-                         "support Polynomial (BPR, affine, constant) and MM1 arcs only; use "
-                         "method 'fw'")
-    return order
+    keep, skipped = order[:1], []
+    for how in order[1:]:
+        if how.startswith("cvxpy:") and size > CVXPY_MAX_VARIABLES:
+            skipped.append(f"{how} (skipped: {size:,} origin-arc variables > "
+                           f"{CVXPY_MAX_VARIABLES:,})")
+        elif how == "fw" and size > AUTO_THRESHOLD and tol < FW_MIN_GAP:
+            skipped.append(f"fw (skipped: gap {tol:g} < {FW_MIN_GAP:g} on a game this large)")
+        else:
+            keep.append(how)
+    return keep, skipped
 
 
 def _attempt(game: RoutingGame, objective: Objective, how: str, polish: bool, tol: float,
-             time_limit: float) -> GameResult:
+             time_limit: float, threads: int, warm: BushState | None
+             ) -> tuple[GameResult, BushState | None]:
     if how.startswith("cvxpy:"):
-        return _solve_cvxpy(game, objective, how.split(":", 1)[1], polish)
+        return _solve_cvxpy(game, objective, how.split(":", 1)[1], polish), None
     if how == "gp":
-        return gradient_projection(game, objective=objective, tol=0.1 * tol, throw=False,
-                                   time_limit=time_limit)[0]
+        return gradient_projection(game, objective=objective, tol=TARGET * tol, throw=False,
+                                   time_limit=time_limit)[0], None
     if how == "bush":
-        return bush_assignment(game, objective=objective, tol=0.1 * tol, throw=False,
-                               time_limit=time_limit)[0]
-    return frank_wolfe(game, objective=objective, tol=tol, throw=False, time_limit=time_limit)[0]
+        return bush_assignment(game, objective=objective, tol=TARGET * tol, throw=False,
+                               time_limit=time_limit, threads=threads, warm=warm)
+    return frank_wolfe(game, objective=objective, tol=tol, throw=False,
+                       time_limit=time_limit)[0], None
 
 
 def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP, *,
                method: Method | str = Method.AUTO, solver: str | None = None,
                tol: float = DEFAULT_TOL, throw: bool = True, polish: bool = True,
-               time_limit: float = 300.0) -> GameResult:
+               time_limit: float = 300.0, threads: int = 1) -> GameResult:
     """Wardrop equilibrium or system optimum with certified status and solver fallback.
 
     The solvers are tried in the order the ``method`` gives (``"cvxpy"``: Clarabel, then
     gradient projection, then SCS, then bi-conjugate Frank–Wolfe; ``"gp"``: gradient projection
     first; ``"bush"``: the bush-based Algorithm B, then gradient projection; ``"auto"``: CVXPY
-    for small games, ``"bush"`` above :data:`AUTO_THRESHOLD`). The
-    first result that :func:`certify` accepts is returned with status OPTIMAL, whatever the
-    solver itself reported (and a solver's "optimal" is never taken on trust).
+    for small games, ``"bush"`` above :data:`AUTO_THRESHOLD` origin-arc variables or below the
+    gap :data:`POLISHED_GAP`). Fallbacks that cannot succeed are skipped and named
+    (:data:`CVXPY_MAX_VARIABLES`, :data:`FW_MIN_GAP`). The first result that :func:`certify`
+    accepts at ``tol`` is returned with status OPTIMAL, whatever the solver itself reported (and
+    a solver's "optimal" is never taken on trust). A result that meets the gap but whose reduced
+    costs contradict it (:mod:`._certify`) stops the chain at once: every route is judged by the
+    same evaluation.
 
     Args:
-        tol: target relative gap (dimensionless).
+        tol: target relative gap (dimensionless, in (0, 1)).
         throw: raise when no route gives a certified solution; else return the best one with
             status OPTIMAL_INACCURATE (or FAILED with NaN values when none gave flows).
         time_limit: per iterative route (gradient projection, Frank–Wolfe), seconds.
+        threads: numba threads of the bush solver (1: deterministic; see
+            :func:`lbtheory.games.bush_assignment`).
 
     Raises:
-        ParameterError: an unknown method or objective, or a solver CVXPY does not have.
+        ParameterError: an unknown method or objective, a solver CVXPY does not have, ``tol``
+            outside (0, 1) or ``threads`` < 1.
         ModelError: a family without a convex form (CVXPY only route) or a kernel.
-        SolverError: every route failed (status FAILED), naming each route and its outcome.
+        SolverError: every route failed (status FAILED), naming each route and its outcome;
+            or a gap contradicted by its reduced costs (status FAILED, detail
+            ``"inconsistent_certificate"``).
     """
+    return _solve(game, objective, method=method, solver=solver, tol=tol, throw=throw,
+                  polish=polish, time_limit=time_limit, threads=threads)[0]
+
+
+def solve_pair(game: RoutingGame, **options: Any) -> tuple[GameResult, GameResult]:
+    """The Wardrop equilibrium and the system optimum (``options`` as :func:`solve_game`); when
+    the bush solver gives the equilibrium, the optimum starts from its bushes and flows instead
+    of free flow (the optimum's slow tail is shorter from there)."""
+    ue, state = _solve(game, Objective.WARDROP, **options)
+    so, _ = _solve(game, Objective.SYSTEM_OPTIMUM, warm=state, **options)
+    return ue, so
+
+
+def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | str = Method.AUTO,
+           solver: str | None = None, tol: float = DEFAULT_TOL, throw: bool = True,
+           polish: bool = True, time_limit: float = 300.0, threads: int = 1,
+           warm: BushState | None = None) -> tuple[GameResult, BushState | None]:
+    """:func:`solve_game`, and the bush state of the answer when the bush solver gave it."""
     objective = Objective.parse(objective)
     method = Method.parse(method)
     solver = check_solver(solver)
+    check_real(tol, "tol", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_int(threads, "threads", low=1)
+    routes, skipped = _attempts(game, method, solver, tol)
     outcomes: list[str] = []
     best: GameResult | None = None
     model_error: ModelError | None = None
-    for how in _attempts(game, method, solver):
+    for how in routes:
         try:
-            res = _attempt(game, objective, how, polish, tol, time_limit)
+            res, state = _attempt(game, objective, how, polish, tol, time_limit, threads, warm)
         except ModelError as exc:  # e.g. no DCP form: other routes may still apply
             if method is not Method.AUTO and how.split(":")[0] == method.value:
                 raise  # the route the caller asked for cannot take this game
@@ -290,9 +307,17 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
         except SolverError as exc:
             outcomes.append(f"{how}: {exc}")
             continue
-        ok, why = certify(game, res, tol)
-        if ok:
-            return dataclasses.replace(res, status=SolveStatus.OPTIMAL)
+        verdict, why = check_certificate(game, res, tol)
+        if verdict is Verdict.CERTIFIED:
+            return dataclasses.replace(res, status=SolveStatus.OPTIMAL), state
+        if verdict is Verdict.INCONSISTENT:
+            msg = (f"routing game ({objective}): route {how} reached relative gap "
+                   f"{res.relative_gap:.3g} ≤ {tol:g}, but {why}; the other routes are judged "
+                   "by the same evaluation, so none was tried")
+            if throw:
+                raise SolverError(msg, solver=res.solver, status=SolveStatus.FAILED,
+                                  detail="inconsistent_certificate")
+            return dataclasses.replace(res, status=SolveStatus.FAILED), None
         outcomes.append(f"{how}: {res.solver} status {res.status.value}, {why}")
         if best is None or (np.isfinite(res.relative_gap)
                             and not res.relative_gap >= best.relative_gap):
@@ -300,15 +325,15 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
     if best is None and model_error is not None and len(outcomes) == 1:
         raise model_error
     msg = (f"routing game ({objective}): no solver reached a certified solution (relative gap "
-           f"≤ {tol:g}, used-arc spread ≤ {SPREAD_TOL:g}); tried " + "; ".join(outcomes))
+           f"≤ {tol:g}); tried " + "; ".join(outcomes + skipped))
     if throw:
         raise SolverError(msg, solver=",".join(o.split(":")[0] for o in outcomes),
                           status=SolveStatus.FAILED)
     if best is None:
         nan = np.full((len(game.origins), game.n_arcs), np.nan)
         return GameResult(objective, nan.sum(axis=0), nan, nan.sum(axis=0), np.nan, np.nan,
-                          np.nan, np.nan, SolveStatus.FAILED, "none")
-    return dataclasses.replace(best, status=SolveStatus.OPTIMAL_INACCURATE)
+                          np.nan, np.nan, SolveStatus.FAILED, "none"), None
+    return dataclasses.replace(best, status=SolveStatus.OPTIMAL_INACCURATE), None
 
 
 def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
