@@ -17,33 +17,43 @@ __all__ = ["run_tntp", "tntp_report"]
 
 def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike, *,
                 solver: str | None = None, method: str = "auto",
-                tol: float | None = None) -> dict:
-    """Solve Wardrop and system optimum (``method``: auto/cvxpy/gp/fw; CVXPY ``solver``, default
-    Clarabel; ``tol``: target relative gap, default :data:`lbtheory.games.solve.DEFAULT_TOL`);
-    the CLI's JSON object.
+                tol: float | None = None, threads: int | None = None) -> dict:
+    """Solve Wardrop and system optimum (``method``: auto/cvxpy/gp/bush/fw; CVXPY ``solver``,
+    default Clarabel; ``tol``: target relative gap, default
+    :data:`lbtheory.games.solve.DEFAULT_TOL`; ``threads``: of the bush solver, default every
+    core numba sees); the CLI's JSON object.
 
     Returns:
-        ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p}`` with G as
+        ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p,
+        "requested_gap": t, "relative_gaps": {"wardrop": g, "system_optimum": g}}`` with G as
         :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
-        in the file's units, plus ``solver`` and ``seconds``) and p the ratio of
-        :func:`lbtheory.equilibrium.price_of_anarchy` (a number).
+        in the file's units, plus ``solver``, ``seconds`` and ``iterations``), p the ratio of
+        :func:`lbtheory.equilibrium.price_of_anarchy` (a number), t the target relative gap
+        and g the gap each equilibrium reached (each ≤ t when its status is optimal).
     """
-    from ..equilibrium import price_of_anarchy  # (imports CVXPY: only when a game is solved)
+    import numba
 
+    from ..equilibrium import price_of_anarchy  # (imports CVXPY: only when a game is solved)
+    from ..games.solve import DEFAULT_TOL
+
+    tol = DEFAULT_TOL if tol is None else tol
+    threads = numba.config.NUMBA_NUM_THREADS if threads is None else threads
     poa = price_of_anarchy(load_tntp_game(net_path, trips_path), solver=solver, method=method,
-                           tol=tol)
+                           tol=tol, threads=threads)
     eqs = {}
     for key, res in (("wardrop", poa.wardrop), ("system_optimum", poa.optimum)):
-        eqs[key] = {**res.to_dict(), "solver": res.solver, "seconds": res.seconds}
-    return {"equilibria": eqs, "price_of_anarchy": float(poa.ratio)}
+        eqs[key] = {**res.to_dict(), "solver": res.solver, "seconds": res.seconds,
+                    "iterations": res.iterations}
+    return {"equilibria": eqs, "price_of_anarchy": float(poa.ratio), "requested_gap": tol,
+            "relative_gaps": {"wardrop": poa.wardrop_gap, "system_optimum": poa.optimum_gap}}
 
 
 def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, *,
              as_json: bool, solver: str | None = None, method: str = "auto",
-             tol: float | None = None) -> int:
+             tol: float | None = None, threads: int | None = None) -> int:
     """Print the equilibria of a TNTP game (a table, or the JSON object); returns exit code 0.
 
-    ``solver``: the CVXPY solver (``None``: Clarabel); ``method``/``tol``: as
+    ``solver``: the CVXPY solver (``None``: Clarabel); ``method``/``tol``/``threads``: as
     :func:`tntp_report`.
 
     Raises:
@@ -53,7 +63,8 @@ def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, 
     if trips_path is None:
         raise DataFormatError("a TNTP network needs its trip table: add --trips TRIPS.tntp",
                               path=str(net_path), field="--trips")
-    rep = tntp_report(net_path, trips_path, solver=solver, method=method, tol=tol)
+    rep = tntp_report(net_path, trips_path, solver=solver, method=method, tol=tol,
+                      threads=threads)
     if as_json:
         print(dumps_json(rep))
         return 0
@@ -66,5 +77,7 @@ def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, 
               f"{g['beckmann_objective']:.10g}, relative gap {g['relative_gap']:.3g}, "
               f"AEC {g['average_excess_cost']:.3g}, status {g['status']} ({g['solver']}, "
               f"{g['seconds']:.3g} s)")
-    print(f"price of anarchy: {rep['price_of_anarchy']:.10g}")
+    print(f"price of anarchy: {rep['price_of_anarchy']:.10g} (relative gaps reached: wardrop "
+          f"{rep['relative_gaps']['wardrop']:.3g}, system optimum "
+          f"{rep['relative_gaps']['system_optimum']:.3g}; requested {rep['requested_gap']:g})")
     return 0

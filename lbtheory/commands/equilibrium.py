@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gap", type=float, default=None,
                         help="target relative gap of a TNTP routing game, dimensionless, in "
                              "(0, 1) (default 1e-10; TNTP networks only)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of the bush solver on a TNTP network (default: every "
+                             "core numba sees; 1 is deterministic, more vary the flows in the "
+                             "last bits, every answer certified to --gap; TNTP networks only)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="write a figure (.png/.pdf/.svg): per-cell load and PoA as demand "
                              "grows (cell networks only)")
@@ -58,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from ..io import FIGURE_FORMATS, check_output_path
 
     if args.topology.lower().endswith(".tntp"):
+        from .._checks import check_int
         from ._tntp import run_tntp  # raises DataFormatError (field --trips) without --trips
 
         for flag, value in (("--tol", args.tol), ("--plot", args.plot)):
@@ -67,9 +72,12 @@ def run(args: argparse.Namespace) -> int:
                                      f"and has no per-cell figure: drop {flag}")
         gap = None if args.gap is None else check_real(
             args.gap, "--gap", low=0.0, high=1.0, low_open=True, high_open=True)
+        threads = None if args.threads is None else check_int(args.threads, "--threads", low=1)
         return run_tntp(args.topology, args.trips, as_json=args.json,
-                        solver=check_solver(args.solver), method=args.method or "auto", tol=gap)
-    for flag, value in (("--method", args.method), ("--gap", args.gap)):
+                        solver=check_solver(args.solver), method=args.method or "auto", tol=gap,
+                        threads=threads)
+    for flag, value in (("--method", args.method), ("--gap", args.gap),
+                        ("--threads", args.threads)):
         if value is not None:
             raise ParameterError(f"{flag} applies to TNTP routing games only; cell networks are "
                                  f"solved to --tol by the equilibrium engine: drop {flag}")
