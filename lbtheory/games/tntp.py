@@ -34,7 +34,7 @@ from .arccosts import bpr, constant
 from .game import Commodity, GameArc, RoutingGame, reachable_nodes, usable_arcs
 
 __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
-           "read_tntp_flow", "load_tntp_game", "write_tntp", "LINK_FIELDS"]
+           "read_tntp_flow", "read_tntp_metadata", "load_tntp_game", "write_tntp", "LINK_FIELDS"]
 
 #: Column names of a link line, in file order.
 LINK_FIELDS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b", "power",
@@ -83,38 +83,51 @@ class TNTPTrips:
 
 
 def _content_lines(path: str):
-    """(line number, text without comments) for non-empty lines."""
+    """(line number, text without comments) for non-empty lines, read lazily (a metadata-only
+    read stops at ``<END OF METADATA>``)."""
     try:
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            raw = fh.read().splitlines()
+        fh = open(path, encoding="utf-8-sig", errors="replace")
     except FileNotFoundError:
         raise DataFormatError("file not found", path=path) from None
-    for no, line in enumerate(raw, start=1):
-        text = line.split("~", 1)[0].strip()
-        if text:
-            yield no, text
+    with fh:
+        for no, line in enumerate(fh, start=1):
+            text = line.split("~", 1)[0].strip()
+            if text:
+                yield no, text
+
+
+def _tags(path: str, lines) -> dict[str, tuple[str, int]]:
+    """The metadata tags ``{KEY: (value, line)}`` of ``lines``, consumed up to and including
+    ``<END OF METADATA>``."""
+    meta: dict[str, tuple[str, int]] = {}
+    for no, text in lines:
+        m = _TAG.match(text)
+        if not m:
+            raise DataFormatError(f"expected a metadata tag or <END OF METADATA>, got {text!r}",
+                                  path=path, line=no, field="metadata")
+        key = m.group(1).strip().upper()
+        if key == "END OF METADATA":
+            return meta
+        meta[key] = (m.group(2).strip(), no)
+    raise DataFormatError("missing <END OF METADATA>", path=path, field="END OF METADATA")
+
+
+def read_tntp_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The metadata tags of a TNTP file (``{"NUMBER OF ZONES": "1790", ...}``, keys upper-case),
+    reading only up to ``<END OF METADATA>``.
+
+    Raises:
+        DataFormatError: a line other than a tag before ``<END OF METADATA>``, or none at all.
+    """
+    path = str(path)
+    return {k: v for k, (v, _) in _tags(path, _content_lines(path)).items()}
 
 
 def _metadata(path: str, lines, required: tuple[str, ...],
               optional: tuple[str, ...] = ()) -> tuple[dict, list]:
-    meta: dict[str, tuple[str, int]] = {}
-    body = []
-    ended = False
-    for no, text in lines:
-        m = _TAG.match(text)
-        if not ended and m:
-            key = m.group(1).strip().upper()
-            if key == "END OF METADATA":
-                ended = True
-            else:
-                meta[key] = (m.group(2).strip(), no)
-            continue
-        if not ended:
-            raise DataFormatError(f"expected a metadata tag or <END OF METADATA>, got {text!r}",
-                                  path=path, line=no, field="metadata")
-        body.append((no, text))
-    if not ended:
-        raise DataFormatError("missing <END OF METADATA>", path=path, field="END OF METADATA")
+    lines = iter(lines)
+    meta = _tags(path, lines)
+    body = list(lines)
     out = {}
     for key in required:
         if key not in meta:
