@@ -75,16 +75,18 @@ def shortest_paths(game: RoutingGame, cost: np.ndarray) -> tuple[np.ndarray, np.
     return dist, pred_arc
 
 
-def all_or_nothing(game: RoutingGame, pred_arc: np.ndarray, *,
-                   by_origin: bool = True) -> np.ndarray:
+def all_or_nothing(game: RoutingGame, pred_arc: np.ndarray, *, by_origin: bool = True,
+                   demand: np.ndarray | None = None) -> np.ndarray:
     """Load every origin's demand on its shortest-path tree; returns origin flows (K × m), or
     with ``by_origin=False`` only their sum, the arc flows (m,) (memory O(arcs), not
-    O(origins × arcs): regional networks)."""
+    O(origins × arcs): regional networks). ``demand``: another demand matrix (K × n, the
+    game's origins and nodes) to load instead of the game's."""
     K, m = len(game.origins), game.n_arcs
     size = K * m if by_origin else m
     flat = np.zeros(size)
-    kk, vv = np.nonzero(game.demand > 0)
-    w = game.demand[kk, vv]
+    demand = game.demand if demand is None else demand
+    kk, vv = np.nonzero(demand > 0)
+    w = demand[kk, vv]
     cur = vv
     for _ in range(game.n_nodes + 1):
         if cur.size == 0:

@@ -12,9 +12,12 @@ Sizes (:data:`SIZES`): ``"sioux_falls"`` (24 nodes, 76 links, 24 zones), ``"anah
 914, 38), ``"barcelona"`` (1,020, 2,522, 110), ``"winnipeg"`` (1,052, 2,836, 147),
 ``"chicago_sketch"`` (933, 2,950, 387) — the counts of the real TNTP networks — and the regional
 sizes ``"austin"`` (7,466, 18,710, 1,117: the Austin network TAP-B is timed on in issue 24)
-and ``"chicago_regional"`` (12,982, 39,018, 1,790). Regional trip tables are sparse like the
-real ones: each OD pair has demand with probability :data:`OD_DENSITY` (at least one destination
-per origin), which also keeps the game's commodity list to ~10⁵–10⁶ entries.
+and ``"chicago_regional"`` (12,982, 39,018, 1,790). Regional trip tables are like the real
+ones in two ways the classic sizes' tables are not: sparse (each OD pair has demand with
+probability :data:`OD_DENSITY`, at least one destination per origin, which also keeps the game's
+commodity list to ~10⁵ entries) and decaying with distance (trips ∝ exp(−t/τ), τ =
+:data:`OD_DECAY` × the mean free-flow OD time: most trips are local, as in a region; a uniform
+table on an 80 × 80 grid sends every origin across the whole region).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from .arccosts import bpr
 from .game import Commodity, GameArc, RoutingGame
 from .metrics import all_or_nothing, shortest_paths
 
-__all__ = ["SIZES", "OD_DENSITY", "synthetic_network"]
+__all__ = ["SIZES", "OD_DENSITY", "OD_DECAY", "synthetic_network"]
 
 #: (nodes, links, zones) of the real networks the synthetic ones mimic.
 SIZES = {"sioux_falls": (24, 76, 24), "anaheim": (416, 914, 38),
@@ -41,6 +44,10 @@ SIZES = {"sioux_falls": (24, 76, 24), "anaheim": (416, 914, 38),
 
 #: Share of the OD pairs with demand, per size (1 when not listed: a full trip table).
 OD_DENSITY = {"austin": 0.25, "chicago_regional": 0.15}
+
+#: Distance decay of the trip table, per size: trips ∝ exp(−t/τ) with τ this share of the mean
+#: free-flow zone-to-zone time (none when not listed: the classic sizes' tables, unchanged).
+OD_DECAY = {"austin": 0.3, "chicago_regional": 0.3}
 
 
 def _grid_edges(rows: int, cols: int, count: int) -> np.ndarray:
@@ -53,9 +60,32 @@ def _grid_edges(rows: int, cols: int, count: int) -> np.ndarray:
     return e[(e < count).all(axis=1)]
 
 
+def _trip_table(rng: np.random.Generator, Z: int, density: float, decay: float | None,
+                time: np.ndarray) -> np.ndarray:
+    """Z × Z demand (before scaling): gravity-like pop_i·pop_j·U[0.5, 1.5], times
+    exp(−t_ij/τ) with τ = ``decay`` × the mean free-flow zone-to-zone time ``time`` (when
+    given), each pair kept with probability ``density`` and at least one (the nearest zone when
+    decaying, else a random one) per origin."""
+    pop = rng.uniform(0.5, 1.5, Z)
+    trips = np.outer(pop, pop) * rng.uniform(0.5, 1.5, (Z, Z))
+    off = ~np.eye(Z, dtype=bool)
+    if decay is not None:
+        trips *= np.exp(-time / (decay * float(np.mean(time[off]))))
+    if density < 1.0:  # sparse: each pair kept with probability density, one per origin
+        keep = rng.random((Z, Z)) < density
+        if decay is not None:
+            other = np.where(off, time, np.inf).argmin(axis=1)
+        else:
+            other = (np.arange(Z) + 1 + rng.integers(0, Z - 1, Z)) % Z
+        keep[np.arange(Z), other] = True
+        trips *= keep
+    np.fill_diagonal(trips, 0.0)
+    return trips
+
+
 def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
-                      target_vc: float = 1.5, density: float | None = None
-                      ) -> tuple[RoutingGame, dict[str, np.ndarray]]:
+                      target_vc: float = 1.5, density: float | None = None,
+                      decay: float | None = None) -> tuple[RoutingGame, dict[str, np.ndarray]]:
     """A seeded synthetic network of a classic size.
 
     Args:
@@ -65,6 +95,8 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
         target_vc: 90th-percentile volume/capacity of the free-flow loading (demand scale).
         density: share of the OD pairs with demand, in (0, 1] (default :data:`OD_DENSITY` of
             a named size, else 1).
+        decay: distance decay τ of the trip table as a share of the mean free-flow OD time,
+            > 0 (default :data:`OD_DECAY` of a named size, else none).
 
     Returns:
         ``(game, data)``: the :class:`RoutingGame` (nodes 1..N, zones 1..Z non-through) and the
@@ -73,11 +105,16 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
         :func:`lbtheory.games.tntp.write_tntp`.
 
     Raises:
-        ParameterError: unknown size name, impossible counts or a density outside (0, 1].
+        ParameterError: unknown size name, impossible counts, a density outside (0, 1] or a
+            decay ≤ 0.
     """
     if density is None:
         density = OD_DENSITY.get(size, 1.0) if isinstance(size, str) else 1.0
     check_real(density, "density", low=0.0, high=1.0, low_open=True)
+    if decay is None and isinstance(size, str):
+        decay = OD_DECAY.get(size)
+    if decay is not None:
+        check_real(decay, "decay", low=0.0, low_open=True)
     if isinstance(size, str):
         if size not in SIZES:
             raise ParameterError(f"size must be one of {', '.join(SIZES)} or (nodes, links, "
@@ -131,30 +168,23 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
     m = tails.size
     fft = np.where(connector, 0.5, np.round(rng.uniform(1.0, 5.0, m), 3))
     cap = np.where(connector, 50_000.0, np.round(rng.uniform(500.0, 2500.0, m), 1))
-    pop = rng.uniform(0.5, 1.5, Z)
-    trips = np.outer(pop, pop) * rng.uniform(0.5, 1.5, (Z, Z))
-    if density < 1.0:  # sparse: each pair kept with probability density, one per origin
-        keep = rng.random((Z, Z)) < density
-        keep[np.arange(Z), (np.arange(Z) + 1 + rng.integers(0, Z - 1, Z)) % Z] = True
-        trips *= keep
-    np.fill_diagonal(trips, 0.0)
-
-    def build(scale: float) -> RoutingGame:
-        arcs = [GameArc(int(t), int(h), bpr(f, 0.15, c, 4.0))
-                for t, h, f, c in zip(tails, heads, fft, cap)]
-        oo, dd = np.nonzero(trips)
-        comms = [Commodity(int(o) + 1, int(d) + 1, float(scale * trips[o, d]))
-                 for o, d in zip(oo, dd)]
-        return RoutingGame(list(range(1, n + 1)), arcs, comms,
-                           non_through=[] if through else list(range(1, Z + 1)))
-
-    game = build(1.0)
-    _, pred = shortest_paths(game, game.costs.cost(np.zeros(m)))
-    x = all_or_nothing(game, pred, by_origin=False)
+    arcs = [GameArc(int(t), int(h), bpr(f, 0.15, c, 4.0)) for t, h, f, c in zip(tails, heads, fft,
+                                                                                 cap)]
+    nodes, zones = list(range(1, n + 1)), [] if through else list(range(1, Z + 1))
+    # free-flow trees from every zone (zone i is node index i), on the arcs alone
+    probe = RoutingGame(nodes, arcs, [Commodity(z, z % Z + 1, 1.0) for z in range(1, Z + 1)],
+                        non_through=zones)
+    dist, pred = shortest_paths(probe, probe.costs.cost(np.zeros(m)))
+    trips = _trip_table(rng, Z, density, decay, dist[:, :Z])
+    demand = np.zeros((Z, n))
+    demand[:, :Z] = trips
+    x = all_or_nothing(probe, pred, by_origin=False, demand=demand)
     vc = x[x > 0] / cap[x > 0]
     scale = float(np.round(target_vc / np.quantile(vc, 0.9), 6))
     trips = np.round(trips * scale, 4)
-    game = build(1.0)
+    oo, dd = np.nonzero(trips)
+    game = RoutingGame(nodes, arcs, [Commodity(int(o) + 1, int(d) + 1, float(trips[o, d]))
+                                     for o, d in zip(oo, dd)], non_through=zones)
     return game, {"tail": tails, "head": heads, "capacity": cap, "free_flow_time": fft,
                   "b": np.full(m, 0.15), "power": np.full(m, 4.0), "trips": trips,
                   "first_thru_node": 1 if through else Z + 1}
