@@ -29,8 +29,10 @@ def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
     assert list(out["policies"]) == ["rand", "jsq"]
     reqs = set()
     for pol in out["policies"].values():
-        assert set(pol) == POLICY_KEYS | {"status"}  # the contract's keys, plus the status
+        # the contract's keys, plus the status and (issue 21) the engine that ran
+        assert set(pol) == POLICY_KEYS | {"status", "engine"}
         assert pol["status"] == ("truncated" if pol["in_flight"] else "completed")
+        assert pol["engine"] == "compiled"
         assert set(pol["latency"]) == {"mean", "p50", "p90", "p99"}
         assert pol["requests"] == pol["completed"] + pol["errors"] + pol["in_flight"]
         assert pol["latency"]["p50"] <= pol["latency"]["p90"] <= pol["latency"]["p99"]

@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--normalise", action="store_true",
                         help="text output: add mean and p90 latency relative to rand "
                              "(rand must be among the policies)")
+    parser.add_argument("--engine", default="auto", choices=("auto", "compiled", "reference"),
+                        help="simulation engine: auto = compiled (numba) when it supports the "
+                             "policy, else the reference (pure Python) engine")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--plot", default=None, metavar="F.png",
                         help="write latency CDFs and per-cell workloads to this image")
@@ -145,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         arrivals = generate_arrivals(sc, args.duration, args.seed)
     results = [simulate(sc, router, duration_s=args.duration, seed=args.seed,
-                        arrivals=arrivals, policy=name) for name, router in routers]
+                        arrivals=arrivals, policy=name, engine=args.engine)
+               for name, router in routers]
     if args.plot:
         _plot(results, args.plot)
     if args.json:

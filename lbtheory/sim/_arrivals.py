@@ -17,7 +17,8 @@ from ..errors import DataFormatError
 from ..workloads import Workload, workload_from_arrays
 from ._scenario import Scenario
 
-__all__ = ["generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams"]
+__all__ = ["generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
+           "expected_arrivals"]
 
 
 def seed_streams(seed: int) -> list[np.random.SeedSequence]:
@@ -42,6 +43,12 @@ def _rate_segments(scenario: Scenario, i: int, duration_s: float) -> list[tuple]
                 f *= b.factor
         segs.append((a, e, lam * f))
     return segs
+
+
+def expected_arrivals(scenario: Scenario, duration_s: float) -> float:
+    """Expected Poisson arrivals of ``scenario`` in [0, duration_s) (bursts included)."""
+    return sum(rate * (e - a) for i in range(scenario.network.n)
+               for a, e, rate in _rate_segments(scenario, i, duration_s))
 
 
 def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Workload:

@@ -1,0 +1,237 @@
+"""The compiled engine's event loop (issue 21): the reference loop of :mod:`._engine` over the
+arrays of :mod:`._kernels_state`, in one ``@njit`` function that runs until the horizon or a
+pause.
+
+Every pause happens *before* the next event (or arrival) is consumed, and only for the rare
+things Python does better: larger arrays, new cost tables (a workload beyond the table, a
+refit, an outage, RIF's probed replicas), MNLB's LP, the estimation refit, a refill of the leaf
+stream. The driver answers and calls :func:`run_events` again; the loop then repeats the
+checks (they are idempotent) and goes on. Nothing returns to Python per event or per probe
+round.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._kernels_routers import (
+    K_NEEDS_W,
+    K_OUTAGE_PAUSE,
+    K_RECORD_EVERY,
+    K_RIF,
+    K_USES_F,
+    K_USES_F_LAT,
+    LAST_CELL,
+    NEED_SOLVE,
+    observe_round,
+    probe_workloads,
+    route_request,
+)
+from ._kernels_servers import arrive_at_cell, serve_event
+from ._kernels_state import (
+    AT,
+    CACHED,
+    DEST,
+    EV_A,
+    EV_B,
+    EV_KIND,
+    F_DELTA,
+    F_RECORD,
+    F_REFIT,
+    F_SAVING,
+    F_T,
+    I_BAD_DST,
+    I_BAD_SRC,
+    I_CACHE_HITS,
+    I_DONE_FLAG,
+    I_EVENTS,
+    I_HEAP_N,
+    I_HIST_FULL,
+    I_LEAF_POS,
+    I_NEED,
+    I_NEXT,
+    I_ON_WIRE,
+    I_ROUNDS,
+    I_ROUTE_N,
+    I_SERIES_N,
+    I_STALE,
+    I_STARTED,
+    KIND,
+    KIND_RATE,
+    NONE,
+    ONLINE,
+    P_BAD_ROUTE,
+    P_COST_TABLE,
+    P_DONE,
+    P_GROW_HEAP,
+    P_GROW_HISTORY,
+    P_GROW_ROUTING,
+    P_GROW_SERIES,
+    P_LEAF_STREAM,
+    P_MNLB_SOLVE,
+    P_OUTAGE,
+    P_RATE_TABLE,
+    P_REFIT,
+    PROBED_K,
+    ROUTED,
+    SESS,
+    SRC,
+    T_CELL,
+    N,
+    compact_history,
+    heap_pop,
+    heap_push,
+)
+from ._records import Event
+
+__all__ = ["run_events"]
+
+_ARRIVE, _PROBE, _OUTAGE = int(Event.ARRIVE), int(Event.PROBE), int(Event.OUTAGE)
+_RECORD, _REFIT = int(Event.RECORD), int(Event.REFIT)
+
+
+@njit(cache=True, error_model="numpy")
+def _probe_ready(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
+                 nn_i: np.ndarray, hist_t: np.ndarray, hist_n: np.ndarray, sources: np.ndarray,
+                 F: np.ndarray, F_lat: np.ndarray, ip: np.ndarray, ci: np.ndarray,
+                 route_t: np.ndarray, t: float) -> int:
+    """Checks before the probe round at t (reads W): P_DONE when it can run, else the pause."""
+    if ip[K_NEEDS_W]:
+        need = probe_workloads(ce_i, tau, W, nn_i, hist_t, hist_n, sources, t) + 1
+        if (ip[K_USES_F] and F.shape[0] < need) or (ip[K_USES_F_LAT] and F_lat.shape[0] < need):
+            ci[I_NEED] = need
+            return P_COST_TABLE
+    if ci[I_STALE]:
+        return P_COST_TABLE
+    if ip[K_RIF] and not ci[I_DONE_FLAG]:
+        for j in range(W.shape[0]):
+            if ce_f[PROBED_K, j] != ce_i[ONLINE, j]:
+                return P_COST_TABLE
+    every = ip[K_RECORD_EVERY]
+    if every > 0 and (ci[I_ROUNDS] + 1) % every == 0 and ci[I_ROUTE_N] >= route_t.shape[0]:
+        return P_GROW_ROUTING
+    return P_DONE
+
+
+@njit(cache=True, error_model="numpy")
+def _record_routing(X: np.ndarray, sources: np.ndarray, ip: np.ndarray, ci: np.ndarray,
+                    route_t: np.ndarray, route_x: np.ndarray, t: float) -> None:
+    """Count the round; every ``K_RECORD_EVERY``-th, record the sources' routing rows."""
+    ci[I_ROUNDS] += 1
+    every = ip[K_RECORD_EVERY]
+    if every > 0 and ci[I_ROUNDS] % every == 0:
+        m = ci[I_ROUTE_N]
+        route_t[m] = t
+        for k in range(sources.shape[0]):
+            for j in range(X.shape[1]):
+                route_x[m, k, j] = X[sources[k], j]
+        ci[I_ROUTE_N] = m + 1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
+def run_events(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
+               sv_f: np.ndarray, sv_i: np.ndarray, h_t: np.ndarray, h_i: np.ndarray,
+               tau: np.ndarray, W: np.ndarray, cum: np.ndarray, X: np.ndarray, av: np.ndarray,
+               nn_i: np.ndarray, mask: np.ndarray, hist_t: np.ndarray, hist_n: np.ndarray,
+               sources: np.ndarray, sess: np.ndarray, F: np.ndarray, G: np.ndarray,
+               F_lat: np.ndarray, G_lat: np.ndarray, rate: np.ndarray, leaf: np.ndarray,
+               series_t: np.ndarray, series_N: np.ndarray, est: np.ndarray,
+               route_t: np.ndarray, route_x: np.ndarray, ip: np.ndarray, fp: np.ndarray,
+               ci: np.ndarray, cf: np.ndarray, scratch_f: np.ndarray, scratch_b: np.ndarray,
+               scratch_i: np.ndarray, user_state: np.ndarray, leaf_rr: bool,
+               rng: np.random.Generator, user_observe, user_route) -> int:
+    """Run events in time order until the horizon (:data:`P_DONE`) or a pause (its code)."""
+    T, delta, saving = cf[F_T], cf[F_DELTA], cf[F_SAVING]
+    R = rq_f.shape[1]
+    read = ip[K_NEEDS_W] != 0
+    if ci[I_STARTED] == 0:  # the round at t = 0 (W is 0 everywhere: tables cover it)
+        probe_workloads(ce_i, tau, W, nn_i, hist_t, hist_n, sources, 0.0)
+        observe_round(ce_f, ce_i, tau, W, cum, X, av, mask, sources, F, G, ip, fp, ci, cf,
+                      scratch_f, scratch_b, user_state, 0.0, user_observe)
+        _record_routing(X, sources, ip, ci, route_t, route_x, 0.0)
+        ci[I_STARTED] = 1
+    while True:
+        if ci[I_HIST_FULL]:
+            ci[I_HIST_FULL] = 0
+            if compact_history(ce_i, nn_i, hist_t, hist_n, sources, read):
+                return P_GROW_HISTORY
+        if ci[I_HEAP_N] + 2 > h_t.shape[0]:
+            return P_GROW_HEAP
+        if ci[I_LEAF_POS] + 2 > leaf.shape[1]:
+            return P_LEAF_STREAM
+        r = ci[I_NEXT]
+        t_arr = rq_f[AT, r] if r < R else np.inf
+        t_ev = h_t[0] if ci[I_HEAP_N] > 0 else np.inf
+        if t_arr <= t_ev:  # the next arrival: route it onto the wire
+            if t_arr >= T:
+                return P_DONE
+            i, s = rq_i[SRC, r], rq_i[SESS, r]
+            j = route_request(ce_f, ce_i, tau, W, cum, av, mask, sess, F_lat, G_lat, ip, fp,
+                              cf, scratch_f, scratch_i, user_state, i, s, rng, user_route)
+            if j == NEED_SOLVE:
+                return P_MNLB_SOLVE
+            if j < 0 or j >= W.shape[0] or not mask[i, j]:
+                ci[I_BAD_SRC], ci[I_BAD_DST] = i, j
+                return P_BAD_ROUTE
+            ci[I_EVENTS] += 1
+            if s != NONE:
+                if sess[LAST_CELL, s] == j:
+                    rq_i[CACHED, r] = 1
+                    ci[I_CACHE_HITS] += 1
+                sess[LAST_CELL, s] = j
+            rq_i[DEST, r] = j
+            nn_i[ROUTED, i, j] += 1
+            ci[I_ON_WIRE] += 1
+            heap_push(h_t, h_i, ci, t_arr + tau[i, j], _ARRIVE, r, j)
+            ci[I_NEXT] = r + 1
+            continue
+        if t_ev >= T:
+            return P_DONE
+        kind, a, b = h_i[EV_KIND, 0], h_i[EV_A, 0], h_i[EV_B, 0]
+        if kind == _PROBE:
+            code = _probe_ready(ce_f, ce_i, tau, W, nn_i, hist_t, hist_n, sources, F, F_lat,
+                                ip, ci, route_t, t_ev)
+            if code != P_DONE:
+                return code
+        elif kind == _ARRIVE:
+            if ce_i[KIND, b] == KIND_RATE and ce_i[N, b] + 2 > rate.shape[0]:
+                ci[I_NEED] = ce_i[N, b] + 2
+                return P_RATE_TABLE
+        elif kind == _RECORD:
+            if ci[I_SERIES_N] >= series_t.shape[0]:
+                return P_GROW_SERIES
+        elif kind == _REFIT:
+            if not ci[I_DONE_FLAG]:
+                return P_REFIT
+        elif kind == _OUTAGE:
+            if ip[K_OUTAGE_PAUSE] and not ci[I_DONE_FLAG]:
+                return P_OUTAGE
+        ci[I_DONE_FLAG] = 0
+        heap_pop(h_t, h_i, ci)
+        ci[I_EVENTS] += 1
+        t = t_ev
+        if kind == _ARRIVE:
+            ci[I_ON_WIRE] -= 1
+            rq_f[T_CELL, a] = t
+            arrive_at_cell(rq_f, rq_i, ce_f, ce_i, sv_f, sv_i, h_t, h_i, hist_t, hist_n, leaf,
+                           rate, ci, T, saving, leaf_rr, a, b, t)
+        elif kind == _PROBE:
+            observe_round(ce_f, ce_i, tau, W, cum, X, av, mask, sources, F, G, ip, fp, ci, cf,
+                          scratch_f, scratch_b, user_state, t, user_observe)
+            _record_routing(X, sources, ip, ci, route_t, route_x, t)
+            heap_push(h_t, h_i, ci, t + delta, _PROBE, 0, 0)
+        elif kind == _REFIT:
+            heap_push(h_t, h_i, ci, t + cf[F_REFIT], _REFIT, 0, 0)
+        elif kind == _OUTAGE:
+            ce_i[ONLINE, a] = b
+        elif kind == _RECORD:
+            m = ci[I_SERIES_N]
+            series_t[m] = t
+            for j in range(W.shape[0]):
+                series_N[m, j] = ce_i[N, j]
+            ci[I_SERIES_N] = m + 1
+            heap_push(h_t, h_i, ci, t + cf[F_RECORD], _RECORD, 0, 0)
+        else:
+            serve_event(rq_f, rq_i, ce_f, ce_i, sv_f, sv_i, h_t, h_i, hist_t, hist_n, leaf,
+                        rate, est, ci, T, saving, kind, a, b, t)
