@@ -20,11 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import simplex
 from ..costs import CostKind, cell_cost, static_cost
 from ..errors import ParameterError
 from ..routers import CellView, MNLBState
 from ..workloads import Workload
+from . import _kernels_loop, _kernels_routers, _kernels_servers, _kernels_state
 from ._engine import residency_error
+from ._kernel_cache import drop_stale_kernel_caches
 from ._kernel_plan import KernelPlan
 from ._kernels_loop import run_events
 from ._kernels_routers import K_RECORD_EVERY, K_USES_F, K_USES_F_LAT
@@ -125,6 +128,9 @@ _LEAF_BLOCK = 1 << 16
 TABLE_LIMIT_BYTES = 1 << 30
 _KINDS = {ServerKind.APPENDIX_B: 0, ServerKind.MMC: 1, ServerKind.RATE: 2}
 
+drop_stale_kernel_caches((simplex, _kernels_state, _kernels_servers, _kernels_routers,
+                          _kernels_loop))
+
 
 def run_compiled(sc: Scenario, router: Any, plan: KernelPlan, T: float, streams: list,
                  arr: Workload, record_period: float, record_every: int = 0) -> RunRecords:
@@ -167,7 +173,7 @@ class _Run:
         self._requests(arr, R, src)
         self._cells()
         self._servers()
-        self.h_t, self.h_i = np.zeros(256), np.zeros((4, 256), dtype=np.int64)
+        self.h_t, self.h_i = np.zeros(256), np.zeros((256, 4), dtype=np.int64)
         self.ci, self.cf = np.zeros(N_I, dtype=np.int64), np.zeros(N_F)
         self.tau = np.ascontiguousarray(net.delays, dtype=float)
         self.mask = np.ascontiguousarray(net.adjacency, dtype=bool)
@@ -328,7 +334,7 @@ class _Run:
 
     def _grow_heap(self) -> None:
         size = 2 * self.h_t.shape[0]
-        self.h_t, self.h_i = _grow(self.h_t, size), _grow(self.h_i, size, 1)
+        self.h_t, self.h_i = _grow(self.h_t, size), _grow(self.h_i, size)
 
     def _grow_history(self) -> None:
         C = 2 * self.hist_t.shape[1]
@@ -390,7 +396,7 @@ class _Run:
 
     def _outage(self) -> None:
         """The online servers of a cell change: the models routers see follow (rescaled)."""
-        a, b = int(self.h_i[EV_A, 0]), int(self.h_i[EV_B, 0])
+        a, b = int(self.h_i[0, EV_A]), int(self.h_i[0, EV_B])
         self.cluster.online[a] = b
         self.models.outage(a)
         self.ci[I_STALE] = 1

@@ -188,7 +188,7 @@ def run_events(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.nd
             continue
         if t_ev >= T:
             return P_DONE
-        kind, a, b = h_i[EV_KIND, 0], h_i[EV_A, 0], h_i[EV_B, 0]
+        kind, a, b = h_i[0, EV_KIND], h_i[0, EV_A], h_i[0, EV_B]
         if kind == _PROBE:
             code = _probe_ready(ce_f, ce_i, tau, W, nn_i, hist_t, hist_n, sources, F, F_lat,
                                 ip, ci, route_t, t_ev)

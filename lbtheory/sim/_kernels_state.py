@@ -1,10 +1,11 @@
 """The compiled engine's state (issue 21): the reference engine's concepts as a few arrays, and
 the two data structures every event touches — the event heap and the workload history.
 
-Layout: one 2-D array per concept and dtype, one row per field (the row constants below), so a
-kernel takes a handful of plain array arguments. (Arrays inside a tuple cost numba an atomic
-reference count per field access — measured at ≈ 14 ns, which made a tuple-of-arrays engine
-spend 3 µs per event; plain arguments cost nothing.)
+Layout: one 2-D array per concept and dtype, one row per field (the row constants below), passed
+as plain arguments. The loop (:func:`~._kernels_loop.run_events`) is compiled without numba's
+reference counting (``_nrt=False``): the kernels allocate nothing and only index arrays the
+driver owns. (A tuple-of-arrays engine with reference counting spent 3 µs per event in atomic
+increments — 86 % of its time in a profile; this one spends ≈ 0.2 µs.)
 
 * requests: ``rq_f`` float64 (9, R), ``rq_i`` int64 (6, R) — inputs and records of the
   reference's :class:`~._records.Records`;
@@ -13,9 +14,11 @@ spend 3 µs per event; plain arguments cost nothing.)
 * servers: ``sv_f`` float64 (1, S), ``sv_i`` int64 (9, S) — busy slots, prefill engine,
   outstanding load, FIFO queues (linked lists through ``rq_i[NXT]``: a request waits in at most
   one queue);
-* the network and per-(source, cell) state: ``nn_f`` float64 (5, n, n), ``nn_i`` int64
-  (2, n, n), ``mask`` bool (n, n);
-* the clock: ``h_t`` float64 (cap,) and ``h_i`` int64 (4, cap) — a binary heap keyed by
+* the network and per-(source i, cell j) state, (n, n) each: ``tau`` one-way delays (s),
+  ``mask`` residency (bool), ``W`` probed workloads, ``cum`` / ``X`` / ``av`` the routers'
+  cumulative weights, flow rows and aversion (:mod:`._kernels_routers`); ``nn_i`` int64
+  (2, n, n): routed counts and probe cursors;
+* the clock: ``h_t`` float64 (cap,) and ``h_i`` int64 (cap, 4) — a binary heap keyed by
   (time s, push sequence) with payload (kind, a, b): ties in time come out in push order, like
   the reference's ``heapq``;
 * the workload history ``hist_t`` / ``hist_n`` (n, C): per cell the changes of N_j since the
@@ -54,11 +57,9 @@ K, ONLINE, BASE, KIND, SLOTS, LIMIT, RR_NEXT, N, ERRORS, RQ_HEAD, RQ_TAIL, VERSI
 # for a slot / the prefill engine, queue for a decode slot (head, tail, length)
 LOAD = 0
 CELL, BUSY, PRE_BUSY, Q_HEAD, Q_TAIL, Q_LEN, D_HEAD, D_TAIL, D_LEN = range(9)
-# -- nn_f planes: one-way delay τ (s), probed workloads W (source rows), cumulative routing
-# weights, flow routing rows, aversion probabilities; nn_i planes: routed counts, cursors
-TAU, W, CUM, X, AVERSION = range(5)
+# -- nn_i planes: routed counts i → j, probe cursors
 ROUTED, CURSOR = range(2)
-# -- h_i rows
+# -- h_i columns
 SEQ, EV_KIND, EV_A, EV_B = range(4)
 
 # -- ci: int64 scalars ---------------------------------------------------------------------
@@ -122,8 +123,8 @@ KIND_APPENDIX_B, KIND_MMC, KIND_RATE = 0, 1, 2
 @njit(cache=True, inline="always", error_model="numpy")
 def _move(h_t: np.ndarray, h_i: np.ndarray, dst: int, src: int) -> None:
     h_t[dst] = h_t[src]
-    h_i[SEQ, dst], h_i[EV_KIND, dst] = h_i[SEQ, src], h_i[EV_KIND, src]
-    h_i[EV_A, dst], h_i[EV_B, dst] = h_i[EV_A, src], h_i[EV_B, src]
+    h_i[dst, SEQ], h_i[dst, EV_KIND] = h_i[src, SEQ], h_i[src, EV_KIND]
+    h_i[dst, EV_A], h_i[dst, EV_B] = h_i[src, EV_A], h_i[src, EV_B]
 
 
 @njit(cache=True, error_model="numpy")
@@ -141,7 +142,7 @@ def heap_push(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray, t: float, kind: 
         _move(h_t, h_i, i, p)
         i = p
     h_t[i] = t
-    h_i[SEQ, i], h_i[EV_KIND, i], h_i[EV_A, i], h_i[EV_B, i] = seq, kind, a, b
+    h_i[i, SEQ], h_i[i, EV_KIND], h_i[i, EV_A], h_i[i, EV_B] = seq, kind, a, b
 
 
 @njit(cache=True, error_model="numpy")
@@ -151,22 +152,22 @@ def heap_pop(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray) -> None:
     ci[I_HEAP_N] = m
     if m == 0:
         return
-    t, seq = h_t[m], h_i[SEQ, m]
-    kind, a, b = h_i[EV_KIND, m], h_i[EV_A, m], h_i[EV_B, m]
+    t, seq = h_t[m], h_i[m, SEQ]
+    kind, a, b = h_i[m, EV_KIND], h_i[m, EV_A], h_i[m, EV_B]
     i = 0
     while True:
         c = 2 * i + 1
         if c >= m:
             break
         if c + 1 < m and (h_t[c + 1] < h_t[c] or
-                          (h_t[c + 1] == h_t[c] and h_i[SEQ, c + 1] < h_i[SEQ, c])):
+                          (h_t[c + 1] == h_t[c] and h_i[c + 1, SEQ] < h_i[c, SEQ])):
             c += 1
-        if t < h_t[c] or (t == h_t[c] and seq < h_i[SEQ, c]):
+        if t < h_t[c] or (t == h_t[c] and seq < h_i[c, SEQ]):
             break
         _move(h_t, h_i, i, c)
         i = c
     h_t[i] = t
-    h_i[SEQ, i], h_i[EV_KIND, i], h_i[EV_A, i], h_i[EV_B, i] = seq, kind, a, b
+    h_i[i, SEQ], h_i[i, EV_KIND], h_i[i, EV_A], h_i[i, EV_B] = seq, kind, a, b
 
 
 # -- the workload history ------------------------------------------------------------------
