@@ -134,3 +134,21 @@ def test_trace_replay_and_normalised_output(capsys):
     assert "mean/rand" in lines[1] and lines[2].split()[-2:] == ["1.000", "1.000"]
     assert main(["simulate", str(EXAMPLE), "--policy", "jsq", "--normalise"]) == 2
     assert "add 'rand' to --policy" in capsys.readouterr().err
+
+
+def test_engine_flag_picks_the_engine_and_both_give_the_same_numbers(capsys):
+    argv = ["simulate", str(EXAMPLE), "--policy", "flow-grad,p2c", "--duration", "100", "--json"]
+    comp = run_json(capsys, *argv)
+    ref = run_json(capsys, *argv, "--engine", "reference")
+    for pol in ("flow-grad", "p2c"):
+        assert (comp["policies"][pol].pop("engine"), ref["policies"][pol].pop("engine")) == \
+            ("compiled", "reference")
+        comp["policies"][pol].pop("wall_seconds")
+        ref["policies"][pol].pop("wall_seconds")
+    assert comp == ref
+
+
+def test_a_run_over_the_request_limit_is_one_error_line(capsys):
+    assert main(["simulate", str(EXAMPLE), "--duration", "1e9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "MAX_REQUESTS" in err[0]

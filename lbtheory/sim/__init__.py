@@ -25,7 +25,9 @@ reference engine otherwise (``SimResult.engine`` / ``engine_note`` say which and
 
 from ._appendix_b import EVENT_WINDOW, appendix_b_scenario
 from ._arrivals import (
+    MAX_REQUESTS,
     arrivals_from_trace,
+    check_request_count,
     expected_arrivals,
     generate_arrivals,
     seed_streams,
@@ -47,11 +49,11 @@ from ._scenario import (
     load_scenario,
     scenario_from_dict,
 )
-from ._simulate import MAX_PERIODS, MAX_REQUESTS, MAX_SERIES_VALUES, Engine, simulate
+from ._simulate import MAX_PERIODS, MAX_SERIES_VALUES, Engine, check_run_size, simulate
 
 __all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "ServerKind", "LeafPolicy",
            "TokenDist", "Burst", "Outage", "Affinity", "load_scenario", "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
            "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter",
            "MAX_REQUESTS", "MAX_SERIES_VALUES", "MAX_PERIODS", "TABLE_LIMIT_BYTES",
-           "expected_arrivals"]
+           "expected_arrivals", "check_request_count", "check_run_size"]

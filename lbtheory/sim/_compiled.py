@@ -15,7 +15,7 @@ so the same (scenario, router, seed, arrivals) give bit-identical per-request re
 from __future__ import annotations
 
 import types
-from collections import deque
+from collections import Counter, deque
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from . import _kernels_loop, _kernels_routers, _kernels_servers, _kernels_state
 from ._engine import residency_error
 from ._kernel_cache import drop_stale_kernel_caches
 from ._kernel_plan import KernelPlan
-from ._kernels_loop import run_events
+from ._kernels_loop import run_events, run_events_user
 from ._kernels_routers import K_RECORD_EVERY, K_USES_F, K_USES_F_LAT
 from ._kernels_state import (
     AT,
@@ -121,6 +121,8 @@ from ._servers import cell_utilisation
 
 __all__ = ["run_compiled", "TABLE_LIMIT_BYTES"]
 
+#: first capacity of the series and routing records (rows; doubled when full).
+_FIRST_ROWS = 1024
 #: draws of the leaf stream fetched at a time (uniforms + log1p, 16 bytes each).
 _LEAF_BLOCK = 1 << 16
 #: a cost or rate table may take at most this much memory (bytes); a run whose workloads need
@@ -166,6 +168,7 @@ class _Run:
         self.cluster = types.SimpleNamespace(k=list(self.k), online=list(self.k))
         self.models = SeenModels(sc, self.cluster, streams[3])
         self.program = None  # MNLB's LP, built at the first solve
+        self.pauses: Counter[int] = Counter()  # returns to Python, by P_* code
         src = arr.source[:R] if arr.source is not None else np.zeros(R, dtype=np.int64)
         lam = net.arrival_rates
         self.sources = sorted({int(s) for s in np.unique(src)} | {i for i in range(n)
@@ -185,8 +188,9 @@ class _Run:
         plan.ip[K_RECORD_EVERY] = record_every
         self._router_arrays(state)
         est = sc.estimation
-        m = max(1, int(T / record_period) + 3)
-        cap_r = (max(1, int(T / sc.probe_period_s / record_every) + 3) if record_every else 0)
+        m = min(int(T / record_period) + 3, _FIRST_ROWS)  # then doubled as needed
+        cap_r = min(int(T / sc.probe_period_s / record_every) + 3, _FIRST_ROWS) \
+            if record_every else 0
         self.series_t, self.series_N = np.zeros(m), np.zeros((m, n), dtype=np.int64)
         self.est = np.zeros((2, n, est.window if est else 0))
         self.route_t = np.zeros(cap_r)
@@ -318,8 +322,9 @@ class _Run:
                     P_LEAF_STREAM: self._refill_leaf, P_BAD_ROUTE: self._bad_route}
         p = self.plan
         leaf_rr = self.sc.leaf_policy == "rr"
+        loop = run_events if p.user_route is None else run_events_user
         while True:
-            code = run_events(
+            code = loop(
                 self.rq_f, self.rq_i, self.ce_f, self.ce_i, self.sv_f, self.sv_i, self.h_t,
                 self.h_i, self.tau, self.W, self.cum, self.X, self.av, self.nn_i, self.mask,
                 self.hist_t, self.hist_n, self.src_arr, self.sess, self.F, self.G, self.F_lat,
@@ -330,6 +335,7 @@ class _Run:
                 p.user_route)
             if code == P_DONE:
                 return
+            self.pauses[code] += 1
             handlers[code]()
 
     def _grow_heap(self) -> None:

@@ -35,7 +35,9 @@ functions run on the reference engine through the router contract (``init`` / ``
 / ``route``), so both engines give the same per-request outcomes. The compiled engine
 specialises its loop to your functions on their first use in a process (numba cannot cache a
 loop that calls another function given at run time): expect a compile of about the engine's own
-first-call time, once per process; the registry's policies are cached on disk.
+first-call time, once per process; the registry's policies are cached on disk. That loop keeps
+numba's reference counting, so your kernels may allocate arrays (the built-in loop runs without
+it, ≈ 2× faster).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ from ._kernels_state import (
 )
 from ._records import Event
 
-__all__ = ["run_events"]
+__all__ = ["run_events", "run_events_user"]
 
 _ARRIVE, _PROBE, _OUTAGE = int(Event.ARRIVE), int(Event.PROBE), int(Event.OUTAGE)
 _RECORD, _REFIT = int(Event.RECORD), int(Event.REFIT)
@@ -235,3 +235,9 @@ def run_events(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.nd
         else:
             serve_event(rq_f, rq_i, ce_f, ce_i, sv_f, sv_i, h_t, h_i, hist_t, hist_n, leaf,
                         rate, est, ci, T, saving, kind, a, b, t)
+
+
+#: :func:`run_events` with numba's reference counting, for a user's kernels
+#: (:class:`~lbtheory.sim.KernelRouter`), which may allocate; specialised to their functions
+#: on first use in a process (not cached: numba cannot cache a loop that takes functions).
+run_events_user = njit(error_model="numpy")(run_events.py_func)

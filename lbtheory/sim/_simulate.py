@@ -22,14 +22,13 @@ Limits, checked before anything is generated: at most :data:`MAX_REQUESTS` reque
 from __future__ import annotations
 
 import enum
-import math
 import time as _time
 from typing import Any
 
 from .._checks import check_int, check_option, check_real, check_seed
 from ..errors import ParameterError
 from ..workloads import Workload
-from ._arrivals import expected_arrivals, generate_arrivals, seed_streams
+from ._arrivals import MAX_REQUESTS, check_request_count, generate_arrivals, seed_streams
 from ._compiled import run_compiled
 from ._engine import run_reference
 from ._kernel_plan import plan_kernel
@@ -41,9 +40,6 @@ __all__ = ["simulate", "Engine", "MAX_REQUESTS", "MAX_SERIES_VALUES", "MAX_PERIO
 
 #: number of points of the sampled workload series when no period is given.
 DEFAULT_SERIES_POINTS = 400
-#: requests one run may hold (expected arrivals + 6 sd, or the given arrivals): ≈ 4 GB of
-#: per-request arrays in the compiled engine, ≈ 9 GB in the reference.
-MAX_REQUESTS = 20_000_000
 #: sampled workload values one run may record (points × cells, 8 bytes each: 400 MB).
 MAX_SERIES_VALUES = 50_000_000
 #: a horizon of more probe periods than this is refused: the float64 clock's step t + δ would
@@ -128,15 +124,7 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
 def check_run_size(scenario: Scenario, T: float, record_period_s: float,
                    arrivals: Workload | None) -> None:
     """Refuse, before anything is generated, a run over the limits of the module docstring."""
-    if arrivals is not None:
-        count = float(len(arrivals))
-    else:
-        mean = expected_arrivals(scenario, T)
-        count = mean + 6.0 * math.sqrt(mean)
-    if count > MAX_REQUESTS:
-        raise ParameterError(f"duration_s: {T:g} s of this scenario is about {count:,.0f} "
-                             f"requests, over the limit of {MAX_REQUESTS:,} per run "
-                             f"(lbtheory.sim.MAX_REQUESTS, ≈ 4 GB); split the horizon")
+    check_request_count(scenario, T, None if arrivals is None else float(len(arrivals)))
     points = T / record_period_s
     if points * scenario.network.n > MAX_SERIES_VALUES:
         raise ParameterError(f"record_period_s: {points:,.0f} samples of {scenario.network.n} "
