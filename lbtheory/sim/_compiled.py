@@ -123,7 +123,7 @@ __all__ = ["run_compiled", "TABLE_LIMIT_BYTES"]
 
 #: first capacity of the series and routing records (rows; doubled when full).
 _FIRST_ROWS = 1024
-#: draws of the leaf stream fetched at a time (uniforms + log1p, 16 bytes each).
+#: most draws of the leaf stream fetched at a time (uniforms + log1p, 16 bytes each).
 _LEAF_BLOCK = 1 << 16
 #: a cost or rate table may take at most this much memory (bytes); a run whose workloads need
 #: more (a queue of millions of requests) is refused with a ParameterError naming the limit.
@@ -195,7 +195,7 @@ class _Run:
         self.est = np.zeros((2, n, est.window if est else 0))
         self.route_t = np.zeros(cap_r)
         self.route_x = np.zeros((cap_r, len(self.sources), n))
-        self.leaf = np.zeros((2, 0))
+        self.leaf, self._leaf_block = np.zeros((2, 0)), 512
         cf = self.cf
         cf[F_T], cf[F_DELTA], cf[F_RECORD] = self.T, sc.probe_period_s, float(record_period)
         cf[F_REFIT] = est.period_s if est else 0.0
@@ -366,7 +366,8 @@ class _Run:
     def _refill_leaf(self) -> None:
         """Append a block of the leaf stream (uniforms, numpy's log1p(−u)) to the unused rest."""
         pos = int(self.ci[I_LEAF_POS])
-        u = self.leaf_rng.random(_LEAF_BLOCK)
+        self._leaf_block = min(_LEAF_BLOCK, 2 * self._leaf_block)  # short runs draw little
+        u = self.leaf_rng.random(self._leaf_block)
         self.leaf = np.concatenate([self.leaf[:, pos:], np.stack([u, np.log1p(-u)])], axis=1)
         self.ci[I_LEAF_POS] = 0
 

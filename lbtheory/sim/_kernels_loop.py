@@ -89,9 +89,11 @@ __all__ = ["run_events", "run_events_user"]
 
 _ARRIVE, _PROBE, _OUTAGE = int(Event.ARRIVE), int(Event.PROBE), int(Event.OUTAGE)
 _RECORD, _REFIT = int(Event.RECORD), int(Event.REFIT)
+#: the probe round at t = 0 (a pseudo event kind: not in the heap, not counted).
+_ROUND0 = -1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _probe_ready(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
                  nn_i: np.ndarray, hist_t: np.ndarray, hist_n: np.ndarray, sources: np.ndarray,
                  F: np.ndarray, F_lat: np.ndarray, ip: np.ndarray, ci: np.ndarray,
@@ -114,7 +116,7 @@ def _probe_ready(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndar
     return P_DONE
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _record_routing(X: np.ndarray, sources: np.ndarray, ip: np.ndarray, ci: np.ndarray,
                     route_t: np.ndarray, route_x: np.ndarray, t: float) -> None:
     """Count the round; every ``K_RECORD_EVERY``-th, record the sources' routing rows."""
@@ -129,6 +131,57 @@ def _record_routing(X: np.ndarray, sources: np.ndarray, ip: np.ndarray, ci: np.n
         ci[I_ROUTE_N] = m + 1
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _route_arrival(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
+                   h_t: np.ndarray, h_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
+                   cum: np.ndarray, av: np.ndarray, nn_i: np.ndarray, mask: np.ndarray,
+                   sess: np.ndarray, F_lat: np.ndarray, G_lat: np.ndarray, ip: np.ndarray,
+                   fp: np.ndarray, ci: np.ndarray, cf: np.ndarray, scratch_f: np.ndarray,
+                   scratch_i: np.ndarray, user_state: np.ndarray, r: int, t: float,
+                   rng: np.random.Generator, user_route) -> int:
+    """Request r reaches its source's root at t: route it onto the wire (or pause)."""
+    i, s = rq_i[SRC, r], rq_i[SESS, r]
+    j = route_request(ce_f, ce_i, tau, W, cum, av, mask, sess, F_lat, G_lat, ip, fp, cf,
+                      scratch_f, scratch_i, user_state, i, s, rng, user_route)
+    if j == NEED_SOLVE:
+        return P_MNLB_SOLVE
+    if j < 0 or j >= W.shape[0] or not mask[i, j]:
+        ci[I_BAD_SRC], ci[I_BAD_DST] = i, j
+        return P_BAD_ROUTE
+    ci[I_EVENTS] += 1
+    if s != NONE:
+        if sess[LAST_CELL, s] == j:
+            rq_i[CACHED, r] = 1
+            ci[I_CACHE_HITS] += 1
+        sess[LAST_CELL, s] = j
+    rq_i[DEST, r] = j
+    nn_i[ROUTED, i, j] += 1
+    ci[I_ON_WIRE] += 1
+    heap_push(h_t, h_i, ci, t + tau[i, j], _ARRIVE, r, j)
+    ci[I_NEXT] = r + 1
+    return P_DONE
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _event_ready(ce_i: np.ndarray, rate: np.ndarray, series_t: np.ndarray, ip: np.ndarray,
+                 ci: np.ndarray, kind: int, b: int) -> int:
+    """Checks before an event other than a probe round: P_DONE, or the pause it needs."""
+    if kind == _ARRIVE:
+        if ce_i[KIND, b] == KIND_RATE and ce_i[N, b] + 2 > rate.shape[0]:
+            ci[I_NEED] = ce_i[N, b] + 2
+            return P_RATE_TABLE
+    elif kind == _RECORD:
+        if ci[I_SERIES_N] >= series_t.shape[0]:
+            return P_GROW_SERIES
+    elif kind == _REFIT:
+        if not ci[I_DONE_FLAG]:
+            return P_REFIT
+    elif kind == _OUTAGE:
+        if ip[K_OUTAGE_PAUSE] and not ci[I_DONE_FLAG]:
+            return P_OUTAGE
+    return P_DONE
+
+
 @njit(cache=True, error_model="numpy", _nrt=False)
 def run_events(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
                sv_f: np.ndarray, sv_i: np.ndarray, h_t: np.ndarray, h_i: np.ndarray,
@@ -141,16 +194,13 @@ def run_events(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.nd
                ci: np.ndarray, cf: np.ndarray, scratch_f: np.ndarray, scratch_b: np.ndarray,
                scratch_i: np.ndarray, user_state: np.ndarray, leaf_rr: bool,
                rng: np.random.Generator, user_observe, user_route) -> int:
-    """Run events in time order until the horizon (:data:`P_DONE`) or a pause (its code)."""
+    """Run events in time order until the horizon (:data:`P_DONE`) or a pause (its code).
+
+    The first call starts with the probe round at t = 0 (not an event, as in the reference).
+    Every helper is inlined: one function, no reference counting (``_nrt=False``)."""
     T, delta, saving = cf[F_T], cf[F_DELTA], cf[F_SAVING]
     R = rq_f.shape[1]
     read = ip[K_NEEDS_W] != 0
-    if ci[I_STARTED] == 0:  # the round at t = 0 (W is 0 everywhere: tables cover it)
-        probe_workloads(ce_i, tau, W, nn_i, hist_t, hist_n, sources, 0.0)
-        observe_round(ce_f, ce_i, tau, W, cum, X, av, mask, sources, F, G, ip, fp, ci, cf,
-                      scratch_f, scratch_b, user_state, 0.0, user_observe)
-        _record_routing(X, sources, ip, ci, route_t, route_x, 0.0)
-        ci[I_STARTED] = 1
     while True:
         if ci[I_HIST_FULL]:
             ci[I_HIST_FULL] = 0
@@ -160,67 +210,48 @@ def run_events(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.nd
             return P_GROW_HEAP
         if ci[I_LEAF_POS] + 2 > leaf.shape[1]:
             return P_LEAF_STREAM
-        r = ci[I_NEXT]
-        t_arr = rq_f[AT, r] if r < R else np.inf
-        t_ev = h_t[0] if ci[I_HEAP_N] > 0 else np.inf
-        if t_arr <= t_ev:  # the next arrival: route it onto the wire
-            if t_arr >= T:
+        if ci[I_STARTED] == 0:
+            kind, a, b, t = _ROUND0, 0, 0, 0.0
+        else:
+            r = ci[I_NEXT]
+            t_arr = rq_f[AT, r] if r < R else np.inf
+            t = h_t[0] if ci[I_HEAP_N] > 0 else np.inf
+            if t_arr <= t:  # the next arrival: route it onto the wire
+                if t_arr >= T:
+                    return P_DONE
+                code = _route_arrival(rq_f, rq_i, ce_f, ce_i, h_t, h_i, tau, W, cum, av, nn_i,
+                                      mask, sess, F_lat, G_lat, ip, fp, ci, cf, scratch_f,
+                                      scratch_i, user_state, r, t_arr, rng, user_route)
+                if code != P_DONE:
+                    return code
+                continue
+            if t >= T:
                 return P_DONE
-            i, s = rq_i[SRC, r], rq_i[SESS, r]
-            j = route_request(ce_f, ce_i, tau, W, cum, av, mask, sess, F_lat, G_lat, ip, fp,
-                              cf, scratch_f, scratch_i, user_state, i, s, rng, user_route)
-            if j == NEED_SOLVE:
-                return P_MNLB_SOLVE
-            if j < 0 or j >= W.shape[0] or not mask[i, j]:
-                ci[I_BAD_SRC], ci[I_BAD_DST] = i, j
-                return P_BAD_ROUTE
-            ci[I_EVENTS] += 1
-            if s != NONE:
-                if sess[LAST_CELL, s] == j:
-                    rq_i[CACHED, r] = 1
-                    ci[I_CACHE_HITS] += 1
-                sess[LAST_CELL, s] = j
-            rq_i[DEST, r] = j
-            nn_i[ROUTED, i, j] += 1
-            ci[I_ON_WIRE] += 1
-            heap_push(h_t, h_i, ci, t_arr + tau[i, j], _ARRIVE, r, j)
-            ci[I_NEXT] = r + 1
-            continue
-        if t_ev >= T:
-            return P_DONE
-        kind, a, b = h_i[0, EV_KIND], h_i[0, EV_A], h_i[0, EV_B]
-        if kind == _PROBE:
+            kind, a, b = h_i[0, EV_KIND], h_i[0, EV_A], h_i[0, EV_B]
+        if kind == _PROBE or kind == _ROUND0:
             code = _probe_ready(ce_f, ce_i, tau, W, nn_i, hist_t, hist_n, sources, F, F_lat,
-                                ip, ci, route_t, t_ev)
-            if code != P_DONE:
-                return code
-        elif kind == _ARRIVE:
-            if ce_i[KIND, b] == KIND_RATE and ce_i[N, b] + 2 > rate.shape[0]:
-                ci[I_NEED] = ce_i[N, b] + 2
-                return P_RATE_TABLE
-        elif kind == _RECORD:
-            if ci[I_SERIES_N] >= series_t.shape[0]:
-                return P_GROW_SERIES
-        elif kind == _REFIT:
-            if not ci[I_DONE_FLAG]:
-                return P_REFIT
-        elif kind == _OUTAGE:
-            if ip[K_OUTAGE_PAUSE] and not ci[I_DONE_FLAG]:
-                return P_OUTAGE
+                                ip, ci, route_t, t)
+        else:
+            code = _event_ready(ce_i, rate, series_t, ip, ci, kind, b)
+        if code != P_DONE:
+            return code
         ci[I_DONE_FLAG] = 0
-        heap_pop(h_t, h_i, ci)
-        ci[I_EVENTS] += 1
-        t = t_ev
+        if kind == _ROUND0:
+            ci[I_STARTED] = 1
+        else:
+            heap_pop(h_t, h_i, ci)
+            ci[I_EVENTS] += 1
         if kind == _ARRIVE:
             ci[I_ON_WIRE] -= 1
             rq_f[T_CELL, a] = t
             arrive_at_cell(rq_f, rq_i, ce_f, ce_i, sv_f, sv_i, h_t, h_i, hist_t, hist_n, leaf,
                            rate, ci, T, saving, leaf_rr, a, b, t)
-        elif kind == _PROBE:
+        elif kind == _PROBE or kind == _ROUND0:
             observe_round(ce_f, ce_i, tau, W, cum, X, av, mask, sources, F, G, ip, fp, ci, cf,
                           scratch_f, scratch_b, user_state, t, user_observe)
             _record_routing(X, sources, ip, ci, route_t, route_x, t)
-            heap_push(h_t, h_i, ci, t + delta, _PROBE, 0, 0)
+            if kind == _PROBE:
+                heap_push(h_t, h_i, ci, t + delta, _PROBE, 0, 0)
         elif kind == _REFIT:
             heap_push(h_t, h_i, ci, t + cf[F_REFIT], _REFIT, 0, 0)
         elif kind == _OUTAGE:

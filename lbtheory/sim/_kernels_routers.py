@@ -130,7 +130,7 @@ def _aversion_control(ce_f: np.ndarray, av: np.ndarray, mask: np.ndarray, source
     cf[F_NEXT_AVERT] = t + fp[R_AV_PERIOD]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def observe_round(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
                   cum: np.ndarray, X: np.ndarray, av: np.ndarray, mask: np.ndarray,
                   sources: np.ndarray, F: np.ndarray, G: np.ndarray, ip: np.ndarray,
@@ -180,7 +180,7 @@ def observe_round(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.nda
         user_observe(t, W, ce_f[PROBED_K], tau, mask, sources, user_state)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _sample(cum: np.ndarray, i: int, rng: np.random.Generator) -> int:
     """:func:`lbtheory.routers.sample_index` on row i (one uniform, bisect right, zero weights
     skipped)."""
@@ -344,7 +344,7 @@ def _route_averse(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.nda
     return _sample(scratch_f, 1, rng)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def route_request(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
                   cum: np.ndarray, av: np.ndarray, mask: np.ndarray, sess: np.ndarray,
                   F_lat: np.ndarray, G_lat: np.ndarray, ip: np.ndarray, fp: np.ndarray,

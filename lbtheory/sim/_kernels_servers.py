@@ -77,7 +77,7 @@ _DECODE_DONE, _RATE_DONE = int(Event.DECODE_DONE), int(Event.RATE_DONE)
 _ALPHA = ERROR_EMA_ALPHA
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _leaf(ce_i: np.ndarray, sv_f: np.ndarray, leaf: np.ndarray, leaf_rr: bool, ci: np.ndarray,
           j: int) -> int:
     """The server of cell j a request goes to (:meth:`~._servers.Cluster.leaf`)."""
@@ -113,7 +113,7 @@ def _reject(rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray, ci: np.ndarray
     ce_f[ERR_EMA, j] += _ALPHA * (1.0 - ce_f[ERR_EMA, j])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _finish(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
             hist_t: np.ndarray, hist_n: np.ndarray, est: np.ndarray, ci: np.ndarray, r: int,
             j: int, t: float) -> None:
@@ -184,7 +184,7 @@ def _schedule_rate(ce_i: np.ndarray, rate: np.ndarray, leaf: np.ndarray, h_t: np
         heap_push(h_t, h_i, ci, t - leaf[1, p] / rate[Nj, j], _RATE_DONE, j, ce_i[VERSION, j])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def arrive_at_cell(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
                    sv_f: np.ndarray, sv_i: np.ndarray, h_t: np.ndarray, h_i: np.ndarray,
                    hist_t: np.ndarray, hist_n: np.ndarray, leaf: np.ndarray, rate: np.ndarray,
@@ -225,7 +225,7 @@ def arrive_at_cell(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: n
     rq_f[N_ARR, r] = ce_i[N, j]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def serve_event(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
                 sv_f: np.ndarray, sv_i: np.ndarray, h_t: np.ndarray, h_i: np.ndarray,
                 hist_t: np.ndarray, hist_n: np.ndarray, leaf: np.ndarray, rate: np.ndarray,

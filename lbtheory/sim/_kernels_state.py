@@ -127,7 +127,7 @@ def _move(h_t: np.ndarray, h_i: np.ndarray, dst: int, src: int) -> None:
     h_i[dst, EV_A], h_i[dst, EV_B] = h_i[src, EV_A], h_i[src, EV_B]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def heap_push(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray, t: float, kind: int, a: int,
               b: int) -> None:
     """Schedule event ``kind`` with arguments (a, b) at time t (s); the caller checked room."""
@@ -145,7 +145,7 @@ def heap_push(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray, t: float, kind: 
     h_i[i, SEQ], h_i[i, EV_KIND], h_i[i, EV_A], h_i[i, EV_B] = seq, kind, a, b
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def heap_pop(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray) -> None:
     """Remove the top event (read it at index 0 first)."""
     m = ci[I_HEAP_N] - 1
@@ -171,7 +171,7 @@ def heap_pop(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray) -> None:
 
 
 # -- the workload history ------------------------------------------------------------------
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def set_workload(ce_i: np.ndarray, hist_t: np.ndarray, hist_n: np.ndarray, ci: np.ndarray,
                  j: int, t: float, delta: int) -> None:
     """N_j += delta at time t (s), kept in the history probes read (one entry per time)."""
