@@ -41,7 +41,7 @@ from .errors import StepsizeError
 
 __all__ = ["project_simplex", "project_tangent_cone", "simplex_argmin", "flow_update",
            "project_row_kernel", "flow_update_row_kernel", "argmin_row_kernel",
-           "masked_sum_kernel", "KERNEL_MAX_ROW"]
+           "masked_sum_kernel"]
 
 #: Relative tolerance under which two costs count as tied in :func:`simplex_argmin`.
 TIE_RTOL = 1e-12
@@ -361,56 +361,17 @@ def _masked_block(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
     return res
 
 
-@njit(cache=True, error_model="numpy")
-def _masked_split(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
-    """One level of numpy's recursion: halves at n/2 rounded down to a multiple of 8."""
-    if n <= 128:
-        return _masked_block(v, S, lo, n)
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _masked_block(v, S, lo, n2) + _masked_block(v, S, lo + n2, n - n2)
-
-
-@njit(cache=True, error_model="numpy")
-def _masked_split2(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
-    if n <= 128:
-        return _masked_block(v, S, lo, n)
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _masked_split(v, S, lo, n2) + _masked_split(v, S, lo + n2, n - n2)
-
-
-@njit(cache=True, error_model="numpy")
-def _masked_split3(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
-    if n <= 128:
-        return _masked_block(v, S, lo, n)
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _masked_split2(v, S, lo, n2) + _masked_split2(v, S, lo + n2, n - n2)
-
-
-@njit(cache=True, error_model="numpy")
-def _masked_split4(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
-    if n <= 128:
-        return _masked_block(v, S, lo, n)
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _masked_split3(v, S, lo, n2) + _masked_split3(v, S, lo + n2, n - n2)
-
-
-#: the compiled kernels sum rows of at most this many entries in numpy's order (numpy's
-#: recursion unrolled four levels: blocks of ≤ 128 entries).
-KERNEL_MAX_ROW = 1920
-
-
-@njit(cache=True, error_model="numpy")
+@njit("float64(float64[::1], boolean[::1], int64, int64)", cache=True, error_model="numpy")
 def masked_sum_kernel(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
     """Σ_{j∈[lo, lo+n)} (v_j if S_j else 0) in numpy's order (``np.where(S, v, 0).sum()``):
-    blocks of ≤ 128 (:func:`_masked_block`), larger ranges split at n/2 rounded down to a
-    multiple of 8 and the halves added — numpy's recursion, unrolled for n ≤
-    :data:`KERNEL_MAX_ROW` (no allocation, no recursion: the kernels run without numba's
-    reference counting)."""
-    return _masked_split4(v, S, lo, n)
+    blocks of ≤ 128 (:func:`_masked_block`); a larger range is split at n/2 rounded down to a
+    multiple of 8 and the halves added — numpy's recursion (numba recurses only with a declared
+    signature, so this one compiles when the module is imported: C-contiguous rows)."""
+    if n <= 128:
+        return _masked_block(v, S, lo, n)
+    n2 = n // 2
+    n2 -= n2 % 8
+    return masked_sum_kernel(v, S, lo, n2) + masked_sum_kernel(v, S, lo + n2, n - n2)
 
 
 @njit(cache=True, error_model="numpy")

@@ -32,19 +32,8 @@ from lbtheory.sim import (
     scenario_from_dict,
     simulate,
 )
+from lbtheory.sim import _kernels_state as ks
 from lbtheory.sim._kernels_routers import _floyd_choice, draw_below
-from lbtheory.sim._kernels_state import (
-    P_COST_TABLE,
-    P_GROW_HEAP,
-    P_GROW_HISTORY,
-    P_GROW_ROUTING,
-    P_GROW_SERIES,
-    P_LEAF_STREAM,
-    P_MNLB_SOLVE,
-    P_OUTAGE,
-    P_RATE_TABLE,
-    P_REFIT,
-)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_sim import _fluid_scenario, one_cell, three_cells_with_residency  # noqa: E402
@@ -160,8 +149,8 @@ def test_every_pause_of_the_compiled_loop(monkeypatch):
     a, b = both(busy_pair(), lambda: make_router("flow-lat"), 10.0, **kw)
     assert_same_run(a, b)
     (p,) = seen
-    for code in (P_GROW_HEAP, P_GROW_HISTORY, P_GROW_SERIES, P_GROW_ROUTING, P_COST_TABLE,
-                 P_LEAF_STREAM):
+    for code in (ks.P_GROW_HEAP, ks.P_GROW_HISTORY, ks.P_GROW_SERIES, ks.P_GROW_ROUTING,
+                 ks.P_COST_TABLE, ks.P_LEAF_STREAM):
         assert p.get(code, 0) >= 1, (code, p)
     assert a.requests > 35_000 and a.series_t.size > 9_000
     assert a.mean_workload.max() > 64  # beyond the first cost table
@@ -178,9 +167,10 @@ def test_rate_table_refits_outages_and_lp_pauses(monkeypatch):
     assert_same_run(*both(sc, lambda: make_router("mnlb"), 20.0))
     assert_same_run(*both(APPB, lambda: make_router("disc-lat"), 20.0))
     rate, refit, outage = seen
-    assert rate.get(P_RATE_TABLE, 0) >= 1 and a.mean_workload.max() > 64
-    assert refit.get(P_REFIT) == 9 and refit.get(P_MNLB_SOLVE) == 2  # 2 s refits; LP at 0, 10 s
-    assert outage.get(P_OUTAGE, 0) == 2 * len(APPB.outages)
+    assert rate.get(ks.P_RATE_TABLE, 0) >= 1 and a.mean_workload.max() > 64
+    # refits every 2 s; MNLB's LP at 0 and 10 s
+    assert refit.get(ks.P_REFIT) == 9 and refit.get(ks.P_MNLB_SOLVE) == 2
+    assert outage.get(ks.P_OUTAGE, 0) == 2 * len(APPB.outages)
 
 
 @numba.njit

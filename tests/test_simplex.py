@@ -190,19 +190,13 @@ def test_short_rows_python_path_is_bit_identical_to_numpy_path_and_exact():
 
 
 # ---------------------------------------------------------------- compiled twins (issue 21)
-@pytest.mark.parametrize("n", [1, 2, 5, 7, 8, 9, 16, 17, 127, 128, 129, 300, 1000, 1400, 1920])
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 8, 9, 16, 17, 127, 128, 129, 300, 1000, 1400, 4100])
 def test_compiled_row_kernels_equal_the_numpy_rules_bit_for_bit(n):
     """The compiled cell simulator's flow step, projection, argmin and masked sum are the numpy
     rules above to the last bit (numpy's pairwise summation order included), on random rows
     with masks, ties, zero and non-zero supports."""
-    from lbtheory.simplex import (
-        KERNEL_MAX_ROW,
-        argmin_row_kernel,
-        flow_update_row_kernel,
-        masked_sum_kernel,
-    )
+    from lbtheory.simplex import argmin_row_kernel, flow_update_row_kernel, masked_sum_kernel
 
-    assert n <= KERNEL_MAX_ROW
     rng = np.random.default_rng(n)
     out, v, hint, S = np.empty(n), np.empty(n), np.empty(n, bool), np.empty(n, bool)
     for trial in range(40):

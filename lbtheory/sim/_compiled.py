@@ -25,94 +25,13 @@ from ..costs import CostKind, cell_cost, static_cost
 from ..errors import ParameterError
 from ..routers import CellView, MNLBState
 from ..workloads import Workload
-from . import _kernels_loop, _kernels_routers, _kernels_servers, _kernels_state
+from . import _kernels_loop, _kernels_routers, _kernels_servers
+from . import _kernels_state as ks
 from ._engine import residency_error
 from ._kernel_cache import drop_stale_kernel_caches
 from ._kernel_plan import KernelPlan
 from ._kernels_loop import run_events, run_events_user
 from ._kernels_routers import K_RECORD_EVERY, K_USES_F, K_USES_F_LAT
-from ._kernels_state import (
-    AT,
-    BASE,
-    BUSY_PRE,
-    BUSY_SLOT,
-    CELL,
-    COUNTS,
-    CURSOR,
-    D_HEAD,
-    D_TAIL,
-    DEST,
-    ERRORS,
-    EST_COUNT,
-    EV_A,
-    EV_B,
-    F_DELTA,
-    F_NEXT_AVERT,
-    F_NEXT_SOLVE,
-    F_PROBE_T,
-    F_RECORD,
-    F_REFIT,
-    F_SAVING,
-    F_T,
-    F_WINDOW,
-    HIST_LEN,
-    I_BAD_DST,
-    I_BAD_SRC,
-    I_CACHE_HITS,
-    I_COMPLETED,
-    I_DONE_FLAG,
-    I_ERRORS,
-    I_EVENTS,
-    I_LEAF_POS,
-    I_NEED,
-    I_NEXT,
-    I_ON_WIRE,
-    I_ROUTE_N,
-    I_SERIES_N,
-    I_SOLVES,
-    I_STALE,
-    KIND,
-    LIMIT,
-    MEAN_S,
-    N_F,
-    N_I,
-    NONE,
-    NXT,
-    ONLINE,
-    OUTPUT,
-    P_BAD_ROUTE,
-    P_COST_TABLE,
-    P_DONE,
-    P_GROW_HEAP,
-    P_GROW_HISTORY,
-    P_GROW_ROUTING,
-    P_GROW_SERIES,
-    P_LEAF_STREAM,
-    P_MNLB_SOLVE,
-    P_OUTAGE,
-    P_RATE_TABLE,
-    P_REFIT,
-    PROBED_K,
-    PROMPT,
-    Q_HEAD,
-    Q_TAIL,
-    ROUTED,
-    RQ_HEAD,
-    RQ_TAIL,
-    SESS,
-    SLOTS,
-    SRC,
-    STATUS,
-    T_CELL,
-    T_DONE,
-    TD,
-    TP,
-    WAIT,
-    WORK,
-    K,
-    N,
-    heap_push,
-)
 from ._probes import SeenModels
 from ._records import Event, check_conservation
 from ._result import RunRecords
@@ -130,8 +49,7 @@ _LEAF_BLOCK = 1 << 16
 TABLE_LIMIT_BYTES = 1 << 30
 _KINDS = {ServerKind.APPENDIX_B: 0, ServerKind.MMC: 1, ServerKind.RATE: 2}
 
-drop_stale_kernel_caches((simplex, _kernels_state, _kernels_servers, _kernels_routers,
-                          _kernels_loop))
+drop_stale_kernel_caches((simplex, ks, _kernels_servers, _kernels_routers, _kernels_loop))
 
 
 def run_compiled(sc: Scenario, router: Any, plan: KernelPlan, T: float, streams: list,
@@ -177,12 +95,12 @@ class _Run:
         self._cells()
         self._servers()
         self.h_t, self.h_i = np.zeros(256), np.zeros((256, 4), dtype=np.int64)
-        self.ci, self.cf = np.zeros(N_I, dtype=np.int64), np.zeros(N_F)
+        self.ci, self.cf = np.zeros(ks.N_I, dtype=np.int64), np.zeros(ks.N_F)
         self.tau = np.ascontiguousarray(net.delays, dtype=float)
         self.mask = np.ascontiguousarray(net.adjacency, dtype=bool)
         self.W, self.cum, self.X, self.av = (np.zeros((n, n)) for _ in range(4))
         self.nn_i = np.zeros((2, n, n), dtype=np.int64)
-        self.nn_i[CURSOR] = NONE
+        self.nn_i[ks.CURSOR] = ks.NONE
         self.hist_t, self.hist_n = np.zeros((n, 64)), np.zeros((n, 64), dtype=np.int64)
         self.src_arr = np.array(self.sources, dtype=np.int64)
         plan.ip[K_RECORD_EVERY] = record_every
@@ -197,49 +115,50 @@ class _Run:
         self.route_x = np.zeros((cap_r, len(self.sources), n))
         self.leaf, self._leaf_block = np.zeros((2, 0)), 512
         cf = self.cf
-        cf[F_T], cf[F_DELTA], cf[F_RECORD] = self.T, sc.probe_period_s, float(record_period)
-        cf[F_REFIT] = est.period_s if est else 0.0
-        cf[F_NEXT_SOLVE], cf[F_WINDOW], cf[F_NEXT_AVERT] = -np.inf, 0.0, 0.0
-        cf[F_SAVING] = sc.affinity.prefill_saving if sc.affinity is not None else 0.0
+        cf[ks.F_T], cf[ks.F_DELTA] = self.T, sc.probe_period_s
+        cf[ks.F_RECORD] = float(record_period)
+        cf[ks.F_REFIT] = est.period_s if est else 0.0
+        cf[ks.F_NEXT_SOLVE], cf[ks.F_WINDOW], cf[ks.F_NEXT_AVERT] = -np.inf, 0.0, 0.0
+        cf[ks.F_SAVING] = sc.affinity.prefill_saving if sc.affinity is not None else 0.0
         self._first_events()
 
     # -- building the arrays -------------------------------------------------------------
     def _requests(self, arr: Workload, R: int, src: np.ndarray) -> None:
         rq_f = np.zeros((9, R))
-        rq_f[AT] = arr.arrival_s[:R]
-        rq_f[PROMPT], rq_f[OUTPUT] = arr.prompt_tokens[:R], arr.output_tokens[:R]
-        rq_f[WORK] = arr.work[:R] if arr.work is not None else 1.0
-        rq_f[T_CELL] = rq_f[T_DONE] = np.nan
+        rq_f[ks.AT] = arr.arrival_s[:R]
+        rq_f[ks.PROMPT], rq_f[ks.OUTPUT] = arr.prompt_tokens[:R], arr.output_tokens[:R]
+        rq_f[ks.WORK] = arr.work[:R] if arr.work is not None else 1.0
+        rq_f[ks.T_CELL] = rq_f[ks.T_DONE] = np.nan
         rq_i = np.zeros((6, R), dtype=np.int64)
-        rq_i[SRC] = src
-        rq_i[DEST] = rq_i[NXT] = NONE
+        rq_i[ks.SRC] = src
+        rq_i[ks.DEST] = rq_i[ks.NXT] = ks.NONE
         if arr.session is not None:
-            rq_i[SESS] = np.unique(arr.session[:R], return_inverse=True)[1]
+            rq_i[ks.SESS] = np.unique(arr.session[:R], return_inverse=True)[1]
         else:
-            rq_i[SESS] = NONE
+            rq_i[ks.SESS] = ks.NONE
         self.rq_f, self.rq_i = rq_f, rq_i
 
     def _cells(self) -> None:
         spec, n = self.sc.servers, self.n
         ce_f, ce_i = np.zeros((10, n)), np.zeros((15, n), dtype=np.int64)
-        ce_i[K] = ce_i[ONLINE] = self.k
-        ce_i[BASE] = np.concatenate([[0], np.cumsum(self.k)[:-1]])
-        ce_i[KIND] = [_KINDS[s.kind] for s in spec]
-        ce_i[SLOTS] = [s.slots if s.kind is ServerKind.MMC else s.decode_slots for s in spec]
-        ce_i[LIMIT] = [NONE if s.queue_limit is None else s.queue_limit for s in spec]
-        ce_i[RQ_HEAD] = ce_i[RQ_TAIL] = NONE
-        ce_i[HIST_LEN] = 1  # every history starts with (0 s, N = 0)
-        ce_f[MEAN_S] = [s.mean_service_s for s in spec]
-        ce_f[TP] = [s.prefill_s_per_token for s in spec]
-        ce_f[TD] = [s.decode_s_per_token for s in spec]
-        ce_f[PROBED_K] = self.k
+        ce_i[ks.K] = ce_i[ks.ONLINE] = self.k
+        ce_i[ks.BASE] = np.concatenate([[0], np.cumsum(self.k)[:-1]])
+        ce_i[ks.KIND] = [_KINDS[s.kind] for s in spec]
+        ce_i[ks.SLOTS] = [s.slots if s.kind is ServerKind.MMC else s.decode_slots for s in spec]
+        ce_i[ks.LIMIT] = [ks.NONE if s.queue_limit is None else s.queue_limit for s in spec]
+        ce_i[ks.RQ_HEAD] = ce_i[ks.RQ_TAIL] = ks.NONE
+        ce_i[ks.HIST_LEN] = 1  # every history starts with (0 s, N = 0)
+        ce_f[ks.MEAN_S] = [s.mean_service_s for s in spec]
+        ce_f[ks.TP] = [s.prefill_s_per_token for s in spec]
+        ce_f[ks.TD] = [s.decode_s_per_token for s in spec]
+        ce_f[ks.PROBED_K] = self.k
         self.ce_f, self.ce_i = ce_f, ce_i
 
     def _servers(self) -> None:
         S = int(sum(self.k))
         sv_i = np.zeros((9, S), dtype=np.int64)
-        sv_i[CELL] = np.repeat(np.arange(self.n), self.k)
-        sv_i[Q_HEAD] = sv_i[Q_TAIL] = sv_i[D_HEAD] = sv_i[D_TAIL] = NONE
+        sv_i[ks.CELL] = np.repeat(np.arange(self.n), self.k)
+        sv_i[ks.Q_HEAD] = sv_i[ks.Q_TAIL] = sv_i[ks.D_HEAD] = sv_i[ks.D_TAIL] = ks.NONE
         self.sv_f, self.sv_i = np.zeros((1, S)), sv_i
 
     def _router_arrays(self, state: Any) -> None:
@@ -248,8 +167,8 @@ class _Run:
         for i in self.sources:  # flow routers start uniform on the residency row
             self.X[i] = mask[i] / mask[i].sum()
             self.cum[i] = np.cumsum(self.X[i])
-        sessions = int(self.rq_i[SESS].max()) + 1 if self.rq_i.shape[1] else 0
-        self.sess = np.full((2, max(sessions, 0)), NONE, dtype=np.int64)
+        sessions = int(self.rq_i[ks.SESS].max()) + 1 if self.rq_i.shape[1] else 0
+        self.sess = np.full((2, max(sessions, 0)), ks.NONE, dtype=np.int64)
         kind = plan.cost or CostKind.LATENCY
         self.F = self.F_lat = self.rate = np.zeros((1, self.n))
         self.G = np.ascontiguousarray(static_cost(kind, net.delays), dtype=float)
@@ -266,13 +185,13 @@ class _Run:
     def _first_events(self) -> None:
         """The reference engine's first pushes, in its order."""
         sc, h_t, h_i, ci = self.sc, self.h_t, self.h_i, self.ci
-        heap_push(h_t, h_i, ci, sc.probe_period_s, int(Event.PROBE), 0, 0)
+        ks.heap_push(h_t, h_i, ci, sc.probe_period_s, int(Event.PROBE), 0, 0)
         for o in sc.outages:
-            heap_push(h_t, h_i, ci, o.start_s, int(Event.OUTAGE), o.cell, o.replicas)
-            heap_push(h_t, h_i, ci, o.end_s, int(Event.OUTAGE), o.cell, self.k[o.cell])
-        heap_push(h_t, h_i, ci, 0.0, int(Event.RECORD), 0, 0)
+            ks.heap_push(h_t, h_i, ci, o.start_s, int(Event.OUTAGE), o.cell, o.replicas)
+            ks.heap_push(h_t, h_i, ci, o.end_s, int(Event.OUTAGE), o.cell, self.k[o.cell])
+        ks.heap_push(h_t, h_i, ci, 0.0, int(Event.RECORD), 0, 0)
         if sc.estimation is not None:
-            heap_push(h_t, h_i, ci, sc.estimation.period_s, int(Event.REFIT), 0, 0)
+            ks.heap_push(h_t, h_i, ci, sc.estimation.period_s, int(Event.REFIT), 0, 0)
 
     # -- tables ------------------------------------------------------------------------------
     def _cost_table(self, kind: CostKind, rows: int) -> np.ndarray:
@@ -281,7 +200,7 @@ class _Run:
         self._check_table(rows)
         if kind is CostKind.RIF:
             grid = np.broadcast_to(np.arange(rows, dtype=float)[:, None], (rows, n))
-            online = self.ce_i[ONLINE].astype(float)
+            online = self.ce_i[ks.ONLINE].astype(float)
             return np.ascontiguousarray(cell_cost(kind, self.models.bank, grid, online))
         tab = self.models.tables.get(kind)  # the reference engine's table (same values)
         if tab.covers(np.array([rows - 1.0])):
@@ -310,16 +229,17 @@ class _Run:
         tab = np.zeros((rows, self.n))
         for j, (spec, m) in enumerate(zip(self.sc.servers, self.sc.network.services)):
             if spec.kind is ServerKind.RATE:
-                tab[1:, j] = [float(m.rate(float(N))) for N in range(1, rows)]
+                tab[1:, j] = [float(m.rate(float(w))) for w in range(1, rows)]
         return tab
 
     # -- the loop and its pauses -------------------------------------------------------------
     def loop(self) -> None:
-        handlers = {P_GROW_HEAP: self._grow_heap, P_GROW_HISTORY: self._grow_history,
-                    P_GROW_SERIES: self._grow_series, P_GROW_ROUTING: self._grow_routing,
-                    P_COST_TABLE: self._new_tables, P_RATE_TABLE: self._grow_rate,
-                    P_MNLB_SOLVE: self._solve, P_REFIT: self._refit, P_OUTAGE: self._outage,
-                    P_LEAF_STREAM: self._refill_leaf, P_BAD_ROUTE: self._bad_route}
+        handlers = {ks.P_GROW_HEAP: self._grow_heap, ks.P_GROW_HISTORY: self._grow_history,
+                    ks.P_GROW_SERIES: self._grow_series, ks.P_GROW_ROUTING: self._grow_routing,
+                    ks.P_COST_TABLE: self._new_tables, ks.P_RATE_TABLE: self._grow_rate,
+                    ks.P_MNLB_SOLVE: self._solve, ks.P_REFIT: self._refit,
+                    ks.P_OUTAGE: self._outage, ks.P_LEAF_STREAM: self._refill_leaf,
+                    ks.P_BAD_ROUTE: self._bad_route}
         p = self.plan
         leaf_rr = self.sc.leaf_policy == "rr"
         loop = run_events if p.user_route is None else run_events_user
@@ -333,7 +253,7 @@ class _Run:
                 self.scratch_b, self.scratch_i, self.user_state, leaf_rr, self.rng,
                 p.user_observe,
                 p.user_route)
-            if code == P_DONE:
+            if code == ks.P_DONE:
                 return
             self.pauses[code] += 1
             handlers[code]()
@@ -356,78 +276,78 @@ class _Run:
 
     def _new_tables(self) -> None:
         """New cost tables: larger, for changed models, or (RIF) for new probed replicas."""
-        self._tables(int(self.ci[I_NEED]))
-        self.ci[I_STALE] = 0
-        self.ci[I_DONE_FLAG] = 1
+        self._tables(int(self.ci[ks.I_NEED]))
+        self.ci[ks.I_STALE] = 0
+        self.ci[ks.I_DONE_FLAG] = 1
 
     def _grow_rate(self) -> None:
-        self.rate = self._rate_table(max(int(self.ci[I_NEED]), 2 * self.rate.shape[0]))
+        self.rate = self._rate_table(max(int(self.ci[ks.I_NEED]), 2 * self.rate.shape[0]))
 
     def _refill_leaf(self) -> None:
         """Append a block of the leaf stream (uniforms, numpy's log1p(−u)) to the unused rest."""
-        pos = int(self.ci[I_LEAF_POS])
+        pos = int(self.ci[ks.I_LEAF_POS])
         self._leaf_block = min(_LEAF_BLOCK, 2 * self._leaf_block)  # short runs draw little
         u = self.leaf_rng.random(self._leaf_block)
         self.leaf = np.concatenate([self.leaf[:, pos:], np.stack([u, np.log1p(-u)])], axis=1)
-        self.ci[I_LEAF_POS] = 0
+        self.ci[ks.I_LEAF_POS] = 0
 
     def _solve(self) -> None:
         """MNLB's LP at the time of the last probe round (:meth:`MNLBRouter.solve`)."""
         cf, ci, net = self.cf, self.ci, self.sc.network
-        state = MNLBState(self.program, (), cf[F_NEXT_SOLVE], self.ce_f[COUNTS].copy(),
-                          cf[F_WINDOW], int(ci[I_SOLVES]))
-        probed = self.ce_f[PROBED_K].copy()
+        state = MNLBState(self.program, (), cf[ks.F_NEXT_SOLVE], self.ce_f[ks.COUNTS].copy(),
+                          cf[ks.F_WINDOW], int(ci[ks.I_SOLVES]))
+        probed = self.ce_f[ks.PROBED_K].copy()
         cap = probed * np.asarray(self.sc.server_rates(), dtype=float)
-        view = CellView(time=float(cf[F_PROBE_T]), workload=np.zeros(self.n), replicas=probed,
+        view = CellView(time=float(cf[ks.F_PROBE_T]), workload=np.zeros(self.n), replicas=probed,
                         delays=net.delays, mask=net.adjacency, capacity=cap,
                         arrival_rates=net.arrival_rates)
         new = self.plan.base.solve(state, view)
         self.program = new.program
         for i, row in enumerate(new.cum):
             self.cum[i] = row if row is not None else 0.0
-        self.ce_f[COUNTS] = new.counts
-        cf[F_NEXT_SOLVE], cf[F_WINDOW] = new.next_solve, new.window_start
-        ci[I_SOLVES] = new.solves
+        self.ce_f[ks.COUNTS] = new.counts
+        cf[ks.F_NEXT_SOLVE], cf[ks.F_WINDOW] = new.next_solve, new.window_start
+        ci[ks.I_SOLVES] = new.solves
 
     def _refit(self) -> None:
         """The cells refit their latency models on their windows (:meth:`SeenModels.refit`)."""
         w = self.sc.estimation.window
         for j in range(self.n):
-            c = int(self.ce_i[EST_COUNT, j])
+            c = int(self.ce_i[ks.EST_COUNT, j])
             idx = np.arange(c) if c <= w else (np.arange(w) + c) % w
             self.models.samples[j] = deque(zip(self.est[0, j, idx].tolist(),
                                                self.est[1, j, idx].tolist()), maxlen=w)
         self.models.refit()
-        self.ci[I_STALE] = int(bool(self.plan.ip[K_USES_F] or self.plan.ip[K_USES_F_LAT]))
-        self.ci[I_DONE_FLAG] = 1
+        self.ci[ks.I_STALE] = int(bool(self.plan.ip[K_USES_F] or self.plan.ip[K_USES_F_LAT]))
+        self.ci[ks.I_DONE_FLAG] = 1
 
     def _outage(self) -> None:
         """The online servers of a cell change: the models routers see follow (rescaled)."""
-        a, b = int(self.h_i[0, EV_A]), int(self.h_i[0, EV_B])
+        a, b = int(self.h_i[0, ks.EV_A]), int(self.h_i[0, ks.EV_B])
         self.cluster.online[a] = b
         self.models.outage(a)
-        self.ci[I_STALE] = 1
-        self.ci[I_DONE_FLAG] = 1
+        self.ci[ks.I_STALE] = 1
+        self.ci[ks.I_DONE_FLAG] = 1
 
     def _bad_route(self) -> None:
-        j = int(self.ci[I_BAD_DST])
-        raise residency_error(self.router, int(self.ci[I_BAD_SRC]), None if j < 0 else j)
+        j = int(self.ci[ks.I_BAD_DST])
+        raise residency_error(self.router, int(self.ci[ks.I_BAD_SRC]), None if j < 0 else j)
 
     # -- the result --------------------------------------------------------------------------
     def records(self) -> RunRecords:
         ci, ce_f, ce_i = self.ci, self.ce_f, self.ce_i
-        R = int(ci[I_NEXT])
-        check_conservation(R, int(ci[I_COMPLETED]), int(ci[I_ERRORS]), int(ci[I_ON_WIRE]),
-                           int(ce_i[N].sum()))
-        m, mr = int(ci[I_SERIES_N]), int(ci[I_ROUTE_N])
+        R = int(ci[ks.I_NEXT])
+        check_conservation(R, int(ci[ks.I_COMPLETED]), int(ci[ks.I_ERRORS]), int(ci[ks.I_ON_WIRE]),
+                           int(ce_i[ks.N].sum()))
+        m, mr = int(ci[ks.I_SERIES_N]), int(ci[ks.I_ROUTE_N])
         return RunRecords(
-            requests=R, completed=int(ci[I_COMPLETED]), errors=int(ci[I_ERRORS]),
-            events=int(ci[I_EVENTS]), cache_hits=int(ci[I_CACHE_HITS]),
-            status=self.rq_i[STATUS, :R].astype(np.int8), dest=self.rq_i[DEST, :R],
-            t_done=self.rq_f[T_DONE, :R], t_cell=self.rq_f[T_CELL, :R],
-            wait=self.rq_f[WAIT, :R], routed=self.nn_i[ROUTED].copy(),
-            cell_errors=ce_i[ERRORS].copy(),
-            utilisation=cell_utilisation(self.sc, ce_f[BUSY_PRE], ce_f[BUSY_SLOT], self.T),
+            requests=R, completed=int(ci[ks.I_COMPLETED]), errors=int(ci[ks.I_ERRORS]),
+            events=int(ci[ks.I_EVENTS]), cache_hits=int(ci[ks.I_CACHE_HITS]),
+            status=self.rq_i[ks.STATUS, :R].astype(np.int8), dest=self.rq_i[ks.DEST, :R],
+            t_done=self.rq_f[ks.T_DONE, :R], t_cell=self.rq_f[ks.T_CELL, :R],
+            wait=self.rq_f[ks.WAIT, :R], routed=self.nn_i[ks.ROUTED].copy(),
+            cell_errors=ce_i[ks.ERRORS].copy(),
+            utilisation=cell_utilisation(self.sc, ce_f[ks.BUSY_PRE], ce_f[ks.BUSY_SLOT], self.T),
             series_t=self.series_t[:m].copy(), series_N=self.series_N[:m].astype(float),
             models=self.models.final(self.sc), routing_t=self.route_t[:mr].copy(),
             routing_x=self.route_x[:mr].copy(), routing_sources=tuple(self.sources))

@@ -150,14 +150,38 @@ def _dequeue(q: np.ndarray, head: int, tail: int, rq_i: np.ndarray, s: int) -> i
     return r
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _start_slot(rq_f: np.ndarray, ce_f: np.ndarray, sv_i: np.ndarray, h_t: np.ndarray,
                 h_i: np.ndarray, ci: np.ndarray, T: float, r: int, s: int, j: int, t: float,
-                since: float, dur: float, done: int) -> None:
+                decode: bool) -> None:
+    """Request r takes a slot of server s (cell j) at t (:meth:`~._servers.Cluster.start_slot`):
+    a decode slot (D·t_d s, waited since its prefill ended) or an mmc slot (work × mean s,
+    waited since it reached the cell)."""
+    if decode:
+        since, dur, done = rq_f[T_MARK, r], rq_f[OUTPUT, r] * ce_f[TD, j], _DECODE_DONE
+    else:
+        since, dur, done = rq_f[T_CELL, r], rq_f[WORK, r] * ce_f[MEAN_S, j], _MMC_DONE
     sv_i[BUSY, s] += 1
     rq_f[WAIT, r] += t - since
     ce_f[BUSY_SLOT, j] += _busy_until(t, dur, T)
     heap_push(h_t, h_i, ci, t + dur, done, r, s)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _slot_done(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray,
+               sv_f: np.ndarray, sv_i: np.ndarray, h_t: np.ndarray, h_i: np.ndarray,
+               hist_t: np.ndarray, hist_n: np.ndarray, est: np.ndarray, ci: np.ndarray,
+               T: float, r: int, s: int, j: int, t: float, decode: bool) -> None:
+    """Request r's slot on server s ends at t: it completes, and the next request waiting for
+    a slot (decode queue, or the mmc queue) takes it."""
+    sv_i[BUSY, s] -= 1
+    sv_f[LOAD, s] -= rq_f[PROMPT, r] + rq_f[OUTPUT, r] if decode else 1.0
+    _finish(rq_f, rq_i, ce_f, ce_i, hist_t, hist_n, est, ci, r, j, t)
+    head, tail, length = (D_HEAD, D_TAIL, D_LEN) if decode else (Q_HEAD, Q_TAIL, Q_LEN)
+    if sv_i[length, s] > 0:
+        sv_i[length, s] -= 1
+        r2 = _dequeue(sv_i, head, tail, rq_i, s)
+        _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r2, s, j, t, decode)
 
 
 @njit(cache=True, error_model="numpy")
@@ -202,8 +226,7 @@ def arrive_at_cell(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: n
     lim = ce_i[LIMIT, j]
     if kind == KIND_MMC:
         if sv_i[BUSY, s] < ce_i[SLOTS, j]:
-            _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r, s, j, t, rq_f[T_CELL, r],
-                        rq_f[WORK, r] * ce_f[MEAN_S, j], _MMC_DONE)
+            _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r, s, j, t, False)
         elif lim != NONE and sv_i[Q_LEN, s] >= lim:
             _reject(rq_i, ce_f, ce_i, ci, r, j)
             return
@@ -243,21 +266,11 @@ def serve_event(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.n
         return
     r, s = a, b
     j = sv_i[CELL, s]
-    if kind == _MMC_DONE:
-        sv_i[BUSY, s] -= 1
-        sv_f[LOAD, s] -= 1.0
-        _finish(rq_f, rq_i, ce_f, ce_i, hist_t, hist_n, est, ci, r, j, t)
-        if sv_i[Q_LEN, s] > 0:
-            sv_i[Q_LEN, s] -= 1
-            r2 = _dequeue(sv_i, Q_HEAD, Q_TAIL, rq_i, s)
-            _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r2, s, j, t, rq_f[T_CELL, r2],
-                        rq_f[WORK, r2] * ce_f[MEAN_S, j], _MMC_DONE)
-    elif kind == _PREFILL_DONE:
+    if kind == _PREFILL_DONE:
         sv_i[PRE_BUSY, s] = 0
         rq_f[T_MARK, r] = t
         if sv_i[BUSY, s] < ce_i[SLOTS, j]:
-            _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r, s, j, t, rq_f[T_MARK, r],
-                        rq_f[OUTPUT, r] * ce_f[TD, j], _DECODE_DONE)
+            _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r, s, j, t, True)
         else:
             _enqueue(sv_i, D_HEAD, D_TAIL, rq_i, s, r)
             sv_i[D_LEN, s] += 1
@@ -265,12 +278,6 @@ def serve_event(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.n
             sv_i[Q_LEN, s] -= 1
             r2 = _dequeue(sv_i, Q_HEAD, Q_TAIL, rq_i, s)
             _start_prefill(rq_f, rq_i, ce_f, sv_i, h_t, h_i, ci, T, saving, r2, s, j, t)
-    else:  # DECODE_DONE
-        sv_i[BUSY, s] -= 1
-        sv_f[LOAD, s] -= rq_f[PROMPT, r] + rq_f[OUTPUT, r]
-        _finish(rq_f, rq_i, ce_f, ce_i, hist_t, hist_n, est, ci, r, j, t)
-        if sv_i[D_LEN, s] > 0:
-            sv_i[D_LEN, s] -= 1
-            r2 = _dequeue(sv_i, D_HEAD, D_TAIL, rq_i, s)
-            _start_slot(rq_f, ce_f, sv_i, h_t, h_i, ci, T, r2, s, j, t, rq_f[T_MARK, r2],
-                        rq_f[OUTPUT, r2] * ce_f[TD, j], _DECODE_DONE)
+    else:  # MMC_DONE or DECODE_DONE
+        _slot_done(rq_f, rq_i, ce_f, ce_i, sv_f, sv_i, h_t, h_i, hist_t, hist_n, est, ci, T,
+                   r, s, j, t, kind == _DECODE_DONE)

@@ -128,6 +128,13 @@ def _move(h_t: np.ndarray, h_i: np.ndarray, dst: int, src: int) -> None:
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _place(h_t: np.ndarray, h_i: np.ndarray, i: int, t: float, seq: int, kind: int, a: int,
+           b: int) -> None:
+    h_t[i] = t
+    h_i[i, SEQ], h_i[i, EV_KIND], h_i[i, EV_A], h_i[i, EV_B] = seq, kind, a, b
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def heap_push(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray, t: float, kind: int, a: int,
               b: int) -> None:
     """Schedule event ``kind`` with arguments (a, b) at time t (s); the caller checked room."""
@@ -141,8 +148,7 @@ def heap_push(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray, t: float, kind: 
             break
         _move(h_t, h_i, i, p)
         i = p
-    h_t[i] = t
-    h_i[i, SEQ], h_i[i, EV_KIND], h_i[i, EV_A], h_i[i, EV_B] = seq, kind, a, b
+    _place(h_t, h_i, i, t, seq, kind, a, b)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -166,8 +172,7 @@ def heap_pop(h_t: np.ndarray, h_i: np.ndarray, ci: np.ndarray) -> None:
             break
         _move(h_t, h_i, i, c)
         i = c
-    h_t[i] = t
-    h_i[i, SEQ], h_i[i, EV_KIND], h_i[i, EV_A], h_i[i, EV_B] = seq, kind, a, b
+    _place(h_t, h_i, i, t, seq, kind, a, b)
 
 
 # -- the workload history ------------------------------------------------------------------
