@@ -167,7 +167,8 @@ class _Instance:
 
 
 class ClusterSim:
-    """Step-by-step simulator (the engine behind :func:`simulate` and the gymnasium env).
+    """Step-by-step simulator in Python: the reference engine (the compiled engine,
+    :class:`~lbtheory.intelligent.CompiledClusterSim`, reproduces it bit for bit).
 
     Args:
         workload: the requests.
@@ -178,6 +179,8 @@ class ClusterSim:
         record: keep a log of every iteration, ``(instance, start_s, end_s, request ids)`` in
             :attr:`iterations_log` (for independent checks; costs memory).
     """
+
+    engine = "reference"
 
     def __init__(self, workload: Workload, config: ClusterConfig,
                  predicted_output: np.ndarray | None = None, *, queue_view: int = 32,
@@ -312,6 +315,26 @@ class ClusterSim:
     def done(self) -> bool:
         """True when every request has finished."""
         return self.n_done == len(self.p)
+
+    @property
+    def queue_length(self) -> int:
+        """Requests in the router queue."""
+        return len(self.queue)
+
+    def records(self) -> dict[str, np.ndarray]:
+        """Per-request records (workload order) and per-instance counters, as arrays:
+        ``arrival_s``, ``dispatch_s``, ``admit_s``, ``first_token_s``, ``finish_s``,
+        ``tbt_sum_s``, ``tbt_max_s`` (s), ``generated_tokens``, ``preempted``, ``instance``;
+        ``peak_kv_tokens``, ``iterations`` per instance."""
+        f = np.array
+        return {"arrival_s": f(self.arrival, dtype=float), "dispatch_s": f(self.dispatch_s),
+                "admit_s": f(self.admit_s), "first_token_s": f(self.first_token_s),
+                "finish_s": f(self.finish_s), "tbt_sum_s": f(self.tbt_sum),
+                "tbt_max_s": f(self.tbt_max), "generated_tokens": f(self.gen, dtype=np.int64),
+                "preempted": f(self.preempted, dtype=np.int64),
+                "instance": f(self.instance_of, dtype=np.int64),
+                "peak_kv_tokens": f([i.peak_kv for i in self.inst], dtype=np.int64),
+                "iterations": f([i.n_iter for i in self.inst], dtype=np.int64)}
 
     def advance(self) -> bool:
         """Move to the next decision epoch with a non-empty router queue (s); run the instances
