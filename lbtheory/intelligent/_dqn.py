@@ -44,9 +44,10 @@ from ._env import (
 from ._simulate import InstanceResult, result_of, run_router
 from ._timing import IterationTimeModel
 
-__all__ = ["make_q_network", "double_dqn_update", "DQNConfig", "TrainResult", "train_dqn",
-           "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF", "q_values",
-           "split_net", "RLKind", "DQNRouter", "dqn_router", "ReplayBuffer", "greedy_action"]
+__all__ = ["make_q_network", "double_dqn_update", "double_dqn_step", "DQNConfig", "TrainResult",
+           "train_dqn", "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF",
+           "q_values", "split_net", "RLKind", "DQNRouter", "dqn_router", "ReplayBuffer",
+           "greedy_action"]
 
 
 class RLKind(enum.StrEnum):
@@ -183,20 +184,20 @@ class ReplayBuffer:
 
 
 @functools.lru_cache(maxsize=8)
-def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
-    """(optimizer, jitted Double-DQN update) for Adam with learning rate ``lr`` (cached, so
-    repeated trainings reuse the compiled update).
-
-    ``update(net, target, opt_state, s, a, r, s2, done, mask2, gamma) -> (net, opt_state, loss)``:
-    one Adam step on the Huber loss of ``Q(s, a)`` against
-    ``y = r + γ (1 − done) target(s2, argmax_{a' valid} Q(s2, a'))`` — the action chosen by the
-    online network, valued by the target network (van Hasselt et al. 2016); ``loss`` is the loss
-    before the step."""
+def double_dqn_step(lr: float) -> tuple[Any, Callable[..., Any]]:
+    """(optimizer, jitted Double-DQN step on a split network) for Adam with learning rate
+    ``lr`` (cached): ``step(static, params, target_params, opt_state, s, a, r, s2, done, mask2,
+    gamma) -> (params, opt_state, loss)`` is :func:`double_dqn_update` on the network's arrays
+    (``split_net``), its structure a static argument of ``jax.jit`` — what :func:`train_dqn`
+    calls, without equinox's per-call filtering (same arithmetic, same results)."""
     opt = optax.adam(lr)
 
-    @eqx.filter_jit
-    def update(net, target, opt_state, s, a, r, s2, done, mask2, gamma):
-        def loss_fn(model):
+    @functools.partial(jax.jit, static_argnums=0)
+    def step(static, params, target_params, opt_state, s, a, r, s2, done, mask2, gamma):
+        target = eqx.combine(target_params, static)
+
+        def loss_fn(p):
+            model = eqx.combine(p, static)
             q = jax.vmap(model)(s)
             qa = jnp.take_along_axis(q, a[:, None], axis=1)[:, 0]
             a2 = jnp.argmax(jnp.where(mask2, jax.vmap(model)(s2), -jnp.inf), axis=1)
@@ -204,9 +205,28 @@ def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
             y = r + gamma * (1.0 - done) * jax.lax.stop_gradient(q2)
             return jnp.mean(optax.huber_loss(qa, y))
 
-        loss, grads = eqx.filter_value_and_grad(loss_fn)(net)
-        updates, opt_state = opt.update(grads, opt_state, eqx.filter(net, eqx.is_array))
-        return eqx.apply_updates(net, updates), opt_state, loss
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return eqx.apply_updates(params, updates), opt_state, loss
+    return opt, step
+
+
+def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
+    """(optimizer, Double-DQN update) for Adam with learning rate ``lr`` (the compiled step is
+    cached, so repeated trainings reuse it).
+
+    ``update(net, target, opt_state, s, a, r, s2, done, mask2, gamma) -> (net, opt_state, loss)``:
+    one Adam step on the Huber loss of ``Q(s, a)`` against
+    ``y = r + γ (1 − done) target(s2, argmax_{a' valid} Q(s2, a'))`` — the action chosen by the
+    online network, valued by the target network (van Hasselt et al. 2016); ``loss`` is the loss
+    before the step."""
+    opt, step = double_dqn_step(lr)
+
+    def update(net, target, opt_state, s, a, r, s2, done, mask2, gamma):
+        params, static = split_net(net)
+        params, opt_state, loss = step(static, params, eqx.filter(target, eqx.is_array),
+                                       opt_state, s, a, r, s2, done, mask2, gamma)
+        return eqx.combine(params, static), opt_state, loss
     return opt, update
 
 
@@ -228,7 +248,8 @@ class TrainResult:
 
 def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config: DQNConfig, *,
               env_config: EnvConfig | None = None,
-              progress: Callable[[int, dict[str, float]], None] | None = None) -> TrainResult:
+              progress: Callable[[int, dict[str, float]], None] | None = None,
+              engine: str = "auto") -> TrainResult:
     """Train a Double-DQN router on ``RoutingEnv(workload_fn, cluster)``.
 
     Args:
@@ -237,16 +258,18 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         config: training options.
         env_config: base state/reward options (guidance set from ``config.router``).
         progress: called after each episode with ``(k, stats)`` (a command's progress bar).
+        engine: the environment's simulator (``"auto"``/``"compiled"`` or ``"reference"``;
+            the same episodes and parameters either way).
     """
     ec = config.env_config(env_config)
-    env = RoutingEnv(workload_fn, cluster, ec)
+    env = RoutingEnv(workload_fn, cluster, ec, engine=engine)
     m = cluster.n_instances
     obs_dim, n_act = observation_size(m, ec), m + 1
     key = jax.random.PRNGKey(config.seed)
-    net = make_q_network(obs_dim, n_act, config.hidden, key)
-    target = net
-    opt, update = double_dqn_update(float(config.lr))
-    opt_state = opt.init(eqx.filter(net, eqx.is_array))
+    params, static = split_net(make_q_network(obs_dim, n_act, config.hidden, key))
+    target = params
+    opt, update = double_dqn_step(float(config.lr))
+    opt_state = opt.init(params)
     rng = np.random.default_rng(config.seed)
     buf = ReplayBuffer(config.buffer_size, obs_dim, n_act)
     # ε-greedy schedule (optax's linear schedule, tabulated once: no JAX dispatch per step)
@@ -258,7 +281,6 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         return float(eps_table[min(step, config.eps_decay_steps)])
 
     steps = n_updates = 0
-    split = split_net(net)
     history: list[dict[str, float]] = []
     status = RunStatus.COMPLETED
     for k in range(config.episodes):
@@ -272,19 +294,21 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
             if rng.random() < eps:
                 a = int(rng.choice(np.flatnonzero(mask)))
             else:
-                a = greedy_action(split, obs, mask)
+                a = greedy_action((params, static), obs, mask)
             obs2, r, done, trunc, info = env.step(a)
             buf.add(obs, a, r, obs2, done, info["action_mask"])
             mask = info["action_mask"]
             obs, ret, steps = obs2, ret + r, steps + 1
             if buf.size >= config.learning_starts and steps % config.train_every == 0:
-                net, opt_state, loss = update(net, target, opt_state,
-                                              *buf.sample(rng, config.batch_size), config.gamma)
-                split = split_net(net)
-                losses.append(float(loss))
+                params, opt_state, loss = update(static, params, target, opt_state,
+                                                 *buf.sample(rng, config.batch_size),
+                                                 config.gamma)
+                losses.append(loss)  # a JAX scalar: read once per episode (no sync per step)
                 n_updates += 1
                 if n_updates % config.target_every == 0:
-                    target = net
+                    target = params
+        net = eqx.combine(params, static)
+        losses = [float(x) for x in losses]
         res = result_of(env.sim, config.router.value)
         stats = {"episode": k, "return": ret, "steps": env.steps,
                  "mean_e2e_s": float(np.nanmean(res.e2e_s)), "completed": res.completed,
@@ -296,7 +320,7 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         if (losses and not np.all(np.isfinite(losses))) or not _finite_params(net):
             status = RunStatus.DIVERGED
             break
-    return TrainResult(net, config, ec, cluster, history, status)
+    return TrainResult(eqx.combine(params, static), config, ec, cluster, history, status)
 
 
 def _finite_params(net: Any) -> bool:
