@@ -31,7 +31,7 @@ import optax
 from .._checks import check_int, check_option, check_real, check_seed
 from ..errors import DataFormatError, ParameterError, RunStatus
 from ..io import write_json_atomic, write_text_atomic
-from ._engine import ClusterConfig, ClusterSim, InstanceView
+from ._engine import ClusterConfig, InstanceView
 from ._env import (
     EnvConfig,
     Guidance,
@@ -41,7 +41,7 @@ from ._env import (
     observation_size,
     wait_allowed,
 )
-from ._simulate import InstanceResult, result_of, run_router
+from ._simulate import InstanceResult, make_sim, result_of, run_router
 from ._timing import IterationTimeModel
 
 __all__ = ["make_q_network", "double_dqn_update", "double_dqn_step", "DQNConfig", "TrainResult",
@@ -369,7 +369,7 @@ def greedy_rollout(net: Any, env: RoutingEnv, seed: int, name: str = "dqn") -> I
     (a :class:`DQNRouter` driven by :func:`~lbtheory.intelligent.run_router`)."""
     wl = env.workload_fn(int(seed))
     pred = None if env.predict_fn is None else np.asarray(env.predict_fn(wl))
-    sim = ClusterSim(wl, env.cfg, pred)
+    sim = make_sim(wl, env.cfg, pred, engine=env.engine)
     run_router(sim, DQNRouter(net, env.env_cfg, name), seed=seed)
     return result_of(sim, name)
 

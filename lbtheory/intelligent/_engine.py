@@ -107,7 +107,8 @@ class InstanceView(IdenticalTargets):
     ``load_tokens`` is Σ (prompt + predicted output) over the requests on an instance (running and
     waiting): the Σ_j (p_j^m + d_j^m) of THEORY §10. ``queue_prompt`` / ``queue_output_pred`` are
     the first ``len`` router-queue requests (head first); ``queue_wait_s`` their time waited.
-    ``instance_requests[m]`` are the ids of the requests on instance m (running, then waiting);
+    ``instance_requests[m]`` are the ids of the requests on instance m (running, then waiting in
+    the order the batcher admits them);
     ``earliest_completion_s`` is T̂_c [R], the estimated time until the first running request
     finishes: min over instances of (fewest predicted output tokens left among its decoding
     requests) × (its current decode iteration time), ``inf`` when nothing decodes;
@@ -379,6 +380,15 @@ class ClusterSim:
         ins.n_on += 1
         return v
 
+    def _admission_order(self, ins: _Instance) -> list[int]:
+        """The waiting requests of an instance in the order its batcher admits them (under
+        shortest-prompt-first: resumed requests, then fresh ones by (prompt, id))."""
+        if self.cfg.admission is not Admission.SPF:
+            return list(ins.waiting)
+        p, gen = self.p, self.gen
+        return ([v for v in ins.waiting if gen[v] > 0]
+                + sorted((v for v in ins.waiting if gen[v] == 0), key=lambda v: (p[v], v)))
+
     def view(self) -> InstanceView:
         """The router's view at the current epoch."""
         ins = self.inst
@@ -397,7 +407,7 @@ class ClusterSim:
             queue_wait_s=np.array([self.now - self.arrival[v] for v in q]),
             queue_length=len(self.queue),
             config=self.cfg,
-            instance_requests=tuple(np.array(i.running + i.admitted + list(i.waiting),
+            instance_requests=tuple(np.array(i.running + i.admitted + self._admission_order(i),
                                              dtype=np.int64) for i in ins),
             earliest_completion_s=min(
                 (min(max(pred[v] - gen[v], 1) for v in i.running)

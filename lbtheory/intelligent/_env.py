@@ -47,7 +47,14 @@ from ..workloads import Workload
 from . import _core
 from ._compiled import CompiledClusterSim
 from ._engine import ClusterConfig, ClusterSim, InstanceView
-from ._envkernels import MAX_WAIT_TOL, OBS_HIGH, env_step, fill_observation, observe_state
+from ._envkernels import (
+    MAX_WAIT_TOL,
+    OBS_HIGH,
+    env_step,
+    fill_observation,
+    guidance_h,
+    observe_state,
+)
 from ._impact import ImpactParams, calibrate_impact, guidance_penalty
 from ._predictor import BucketSpec
 from ._simulate import Engine, make_sim
@@ -292,6 +299,15 @@ class RoutingEnv(gym.Env):
         h = sim.queue[0]
         return sim.p[h], sim.pred[h], np.array([i.load_tokens for i in sim.inst], dtype=float)
 
+    def _guidance_h(self, a: int) -> float:
+        """h of sending the head request to instance ``a`` (:func:`guidance_penalty`)."""
+        if isinstance(self.sim, CompiledClusterSim):
+            imp = self.impact
+            return float(guidance_h(self.sim.state, a, np.array(
+                [imp.grad1, imp.grad2, imp.epsilon_s, imp.alpha])))
+        p, d, load = self._head_and_loads()
+        return guidance_penalty(a, p, d, load, self.impact)
+
     def _apply(self, a: int) -> tuple[bool, bool, float]:
         """Dispatch (``a`` an instance) or wait (``a = -1``), advancing when the action waits
         or the queue emptied: ``(advanced, alive, progress penalty)``."""
@@ -323,8 +339,7 @@ class RoutingEnv(gym.Env):
         if a < m:
             w = self.guidance_w
             if w:
-                p, d, load = self._head_and_loads()
-                reward += w * guidance_penalty(a, p, d, load, self.impact)
+                reward += w * self._guidance_h(a)
         t0, done0 = sim.now, sim.n_done
         advanced, alive, penalty = self._apply(a if a < m else -1)
         if advanced:

@@ -25,11 +25,13 @@ from ._core import (
     HIST0,
     KV_USED,
     LABEL0,
+    LOAD,
     MAX_BATCH,
     N_ON,
     N_RUN,
     NEXT_ARRIVAL,
     NOW,
+    PRED,
     QH,
     QT,
     RQ,
@@ -40,8 +42,10 @@ from ._core import (
     earliest_completion_s,
     fewest_left,
 )
+from ._impact import mixing_reward_scalar
 
-__all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL"]
+__all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL",
+           "guidance_h"]
 
 #: upper bound of every observation entry (the entries are scaled to O(1); clipped here).
 OBS_HIGH = 1.0e4
@@ -137,3 +141,24 @@ def env_step(s, action, inv_ideal, pred, first_active, terms):
             k += 1
     first_active[1] = k
     return True, alive
+
+
+@njit(cache=True)
+def guidance_h(s, choice, impact):
+    """h = r_mix(choice) − max_l r_mix(l) for the head request (``impact``: grad1, grad2,
+    epsilon_s, alpha) — :func:`~lbtheory.intelligent.guidance_penalty` on the state, through
+    :func:`~lbtheory.intelligent._impact.mixing_reward_scalar`."""
+    ri, mi = s.ri, s.mi
+    h = ri[RQ, s.gi[QH]]
+    p = float(ri[P, h])
+    d = float(ri[PRED, h])
+    best = -np.inf
+    mine = 0.0
+    for m in range(mi.shape[1]):
+        r = mixing_reward_scalar(p, d, float(mi[LOAD, m]), impact[0], impact[1], impact[2],
+                                 impact[3])
+        if r > best:
+            best = r
+        if m == choice:
+            mine = r
+    return mine - best
