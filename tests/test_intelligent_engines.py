@@ -27,6 +27,7 @@ from lbtheory.intelligent import (
     RoutingEnv,
     SizePartitionRouter,
     _compiled,
+    estimated_completion_s,
     make_sim,
     mixing_reward,
     run_router,
@@ -35,6 +36,7 @@ from lbtheory.intelligent import (
 )
 from lbtheory.intelligent._core import LOAD
 from lbtheory.intelligent._impact import mixing_reward_scalar
+from lbtheory.intelligent._rkernels import _ect, route_builtin
 from lbtheory.intelligent._timing import iteration_seconds
 from lbtheory.registry import INSTANCE_POLICIES, make_router
 from lbtheory.routers import (
@@ -114,6 +116,37 @@ def test_compiled_engine_reproduces_the_reference_bit_for_bit(name, admission, c
         assert ref.preempted.sum() > 20  # the family does exercise preemption ...
     if case == "prefill-limited":  # ... and batches cut by the prefill and batch limits
         assert np.array_equal(np.unique(ref.instance), [0, 1]) or name == "small-large"
+
+
+@pytest.mark.parametrize("name", ROUTERS + list(VARIANTS))
+def test_router_kernels_decide_as_the_python_routers_at_every_decision(name):
+    # Drive a compiled simulator with the Python router; at every decision ask the kernel too
+    # (its own state and rng stream) on the same state: the same (position, instance) and the
+    # same draws. Min-Min also compares every estimated completion time, bit for bit.
+    wl = _synthetic(11, 300)
+    cfg = ClusterConfig(n_instances=3, kv_budget_tokens=1500, max_batch=16)
+    router = _router(name)
+    spec = _compiled.kernel_spec(router, cfg)
+    sim = CompiledClusterSim(wl, cfg)
+    rng_py, rng_k = np.random.default_rng(5), np.random.default_rng(5)
+    pstate, kstate = router.init(0), spec.state.copy()
+    decisions = 0
+    while sim.advance():
+        while sim.queue_length:
+            view = sim.view()
+            want, pstate = router.route(pstate, view, rng_py)
+            pos, target = (int(want.positions[0]), int(want.targets[0])) \
+                if isinstance(want, Assignment) else (0, want)
+            got = route_builtin(sim.state, spec.code, spec.params, kstate, rng_k)
+            assert (pos, target) == got, (name, decisions)
+            if name == "minmin":
+                ect = estimated_completion_s(view, view.queue_prompt, view.queue_output_pred)
+                for i, (p, d) in enumerate(zip(view.queue_prompt, view.queue_output_pred)):
+                    assert ect[i].tolist() == [_ect(sim.state.mi, sim.state.gf, m, p, d)
+                                               for m in range(3)]
+            sim.dispatch(pos, target)
+            decisions += 1
+    assert decisions == 300 and rng_py.random() == rng_k.random()
 
 
 def test_every_router_has_a_kernel():

@@ -28,6 +28,15 @@
   RL) → ``γ − λ_k γ`` with ``λ_k = 1 − e^{−β_d k}`` (reading ``"hurl"``, Cheng et al. 2021:
   the guidance vanishes) or ``λ_k = e^{−β_d k}`` (reading ``"literal"``, the seed's formula: the
   guidance *grows* to γ). ``γ`` is the MDP discount.
+
+**Engines.** On the compiled simulator (the default) a step is one call of the kernel
+:func:`~lbtheory.intelligent._envkernels.env_step` — dispatch, advance, the progress-penalty
+terms — and one of :func:`~lbtheory.intelligent._envkernels.observe_state`, which keeps the
+per-instance bucket counts P and D up to date instead of rebuilding a view; the reward is
+assembled here, in Python. The state vector has one definition,
+:func:`~lbtheory.intelligent._envkernels.fill_observation`, which :func:`observation` of a
+view calls too. ``engine="reference"`` runs the Python :class:`ClusterSim`; both give the same
+observations, rewards and episodes bit for bit (``tests/test_intelligent_engines.py``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ token − arrival), TBT (mean gap between consecutive tokens; NaN for one-token 
 (dispatch − arrival), instance queueing (first admission − dispatch), preemptions (count).
 Cluster: total preemptions, throughput (completed requests / makespan, req/s; output tokens /
 makespan, tokens/s), the peak KV-cache usage per instance (tokens).
+
+Two engines give the same per-request outcomes, bit for bit: the compiled one
+(:class:`~lbtheory.intelligent.CompiledClusterSim`, the default) and the Python reference
+(:class:`~lbtheory.intelligent.ClusterSim`, ``engine="reference"``). On the compiled engine the
+registry's routers run inside the compiled loop; any other router of the contract is driven
+from Python by :func:`run_router` over the compiled simulator's views.
 """
 
 from __future__ import annotations

@@ -252,13 +252,10 @@ def jsq_pick(values, eligible, random_ties, rng):
                 n_best += 1
     if n_best == 0:
         return -1
-    pick = rng.integers(0, n_best) if random_ties and n_best > 1 else 0
-    for g in range(values.size):
-        if eligible[g] and values[g] == best:
-            if pick == 0:
-                return g
-            pick -= 1
-    return -1
+    tied = eligible & (values == best)
+    if random_ties and n_best > 1:
+        return uniform_pick(tied, rng)
+    return np.argmax(tied)
 
 
 @njit(cache=True)
