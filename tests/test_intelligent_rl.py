@@ -270,3 +270,16 @@ def test_train_bad_input_writes_nothing(tmp_path, capsys, extra, match):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: ") and match in err[0]
     assert not out.exists()
+
+
+def test_split_networks_hash_once_and_share_compiled_functions():
+    from lbtheory.intelligent._dqn import Structure, combine, split_net
+
+    a = make_q_network(6, 3, (8, 8), jax.random.PRNGKey(0))
+    b = make_q_network(6, 3, (8, 8), jax.random.PRNGKey(1))
+    c = make_q_network(6, 3, (16, 16), jax.random.PRNGKey(0))
+    (pa, sa), (_, sb), (_, sc) = split_net(a), split_net(b), split_net(c)
+    assert isinstance(sa, Structure) and sa == sb and hash(sa) == hash(sb)  # same layout
+    assert sa != sc  # another width is another structure (another compiled function)
+    obs = jnp.linspace(0, 1, 6)
+    np.testing.assert_array_equal(q_values(combine(pa, sa), obs), q_values(a, obs))
