@@ -8,19 +8,30 @@ drives either with any router of the contract. A router with a compiled kernel
 (:func:`kernel_spec`: the registry's instance policies, or a user's :class:`KernelSpec`) runs
 entirely inside the compiled loop (:meth:`CompiledClusterSim.run`).
 
-**Writing a compiled router.** Give the router a method ``kernel_spec(config) -> KernelSpec``
+**Writing a compiled router.** Keep the Python router of the contract (it runs on both
+engines and is the kernel's oracle) and give it a method ``kernel_spec(config) -> KernelSpec``
 whose ``kernel`` is a numba ``@njit`` function ``kernel(s, code, params, rstate, rng) ->
-(pos, target)`` (the contract of :mod:`._rkernels`: read the state ``s``, answer a router-queue
-position and an instance, or ``pos = -1`` to wait), with its options in ``params`` (float64) and
-its mutable state in ``rstate`` (int64). Example, "the least-loaded of the first two
-instances"::
+(pos, target)`` (the contract of :mod:`._rkernels`): it reads the state ``s``
+(:class:`~lbtheory.intelligent._core.CoreState`; e.g. ``s.mi[LOAD, m]``, the committed tokens
+of instance ``m``, with the row constants of :mod:`._core`) and answers a router-queue position
+and an instance, or ``pos = -1`` to wait for the next epoch; its options are ``params``
+(float64), its state ``rstate`` (int64, updated in place), ``rng`` the run's
+``numpy.random.Generator`` (draw from it as the Python router does, and the two engines stay
+bit-identical). Example, "the less loaded of instances 0 and 1"::
+
+    from lbtheory.intelligent._core import LOAD
 
     @njit
     def first_two(s, code, params, rstate, rng):
-        return 0, 0 if s.load[0] <= s.load[1] else 1
+        return 0, 0 if s.mi[LOAD, 0] <= s.mi[LOAD, 1] else 1
 
-The loop is then compiled with the kernel (in each new process, not cached); the registry's
-policies are compiled once and cached on disk.
+    class FirstTwo:  # ... init / observe / route as the contract asks, plus:
+        def kernel_spec(self, config):
+            return KernelSpec(first_two, 0, np.zeros(0), np.zeros(1, np.int64))
+
+Check it as ``tests/test_intelligent_engines.py`` checks the registry's: the same outcomes on
+both engines. The loop is compiled with the kernel once per process (numba cannot cache a
+function that takes another); the registry's policies are compiled once and cached on disk.
 """
 
 from __future__ import annotations
