@@ -429,42 +429,75 @@ def save_checkpoint(result: TrainResult, out_dir: str | Path) -> Path:
     return out
 
 
+def _section(cfg: Any, key: str, p: Path) -> dict[str, Any]:
+    """``cfg[key]`` as a dict, else a :class:`DataFormatError` naming the field."""
+    if not isinstance(cfg, dict) or not isinstance(cfg.get(key), dict):
+        raise DataFormatError(f"config.json: expected an object with a {key!r} object "
+                              f"(a checkpoint written by save_checkpoint)", path=str(p),
+                              field=key)
+    return dict(cfg[key])
+
+
+def _build(cls: Any, fields: dict[str, Any], key: str, p: Path) -> Any:
+    """``cls(**fields)``, turning a missing, unknown or bad field into a DataFormatError."""
+    import dataclasses as dc
+
+    known = {f.name for f in dc.fields(cls)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise DataFormatError(f"config.json: unknown field(s) {unknown} in {key!r}; expected "
+                              f"fields of {cls.__name__}", path=str(p), field=key)
+    try:
+        return cls(**fields)
+    except (TypeError, ValueError) as exc:
+        raise DataFormatError(f"config.json: bad {key!r} ({exc})", path=str(p),
+                              field=key) from None
+
+
+def _configs(cfg: Any, p: Path) -> tuple[ClusterConfig, DQNConfig, EnvConfig]:
+    """The cluster, training and environment configs of a checkpoint's ``config.json``,
+    validated field by field."""
+    from ._impact import ImpactParams
+    from ._predictor import BucketSpec
+
+    cl = _section(cfg, "cluster", p)
+    cl["timing"] = _build(IterationTimeModel, _section(cl, "timing", p), "cluster.timing", p)
+    saved = _build(ClusterConfig, cl, "cluster", p)
+    dq = _section(cfg, "dqn", p)
+    if isinstance(dq.get("hidden"), list):
+        dq["hidden"] = tuple(dq["hidden"])
+    dconf = _build(DQNConfig, dq, "dqn", p)
+    e = _section(cfg, "env", p)
+    if isinstance(e.get("prompt_edges"), list):
+        e["prompt_edges"] = tuple(e["prompt_edges"])
+    e["buckets"] = _build(BucketSpec, _section(e, "buckets", p), "env.buckets", p)
+    if e.get("impact") is not None:
+        e["impact"] = _build(ImpactParams, _section(e, "impact", p), "env.impact", p)
+    return saved, dconf, _build(EnvConfig, e, "env", p)
+
+
 def load_checkpoint(path: str | Path, cluster: ClusterConfig | None = None) -> TrainResult:
     """Load a checkpoint; with ``cluster``, refuse one trained for a different cluster.
 
     Raises:
-        DataFormatError: missing/corrupt files.
-        ModelError: the checkpoint's cluster differs from ``cluster`` (the field is named).
+        DataFormatError: missing or corrupt files, a ``config.json`` that is not a checkpoint's
+            (a missing section, an unknown or bad field — named).
+        ParameterError: the checkpoint's cluster differs from ``cluster`` (the field is named).
     """
-    from ._predictor import BucketSpec
-
     p = Path(path)
     try:
-        cfg = json.loads((p / "config.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        cfg = json.loads((p / "config.json").read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataFormatError(f"cannot read checkpoint config ({exc})", path=str(p),
                               field="config.json") from None
-    cl = cfg["cluster"]
-    saved = ClusterConfig(n_instances=cl["n_instances"], kv_budget_tokens=cl["kv_budget_tokens"],
-                          max_batch=cl["max_batch"], max_prefill_tokens=cl["max_prefill_tokens"],
-                          epoch_s=cl["epoch_s"], timing=IterationTimeModel(**cl["timing"]))
+    saved, dconf, ec = _configs(cfg, p)
     if cluster is not None:
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens",
                      "epoch_s", "timing"):
             if getattr(saved, name) != getattr(cluster, name):
                 raise ParameterError(f"checkpoint {p} was trained with {name} = "
-                                 f"{getattr(saved, name)}, expected {getattr(cluster, name)}")
-    dq = cfg["dqn"]
-    dq["hidden"] = tuple(dq["hidden"])
-    dconf = DQNConfig(**dq)
-    e = dict(cfg["env"])
-    e["prompt_edges"] = tuple(e["prompt_edges"])
-    e["buckets"] = BucketSpec(**e["buckets"])
-    if e.get("impact") is not None:
-        from ._impact import ImpactParams
-
-        e["impact"] = ImpactParams(**e["impact"])
-    ec = EnvConfig(**e)
+                                     f"{getattr(saved, name)}, expected "
+                                     f"{getattr(cluster, name)}")
     m = saved.n_instances
     like = make_q_network(observation_size(m, ec), m + 1, dconf.hidden, jax.random.PRNGKey(0))
     try:
@@ -473,5 +506,9 @@ def load_checkpoint(path: str | Path, cluster: ClusterConfig | None = None) -> T
         raise DataFormatError(f"cannot read checkpoint parameters ({exc})", path=str(p),
                               field="params.eqx") from None
     hist_path = p / "history.json"
-    history = json.loads(hist_path.read_text()) if hist_path.exists() else []
+    try:
+        history = json.loads(hist_path.read_text(encoding="utf-8")) if hist_path.exists() else []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(f"cannot read checkpoint history ({exc})", path=str(p),
+                              field="history.json") from None
     return TrainResult(net, dconf, ec, saved, history)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_int, check_option, check_real
+from .._checks import check_int, check_memory, check_option, check_real, check_ticks
 from ..errors import ParameterError
 from ..routers import IdenticalTargets
 from ..workloads import Workload
@@ -86,6 +86,8 @@ class ClusterConfig:
                            check_option(Admission, self.admission, "ClusterConfig.admission"))
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens"):
             check_int(getattr(self, name), f"ClusterConfig.{name}", low=1)
+        # each instance keeps Python request queues and per-instance view arrays (~2 KiB)
+        check_memory(2048.0 * self.n_instances, f"a cluster of {self.n_instances:,} instances")
         check_real(self.epoch_s, "ClusterConfig.epoch_s", unit="s", low=0.0, low_open=True)
 
     def check_workload(self, wl: Workload) -> None:
@@ -187,6 +189,8 @@ class ClusterSim:
                  predicted_output: np.ndarray | None = None, *, queue_view: int = 32,
                  record: bool = False) -> None:
         config.check_workload(workload)
+        check_ticks(float(workload.arrival_s[-1]), config.epoch_s,
+                    "instance simulator: the workload's arrival span")
         n = len(workload)
         self.wl, self.cfg = workload, config
         prompt = np.maximum(workload.prompt_tokens, 1)   # [R] module docstring

@@ -47,6 +47,7 @@ def _rate_segments(scenario: Scenario, i: int, duration_s: float) -> list[tuple]
 def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Workload:
     """Poisson arrivals on [0, duration_s) with the scenario's rates and bursts (seeded): a
     :class:`~lbtheory.workloads.Workload` with ``source`` and ``work`` columns."""
+    scenario.check_run(duration_s)
     rng = np.random.default_rng(seed_streams(seed)[0])
     times, srcs = [], []
     for i in range(scenario.network.n):

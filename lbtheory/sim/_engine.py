@@ -71,6 +71,7 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
     T = check_real(duration_s, "duration_s", unit="s", low=0.0, low_open=True)
     seed = check_seed(seed)
     scenario.check_horizon(T)
+    scenario.check_run(T)
     wall0 = _time.perf_counter()
     if arrivals is None:
         arrivals = generate_arrivals(scenario, T, seed)
