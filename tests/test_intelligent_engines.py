@@ -380,20 +380,23 @@ def test_bad_input_is_refused_with_typed_errors(monkeypatch):
     with pytest.raises(ParameterError, match=r"queue position 5 out of range"):
         sim.dispatch(5, 0)
     far = workload_from_arrays([0.0, 1e15], [3, 3], [2, 2])
-    with pytest.raises(ParameterError, match="more than the 9.01e\\+15 the compiled simulator "
-                                             "represents"):
-        simulate(far, make_router("rr", "instances"), cfg)
-    monkeypatch.setattr(_compiled, "available_memory_bytes", lambda: 10**4)
-    with pytest.raises(ParameterError, match=r"needs about 0\.00 GiB for 30 requests on 2 "
-                                             r"instances with the iteration log, more than the "
-                                             r"0\.00 GiB of memory available"):
+    for engine in ("compiled", "reference"):  # the same clock limit on both engines
+        with pytest.raises(ParameterError, match="arrival span: 1e\\+15 s of 0.02-s ticks is "
+                                                 "5e\\+16 ticks, more than the 1e\\+12"):
+            simulate(far, make_router("rr", "instances"), cfg, engine=engine)
+    # the house memory limit: 1e-4 GiB (≈ 107 kB) lets the cluster exist but not the run's
+    # arrays (≈ 232 bytes per request) or a 30-request iteration log (40 bytes per token)
+    monkeypatch.setenv("LBTHEORY_MAX_MEMORY_GB", "1e-4")
+    with pytest.raises(ParameterError, match=r"the compiled instance simulator \(30 requests on 2 "
+                                             r"instances, iteration log\) would need about "
+                                             r"[0-9.e-]+ GiB, more than the 0\.0001 GiB limit "
+                                             r"\(LBTHEORY_MAX_MEMORY_GB\)"):
         make_sim(wl, cfg, record=True)
-    monkeypatch.setattr(_compiled, "available_memory_bytes", lambda: 10**5)
     big = _synthetic(8, 1000)
-    with pytest.raises(ParameterError, match="GiB for 1000 requests on 2 instances, more than"):
+    with pytest.raises(ParameterError, match=r"\(1,000 requests on 2 instances\) would need"):
         simulate(big, make_router("rr", "instances"), cfg)
     assert simulate(big, make_router("rr", "instances"), cfg, engine="reference").completed \
-        == 1000  # the reference has no such check (Python lists grow as needed)
+        == 1000  # the reference has no per-request check (its Python lists grow as needed)
 
 
 def test_python_routers_drive_the_compiled_core_directly():

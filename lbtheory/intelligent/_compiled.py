@@ -36,12 +36,12 @@ function that takes another); the registry's policies are compiled once and cach
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._checks import check_memory, check_ticks
 from ..errors import ParameterError
 from ..routers import JSQRouter, Load, PowerOfDRouter, RandomRouter, RoundRobinRouter, Ties
 from ..workloads import Workload
@@ -52,12 +52,8 @@ from ._impact import calibrate_impact
 from ._rkernels import CODES, routing_loop, run_builtin
 from ._routers import MaxCapacityRouter, MinMinRouter, MixingRouter, SizePartitionRouter
 
-__all__ = ["CompiledClusterSim", "KernelSpec", "kernel_spec", "available_memory_bytes",
-           "MAX_EPOCHS"]
+__all__ = ["CompiledClusterSim", "KernelSpec", "kernel_spec"]
 
-#: largest decision-epoch index the compiled engine represents (its epoch times k · epoch_s
-#: are exact below 2**53).
-MAX_EPOCHS = 2**53
 #: bytes per request of the compiled state (17 int64/float64 columns) plus the result arrays.
 _BYTES_PER_REQUEST = 8 * (17 + 12)
 
@@ -115,42 +111,19 @@ def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | None:
     return None
 
 
-def available_memory_bytes() -> int | None:
-    """Memory available to a new run (bytes): ``MemAvailable`` of ``/proc/meminfo``, else the
-    free physical pages; ``None`` when neither is known."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _check_size(wl: Workload, cfg: ClusterConfig, n_labels: int, n_bins: int,
                 record: bool, out_tokens: np.ndarray) -> None:
+    """Refuse up front a run beyond the house limits (:func:`~lbtheory._checks.check_memory`,
+    :func:`~lbtheory._checks.check_ticks`, the reference engine's clock limit)."""
     n, m = len(wl), cfg.n_instances
+    check_ticks(float(wl.arrival_s[-1]), cfg.epoch_s,
+                "instance simulator: the workload's arrival span")
     cap = max(min(cfg.max_batch, n), 1)
     need = n * (_BYTES_PER_REQUEST + 8 * n_labels) + 8 * m * (cap + n_bins + 16)
     if record:
         need += 8 * 5 * int(out_tokens.sum())  # one id per emitted token, ≤ one iteration each
-    avail = available_memory_bytes()
-    if avail is not None and need > avail:
-        raise ParameterError(
-            f"the compiled simulator needs about {need / 2**30:.2f} GiB for {n} requests on {m} "
-            f"instances{' with the iteration log' if record else ''}, more than the "
-            f"{avail / 2**30:.2f} GiB of memory available (MemAvailable); simulate fewer "
-            f"requests")
-    last = float(wl.arrival_s[-1]) if n else 0.0
-    if last / cfg.epoch_s >= MAX_EPOCHS:
-        raise ParameterError(
-            f"the last arrival ({last:g} s) is {last / cfg.epoch_s:.3g} decision epochs of "
-            f"{cfg.epoch_s:g} s, more than the {MAX_EPOCHS:.3g} the compiled simulator "
-            f"represents; use a longer epoch_s or engine='reference'")
+    check_memory(need, f"the compiled instance simulator ({n:,} requests on {m:,} instances"
+                       f"{', iteration log' if record else ''})")
 
 
 class CompiledClusterSim:
@@ -163,8 +136,8 @@ class CompiledClusterSim:
         n_bins: number of histogram bins.
 
     Raises:
-        ParameterError: a request larger than the KV budget, bad predictions, or a run that
-            would not fit the available memory or the epoch counter (the limit is named).
+        ParameterError: a request larger than the KV budget, bad predictions, or a run over
+            the memory limit (``LBTHEORY_MAX_MEMORY_GB``) or the clock's tick limit (named).
     """
 
     engine = "compiled"
