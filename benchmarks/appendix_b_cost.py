@@ -41,10 +41,8 @@ def _work(cfg: dict) -> float:
     """Expected request-runs of a cell (expected arrivals × policy runs)."""
     from _appendix_b_protocol import cell_scenario, check_cell_config
 
-    from lbtheory.sim import expected_arrivals
-
     full = check_cell_config(cfg)
-    return expected_arrivals(cell_scenario(full), float(full["duration_s"])) * _policy_runs(full)
+    return cell_scenario(full).expected_requests(float(full["duration_s"])) * _policy_runs(full)
 
 
 def main() -> None:

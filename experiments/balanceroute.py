@@ -29,7 +29,7 @@ from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.sweep import Experiment, script_main
 
 POLICIES = ["random", "rr", "p2c", "jsq", "jsq-tokens", "br0", "brh-oracle", "brh-survival"]
-HORIZONS = [0, 5, 10, 20, 40, 80]
+HORIZONS = [0, 2, 5, 10, 20, 40, 80]
 SEED = 0
 TRACE = "conv"
 LOAD_WINDOW = 400

@@ -31,12 +31,13 @@ def grid(profile: str) -> list[dict]:
 
 def cell(config: dict) -> dict:
     """Wardrop / optimum / no-bridge totals at one demand (unitless time and flow)."""
-    from lbtheory.games import braess, price_of_anarchy, wardrop_equilibrium
+    from lbtheory.equilibrium import price_of_anarchy, solve_wardrop
+    from lbtheory.games import braess
 
     d = config["demand"]
     poa = price_of_anarchy(braess(d))
     ue, so = poa.wardrop, poa.optimum
-    nb = wardrop_equilibrium(braess(d, bridge=False))
+    nb = solve_wardrop(braess(d, bridge=False))
     return {"demand": d, "wardrop_tstt": ue.total_travel_time,
             "system_optimum_tstt": so.total_travel_time,
             "no_bridge_tstt": nb.total_travel_time,

@@ -44,9 +44,12 @@ for _mod, _names in {
               "to_routing_game", "load_tntp_game", "gradient_projection", "TAPState",
               "bush_assignment", "BushState",
               "solve_game", "certify", "synthetic_network", "write_tntp"),
+    # games' wardrop_equilibrium / system_optimum above: deprecated aliases (until 0.3) of
+    # solve_wardrop / solve_system_optimum, which take a RoutingGame too; games.price_of_anarchy
+    # is not re-exported: lbtheory.price_of_anarchy is the equilibrium verb, which takes both
     "equilibrium": ("EquilibriumProblem", "EquilibriumResult", "PoAResult", "solve_equilibrium",
                     "solve_wardrop", "solve_system_optimum", "solve_rif", "price_of_anarchy",
-                    "optimality_residuals", "demand_sweep"),
+                    "optimality_residuals", "evaluate_routing", "demand_sweep"),
     "fluid": ("simulate_fluid", "simulate_fluid_batch", "fluid_sensitivity", "FluidSolution",
               "Mechanism"),
     "stability": ("critical_stepsize", "assess_stepsize", "check_stepsize", "empirical_rule",

@@ -19,7 +19,8 @@ import numpy as np
 from .errors import LBTheoryError, ParameterError
 
 __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
-           "check_bool", "range_text", "MAX_SEED"]
+           "check_bool", "range_text", "MAX_SEED", "check_ticks", "MAX_TICKS", "check_memory",
+           "memory_limit_bytes"]
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
 #: seeds representable in JSON, int64 arrays and every compiled kernel).
@@ -102,6 +103,8 @@ def check_real(value: Any, name: str, *, unit: str = "", low: float | None = Non
         v = float(value)
     except (TypeError, ValueError):
         raise error(_message(name, rule, unit, value, 'type')) from None
+    except OverflowError:  # an int beyond the float range (a file can hold 10**400)
+        raise error(_message(name, rule, unit, value, 'finite')) from None
     if not math.isfinite(v):
         raise error(_message(name, rule, unit, value, 'finite'))
     if ((low is not None and (v <= low if low_open else v < low))
@@ -123,6 +126,8 @@ def check_reals(values: Any, name: str, *, unit: str = "", low: float | None = N
         v = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
         raise error(_message(name, rule, unit, values, 'type')) from None
+    except OverflowError:
+        raise error(_message(name, rule, unit, values, 'finite')) from None
     if not np.all(np.isfinite(v)):
         raise error(_message(name, rule, unit, values, 'finite'))
     bad = np.zeros(v.shape, dtype=bool)
@@ -211,6 +216,51 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     if (low is not None and v < low) or (high is not None and v > high):
         raise error(msg)
     return v
+
+
+#: Most clock ticks (decision epochs, probe rounds) a simulated run may span: float64 time then
+#: still resolves a tick to 1e-3 of its length (2^53 ≈ 9e15), and a run that needs more is a
+#: typo (a rate of 1e-300 req/s, a probe period of 1 ns), not an experiment.
+MAX_TICKS = 10**12
+
+
+def check_ticks(span_s: float, tick_s: float, what: str, *,
+                error: ErrorFactory = ParameterError) -> float:
+    """Refuse a run whose ``span_s`` (s) holds more than :data:`MAX_TICKS` ticks of ``tick_s``
+    (s); returns the number of ticks."""
+    ticks = float(span_s) / float(tick_s)
+    if not ticks <= MAX_TICKS:
+        raise error(f"{what}: {span_s:.3g} s of {tick_s:g}-s ticks is {ticks:.3g} ticks, more "
+                    f"than the {MAX_TICKS:.0e} a simulated clock resolves (float64 time); "
+                    f"shorten the run or lengthen the tick")
+    return ticks
+
+
+def memory_limit_bytes() -> int:
+    """The memory one run may plan to use (bytes): ``LBTHEORY_MAX_MEMORY_GB`` (default 8 GiB —
+    a third of the 24-GiB machines this project is sized for). A run that would need more is
+    refused up front (:func:`check_memory`), never started and killed halfway."""
+    import os
+
+    text = os.environ.get("LBTHEORY_MAX_MEMORY_GB", "8")
+    try:
+        gb = float(text)
+    except ValueError:
+        raise ParameterError(f"LBTHEORY_MAX_MEMORY_GB must be a number of GiB, got "
+                             f"{text!r}") from None
+    if not (math.isfinite(gb) and gb > 0):
+        raise ParameterError(f"LBTHEORY_MAX_MEMORY_GB must be positive, got {text!r}")
+    return int(gb * 2**30)
+
+
+def check_memory(need_bytes: float, what: str, *, error: ErrorFactory = ParameterError) -> None:
+    """Refuse a run whose planned memory ``need_bytes`` exceeds :func:`memory_limit_bytes`,
+    naming what needs it and how much."""
+    limit = memory_limit_bytes()
+    if not need_bytes <= limit:
+        raise error(f"{what} would need about {need_bytes / 2**30:.3g} GiB, more than the "
+                    f"{limit / 2**30:.3g} GiB limit (LBTHEORY_MAX_MEMORY_GB); make the run "
+                    f"smaller")
 
 
 def check_seed(value: Any, name: str = "seed", *,

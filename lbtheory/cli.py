@@ -45,18 +45,6 @@ _EXAMPLES: dict[str, str] = {
 }
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown after each option's help (unless it already states one, or there is none
-    to show); description and epilog kept as written."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if ("default" in text.lower() or action.default is None or action.default is False
-                or action.default == argparse.SUPPRESS):
-            return text
-        return super()._get_help_string(action)
-
-
 def _command_modules() -> list:
     from . import commands
 
@@ -71,10 +59,18 @@ def _command_modules() -> list:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every discovered subcommand."""
+    from .commands._help import HelpFormatter
+
     parser = argparse.ArgumentParser(
-        prog="lbtheory",
-        description="Load balancing under delayed feedback: equilibria, price of anarchy, fluid "
-                    "models, stepsize verification and BalanceRoute imbalance.")
+        prog="lbtheory", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Load balancing under delayed feedback (DLB, BalanceRoute, the Intelligent "
+                    "Router): equilibria and\nthe price of anarchy of a topology or a traffic "
+                    "network, delayed fluid models, exact stepsize\nbounds, and simulators of "
+                    "DLB's cell routers, BalanceRoute's decode replicas and the Intelligent\n"
+                    "Router's LLM instances; experiment sweeps that cache and resume.",
+        epilog="Run 'lbtheory COMMAND --help' for a command's options and an example. Exit "
+               "codes: 0 ok,\n1 a check failed (stepsize: UNSTABLE), 2 bad input or a failed "
+               "solve.")
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"lbtheory {__version__}")
@@ -83,17 +79,28 @@ def build_parser() -> argparse.ArgumentParser:
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=textwrap.fill(mod.HELP, 79),
                            epilog=getattr(mod, "EPILOG", None) or _EXAMPLES.get(mod.NAME),
-                           formatter_class=_HelpFormatter)
+                           formatter_class=HelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
+                      lineno: int, file: object = None, line: str | None = None) -> None:
+    """Warnings as one ``warning: ...`` line on stderr (no source line): what a user reads."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 a check failed, 2 bad input or a
-    failed solve)."""
+    failed solve). Warnings print as one ``warning:`` line each; they never change the exit
+    code."""
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning
     try:
         return int(args._run(args) or 0)
     except LBTheoryError as exc:
@@ -103,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._array import xp
-from .errors import ModelError
+from ._checks import check_option
 from .models import ModelBank, ServiceModel
 
 __all__ = [
@@ -52,13 +52,10 @@ class CostKind(enum.StrEnum):
         return {"rif": "rif", "latency": "lat", "gradient": "grad"}[self.value]
 
     @classmethod
-    def parse(cls, value: str | CostKind) -> CostKind:
-        """Parse a name; raises ModelError listing the valid names."""
-        try:
-            return cls(value)
-        except ValueError:
-            raise ModelError(f"cost: unknown cost signal {value!r}; expected one of "
-                             f"{[c.value for c in cls]}") from None
+    def parse(cls, value: str | CostKind, name: str = "cost") -> CostKind:
+        """Coerce a ``cost`` argument (:func:`~lbtheory._checks.check_option`); raises
+        ParameterError naming ``name`` and the allowed values."""
+        return check_option(cls, value, name)
 
 
 Model = ServiceModel | ModelBank

@@ -1,4 +1,5 @@
-"""Typed errors and result statuses shared by every lbtheory module.
+"""Typed errors and result statuses shared by every lbtheory module, and the one deprecation
+warning (:func:`warn_deprecated`, :func:`renamed_keywords`).
 
 Every error names what is wrong (the cell, arc, field, file or parameter) and what was expected.
 The CLI turns any :class:`LBTheoryError` into a one-line message and exit code 2.
@@ -7,6 +8,10 @@ The CLI turns any :class:`LBTheoryError` into a one-line message and exit code 2
 from __future__ import annotations
 
 import enum
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = [
     "LBTheoryError",
@@ -24,6 +29,9 @@ __all__ = [
     "RunStatus",
     "DynamicsStatus",
     "StepsizeStatus",
+    "warn_deprecated",
+    "renamed_keywords",
+    "REMOVED_IN",
 ]
 
 
@@ -151,7 +159,7 @@ class SolveStatus(enum.StrEnum):
     INFEASIBLE = "infeasible"
     #: an iterative method stopped at its iteration/time budget before reaching ``tol``.
     MAX_ITERATIONS = "max_iterations"
-    #: the solver failed (its own status is in the message / :class:`SolverError`).
+    #: the solver failed (its own word is :attr:`SolverError.detail` and in the message).
     FAILED = "failed"
 
     @property
@@ -198,3 +206,52 @@ class StepsizeStatus(enum.StrEnum):
     #: a crossing was found but another root lies to its right (or the check could not run).
     UNVERIFIED = "unverified"
 
+
+# ----------------------------------------------------------------------------- deprecations
+#: The release that drops the deprecated names and keywords (they warn until then).
+REMOVED_IN = "0.3"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """The one deprecation warning: ``{old} is deprecated, use {new} (removed in 0.3)``.
+
+    ``stacklevel`` 3 points at the caller of the function that calls this.
+    """
+    warnings.warn(f"{old} is deprecated, use {new} (removed in {REMOVED_IN})",
+                  DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed_keywords(**renames: str) -> Callable[[F], F]:
+    """Accept a keyword's old name for one release, e.g.
+    ``@renamed_keywords(max_iter="max_iterations")``.
+
+    A call with the old name warns (:func:`warn_deprecated`) and is passed on under the new one;
+    both names at once raise :class:`ParameterError`.
+
+    Example:
+        >>> @renamed_keywords(max_iter="max_iterations")
+        ... def solve(*, max_iterations: int = 10) -> int:
+        ...     return max_iterations
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     solve(max_iter=3)
+        3
+    """
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise ParameterError(f"{fn.__name__}: give {new}= only ({old}= is its "
+                                             f"deprecated name), got both")
+                    warn_deprecated(f"{fn.__name__}({old}=...)", f"{new}=")
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

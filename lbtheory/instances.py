@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ParameterError
 from .models import MM1Latency, ServiceModel, SoftplusLatency
 from .network import Arc, Cell, CellNetwork
 
@@ -78,7 +78,7 @@ def mm1_pigou_poa(u: float = 1.0, r: float = 0.5) -> float:
     same M/M/1-beside-a-constant-link game). Raises ModelError unless 0 ≤ r < u.
     """
     if not (np.isfinite(u) and np.isfinite(r) and 0.0 <= r < u):
-        raise ModelError(f"mm1_pigou_poa: expected 0 <= r < u, got u={u!r}, r={r!r}")
+        raise ParameterError(f"mm1_pigou_poa: expected 0 <= r < u, got u={u!r}, r={r!r}")
     return float(0.5 * (1.0 + np.sqrt(u / (u - r))))
 
 

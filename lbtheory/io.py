@@ -222,25 +222,15 @@ def _topology_error(path: str, msg: str) -> TopologyError:
 PARAMETER_RANGE: tuple[float, float] = (1e-9, 1e9)
 
 
-def _number(v: Any) -> float | None:
-    """``v`` as a float if it is a real number (not bool) that fits a float, else ``None``."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        return float(v)
-    except OverflowError:
-        return None
-
-
 def _check_service_parameters(spec: Any, where: str, path: str) -> None:
     """Refuse service parameters whose magnitude is outside :data:`PARAMETER_RANGE` (called once
-    the model has checked names, types and signs)."""
+    the model has checked names, types — finite real numbers — and signs)."""
     from .errors import ModelError
 
     lo, hi = PARAMETER_RANGE
     for key, v in spec.items():
-        x = None if key == "model" else _number(v)
-        if x is not None and math.isfinite(x) and x != 0 and not lo <= abs(x) <= hi:
+        x = None if key == "model" else float(v)
+        if x is not None and x != 0 and not lo <= abs(x) <= hi:
             raise ModelError(f"{path + ': ' if path else ''}{where}.service.{key}: {x:g} is out "
                              f"of the accepted range: expected 0 or a magnitude in "
                              f"[{lo:g}, {hi:g}] (in the parameter's unit)")
@@ -287,10 +277,6 @@ def topology_from_dict(data: Any, *, path: str = ""):
         name = c["name"]
         if isinstance(name, str) and name:
             where = f"cells[{j}] ({name})"
-        for key in ("replicas", "arrival_rate"):
-            v = c[key]
-            if _number(v) is None:
-                raise _topology_error(path, f"{where}.{key}: expected a number, got {v!r}")
         try:
             service = model_from_dict(c["service"], where=f"{where}.service")
         except ModelError as exc:
@@ -313,43 +299,100 @@ def topology_from_dict(data: Any, *, path: str = ""):
             if not isinstance(a[key], str):
                 raise _topology_error(path, f"{where}.{key}: expected a cell name (a string), "
                                             f"got {a[key]!r}")
-        d = a.get("delay", 0.0)
-        if _number(d) is None:
-            raise _topology_error(path, f"{where} ({a['from']} -> {a['to']}).delay: expected a "
-                                        f"number of seconds, got {d!r}")
-        arcs.append(Arc(source=a["from"], target=a["to"], delay=d))
+        # replicas, arrival rates and delays are checked by CellNetwork (the one validator)
+        arcs.append(Arc(source=a["from"], target=a["to"], delay=a.get("delay", 0.0)))
     try:
         return CellNetwork(cells, arcs)
     except (TopologyError, ModelError) as exc:
         raise type(exc)(f"{path}: {exc}" if path else str(exc)) from None
 
 
-def load_topology(path: str | os.PathLike):
-    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork."""
+#: Largest configuration file read (bytes): topology and scenario files are hand-written.
+MAX_CONFIG_BYTES = 64 * 2**20
+
+
+def read_config_file(path: str | os.PathLike, what: str) -> Any:
+    """The data of a YAML (``.yaml``/``.yml``/other) or JSON (``.json``) configuration file — the
+    one reader of topology and scenario files.
+
+    UTF-8 only (a UTF-8 byte-order mark is dropped; a UTF-16 file or binary data is named), at
+    most :data:`MAX_CONFIG_BYTES`, YAML without anchors/aliases (a configuration never needs
+    them, and nested aliases expand exponentially: the "billion laughs"), and a syntax error as
+    one line with its line number.
+
+    Raises:
+        DataFormatError: any of the above (naming the file and line).
+        OSError: the file cannot be read (missing, no permission).
+    """
     import yaml
 
     p = Path(path)
+    kind = "JSON" if p.suffix.lower() == ".json" else "YAML"
     if p.is_dir():
-        raise DataFormatError("expected a topology file (.yaml/.yml/.json), got a directory",
+        raise DataFormatError(f"expected a {what} file (.yaml/.yml/.json), got a directory",
                               path=str(p))
+    if p.stat().st_size > MAX_CONFIG_BYTES:
+        raise DataFormatError(f"the {what} file is {p.stat().st_size / 2**20:.0f} MiB, more "
+                              f"than the {MAX_CONFIG_BYTES / 2**20:.0f} MiB a configuration "
+                              f"file may have", path=str(p))
+    raw = p.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DataFormatError("the file is UTF-16 (it starts with a UTF-16 byte-order mark); "
+                              "save it as UTF-8", path=str(p))
     try:
-        text = p.read_text(encoding="utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataFormatError(f"not a text file: byte {exc.start} is not UTF-8; expected a "
-                              f"YAML or JSON topology", path=str(p)) from None
+                              f"YAML or JSON {what}", path=str(p)) from None
+    if "\x00" in text:
+        raise DataFormatError(f"not a text file: it contains a NUL byte; expected a YAML or JSON "
+                              f"{what}", path=str(p))
     try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            data = yaml.safe_load(text)
+        return json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_NoAliasLoader)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         line = getattr(exc, "lineno", None)
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:
             line = mark.line + 1
-        raise DataFormatError(f"not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: "
-                              f"{exc}", path=str(p), line=line) from None
-    return topology_from_dict(data, path=str(p))
+        problem = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc)
+        raise DataFormatError(f"not valid {kind}: {' '.join(str(problem).split())}",
+                              path=str(p), line=line) from None
+
+
+def _no_alias_loader() -> Any:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """PyYAML's safe loader, refusing anchors and aliases."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.MarkedYAMLError(problem="YAML aliases (*name) are not accepted in a "
+                                                   "configuration file; write the value out",
+                                           problem_mark=event.start_mark)
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
+class _LazyLoader:
+    """The alias-refusing loader class, built on first use (no PyYAML import at start-up)."""
+
+    cls: Any = None
+
+    def __call__(self, stream: Any) -> Any:
+        if _LazyLoader.cls is None:
+            _LazyLoader.cls = _no_alias_loader()
+        return _LazyLoader.cls(stream)
+
+
+_NoAliasLoader = _LazyLoader()
+
+
+def load_topology(path: str | os.PathLike):
+    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork."""
+    return topology_from_dict(read_config_file(path, "topology"), path=str(path))
 
 
 def topology_to_dict(net) -> dict[str, Any]:

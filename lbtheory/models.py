@@ -447,12 +447,9 @@ def model_from_dict(spec: dict[str, Any], *, where: str = "service") -> ServiceM
                          f"expected {fields}")
     if missing:
         raise ModelError(f"{where}: missing parameter(s) {missing} for model {name!r}")
-    for k, v in params.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (
-                isinstance(v, int) and abs(v) > 1e300):
-            raise ModelError(f"{where}.{k}: expected a number, got {v!r}")
+    values = {k: _real(v, f"{where}.{k}") for k, v in params.items()}
     try:
-        model = cls(**{k: float(v) for k, v in params.items()})
+        model = cls(**values)
     except ModelError as exc:
         raise ModelError(f"{where}: {exc}") from None
     return model

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import check_real
-from .errors import InfeasibleDemandError, ModelError, SolverError, TopologyError
+from ._checks import check_int, check_real
+from .errors import InfeasibleDemandError, ModelError, SolverError, SolveStatus, TopologyError
 from .models import ModelBank, ServiceModel, check_assumption_1
 
 __all__ = ["Cell", "Arc", "CellNetwork", "FeasibilityReport", "max_slack_flows",
@@ -131,11 +131,9 @@ class CellNetwork:
             if c.name in index:
                 raise TopologyError(f"cells[{j}].name: duplicate cell name {c.name!r}")
             index[c.name] = j
-            lo, hi, _ = LIMITS["replicas"]
-            if isinstance(c.replicas, bool) or not isinstance(c.replicas, (int, float, np.number)) \
-                    or not lo <= c.replicas <= hi or not float(c.replicas).is_integer():
-                raise TopologyError(f"{where}: replicas must be an integer ≥ 1, got "
-                                    f"{c.replicas!r} (accepted range [{lo:g}, {hi:g}] servers)")
+            lo, hi, unit = LIMITS["replicas"]
+            k = check_int(c.replicas, f"{where}: replicas", low=int(lo), high=int(hi), unit=unit,
+                          integral_float=True, error=TopologyError)
             lam = check_real(c.arrival_rate, f"{where}: arrival_rate", unit="req/s", low=0.0,
                              error=TopologyError)
             _check_limit(lam, "arrival_rate", where)
@@ -145,7 +143,7 @@ class CellNetwork:
             with np.errstate(all="ignore"):
                 check_assumption_1(c.service, label=where)
             _check_service_scale(c.service, where)
-            checked.append(dataclasses.replace(c, replicas=int(c.replicas), arrival_rate=lam))
+            checked.append(dataclasses.replace(c, replicas=k, arrival_rate=lam))
         seen: set[tuple[int, int]] = set()
         norm_arcs = []
         for a_i, a in enumerate(arcs):
@@ -325,9 +323,10 @@ def max_slack_flows(net: CellNetwork) -> tuple[float, np.ndarray]:
                   bounds=[(0, None)] * m + [(None, None)], method="highs")
     if res.status == 2:  # equality rows unsatisfiable: only with λ_i > 0 and no arc (validated)
         return -math.inf, np.zeros(m)
-    if res.status != 0:
+    if res.status != 0:  # scipy's codes: 1 iteration limit, 3 unbounded, 4 numerical trouble
         raise SolverError(f"Assumption-2 LP failed: HiGHS status {res.status} ({res.message})",
-                          solver="HIGHS", status=str(res.status))
+                          solver="HIGHS", status=SolveStatus.MAX_ITERATIONS if res.status == 1
+                          else SolveStatus.FAILED, detail=f"HiGHS status {res.status}")
     return float(res.x[-1]), np.maximum(res.x[:m], 0.0)
 
 

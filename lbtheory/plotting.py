@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STYLE", "style", "figure", "POLICY_COLORS", "plot_equilibria"]
+__all__ = ["STYLE", "style", "figure", "POLICY_COLORS", "policy_color", "plot_equilibria"]
 
 STYLE: dict[str, Any] = {
     "figure.dpi": 110,
@@ -25,17 +25,28 @@ STYLE: dict[str, Any] = {
     "legend.frameon": False,
 }
 
-#: Stable colours per policy/equilibrium name so every figure agrees.
+#: One colour per policy / equilibrium name, the same in every figure, and no two names share
+#: one (tests/test_figures.py checks): DLB's six routers take their cost signal's equilibrium
+#: colour (latency = Wardrop red, gradient = optimum green, RIF blue), discrete ones paler; the
+#: shared baselines greys and browns; BalanceRoute's and the Intelligent Router's policies the
+#: remaining hues.
 POLICY_COLORS: dict[str, str] = {
     "wardrop": "#d62728", "system_optimum": "#2ca02c", "rif": "#1f77b4",
-    "random": "#7f7f7f", "rr": "#8c564b", "p2c": "#e377c2", "jsq": "#ff7f0e",
-    "jsq-tokens": "#bcbd22", "br0": "#1f77b4", "brh-oracle": "#2ca02c",
-    "brh-survival": "#9467bd", "brh-exactmatch": "#17becf",
-    # DLB's six routers: each cost signal in its equilibrium's colour
-    # (latency = Wardrop red, gradient = optimum green, RIF blue), discrete routers paler
-    "rand": "#7f7f7f", "mnlb": "#9467bd", "flow-rif": "#1f77b4", "flow-lat": "#d62728",
-    "flow-grad": "#2ca02c", "disc-rif": "#aec7e8", "disc-lat": "#ff9896", "disc-grad": "#98df8a",
+    "flow-lat": "#b2182b", "flow-grad": "#1b7837", "flow-rif": "#2166ac",
+    "disc-lat": "#ff9896", "disc-grad": "#98df8a", "disc-rif": "#aec7e8",
+    "rand": "#7f7f7f", "random": "#bdbdbd", "rr": "#8c564b", "p2c": "#c49c94", "jsq": "#ff7f0e",
+    "jsq-tokens": "#ffbb78", "mnlb": "#9467bd",
+    "br0": "#17becf", "brh-oracle": "#e377c2", "brh-survival": "#bcbd22",
+    "brh-exactmatch": "#dbdb8d",
+    "minmin": "#393b79", "maxcap": "#637939", "heuristic": "#8c6d31", "small-large": "#843c39",
+    "rl": "#7b4173", "wa-rl": "#a55194", "wg-rl": "#ce6dbd",
 }
+
+
+def policy_color(name: str) -> str:
+    """The colour of ``name`` (a label such as ``flow-grad@0.5`` takes its policy's colour;
+    unknown names a neutral grey)."""
+    return POLICY_COLORS.get(name, POLICY_COLORS.get(name.split("@")[0], "#4d4d4d"))
 
 
 @contextlib.contextmanager
@@ -84,7 +95,7 @@ def plot_equilibria(net: Any, poa: Any, sweep: dict[str, Any]):
                     label=f"{_EQ_LABELS[key]}: {eq.mean_latency * 1e3:.0f} ms")
         ax0.set_xticks(x, net.names)
         ax0.set_xlabel("cell")
-        ax0.set_ylabel(r"utilisation $z_j/\bar\mu_j$")
+        ax0.set_ylabel(r"utilisation $z_j/\bar\mu_j$" + "\n(inflow / capacity)")
         ax0.set_title("equilibrium load per cell")
         ax0.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1,
                    title="equilibrium: mean end-to-end latency", title_fontsize=8)
@@ -93,6 +104,11 @@ def plot_equilibria(net: Any, poa: Any, sweep: dict[str, Any]):
         ax1.plot(sweep["utilisation"], sweep["rif_ratio"], color=POLICY_COLORS["rif"],
                  marker=".", ms=3, label="C(RIF)/C(opt)")
         ax1.axhline(1.0, color="k", lw=0.8)
+        now = float(np.sum(net.arrival_rates) / np.sum(net.max_rates))
+        ax1.axvline(now, color="0.4", ls=":", lw=1.0)
+        ax1.plot([now], [poa.price_of_anarchy], marker="o", color=POLICY_COLORS["wardrop"],
+                 ms=6, zorder=5, label=f"this topology's demand: PoA {poa.price_of_anarchy:.4f} "
+                                       f"at Λ/Σμ̄ = {now:.2f}")
         ax1.set_xlabel(r"total demand / total capacity ($\Lambda\,/\,\Sigma\bar\mu$)")
         ax1.set_ylabel("ratio of mean latencies (dimensionless)")
         ax1.set_title("price of anarchy as demand grows")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_real
-from .errors import ModelError
+from .errors import ParameterError
 
 __all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES",
            "median_wall_time", "mean_ci"]
@@ -32,7 +32,7 @@ def _as_array(values: Iterable[float] | np.ndarray, name: str = "values") -> np.
     arr = np.asarray(values, dtype=float).ravel()
     if arr.size and not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ModelError(f"{name} must be finite; element {bad} is {arr[bad]}")
+        raise ParameterError(f"{name} must be finite; element {bad} is {arr[bad]}")
     return arr
 
 

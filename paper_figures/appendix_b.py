@@ -80,7 +80,7 @@ def fig_bars(s: dict, title: str, level_key: str, path: Path) -> None:
                        title_fontsize=7)
     fig.suptitle(f"{title}\n{_subtitle(s)}", fontsize=9)
     fig.tight_layout()
-    save_figure_atomic(fig, path)
+    print(save_figure_atomic(fig, path))
 
 
 def fig_lines(s: dict, title: str, key: str, xlabel: str, path: Path, *, logx: bool = False,
@@ -113,7 +113,7 @@ def fig_lines(s: dict, title: str, key: str, xlabel: str, path: Path, *, logx: b
     axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(f"{title}\n{_subtitle(s)}", fontsize=9)
     fig.tight_layout()
-    save_figure_atomic(fig, path)
+    print(save_figure_atomic(fig, path))
 
 
 def fig_events(s: dict, path: Path) -> None:
@@ -143,7 +143,7 @@ def fig_events(s: dict, path: Path) -> None:
     axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(f"Exp 5: demand burst to 95 % and capacity outage\n{_subtitle(s)}", fontsize=9)
     fig.tight_layout()
-    save_figure_atomic(fig, path)
+    print(save_figure_atomic(fig, path))
 
 
 def fig_eta(s: dict, path: Path) -> None:
@@ -184,7 +184,7 @@ def fig_eta(s: dict, path: Path) -> None:
     fig.suptitle(f"Exp 7: does the fluid-model critical stepsize predict oscillation in the "
                  f"simulated cluster?\n{_subtitle(s)}", fontsize=9)
     fig.tight_layout()
-    save_figure_atomic(fig, path)
+    print(save_figure_atomic(fig, path))
 
 
 def main(results: Path | None = None, out: Path | None = None) -> int:

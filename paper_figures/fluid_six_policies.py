@@ -29,18 +29,20 @@ def main() -> Path:
     costs = list(dict.fromkeys(r["cost"] for r in runs))
     delays = sorted({r["delay"] for r in runs})
     fig, axes = figure(nrows=3, ncols=3, width=10.0, height=7.5, sharey="row")
+    top = {"flow": 0.0, "discrete": 0.0}  # the largest |deviation| of each row: nothing clipped
     for col, cost in enumerate(costs):
         for row, mech in enumerate(("flow", "discrete")):
             ax = axes[row, col]
-            for k, d in enumerate(delays):
+            # longest delay first, so the small oscillations of short delays are drawn on top
+            for k, d in reversed(list(enumerate(delays))):
                 r = next(r for r in runs if (r["cost"], r["mechanism"], r["delay"]) ==
                          (cost, mech, d))
                 t = np.asarray(r["t"])
                 keep = t <= WINDOW_S
                 dev = np.asarray(r["workload"])[keep, 0] - r["equilibrium_workload"][0]
+                top[mech] = max(top[mech], float(np.abs(dev).max()))
                 ax.plot(t[keep], dev, lw=0.8, color=f"C{k}", label=f"τ = {1e3 * d:g} ms")
             ax.set_title(f"{mech} · {cost}", fontsize=9)
-            ax.set_ylim(-4, 4)
             ax.set_xlabel("t (s)")
             if col == 0:
                 ax.set_ylabel(r"$N_{c1} - N^*_{c1}$ (requests)")
@@ -54,7 +56,10 @@ def main() -> Path:
         if col == 0:
             ax.set_ylabel(r"late peak-to-peak $N_{c1}$ (requests)")
         ax.legend(fontsize=7)
-    axes[0, 0].legend(fontsize=7, ncol=2)
+    for row, mech in enumerate(("flow", "discrete")):
+        axes[row, 0].set_ylim(-1.05 * top[mech], 1.05 * top[mech])
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    axes[0, 0].legend(handles[::-1], labels[::-1], fontsize=7, ncol=2)
     fig.suptitle("Delayed fluid model: flow routing converges, discrete routing herds "
                  "(amplitude ∝ delay)", fontsize=10)
     fig.tight_layout()

@@ -45,7 +45,7 @@ def main() -> None:
     fig.text(0.5, -0.02, "Kinks in the PoA curve mark demands where the set of used paths "
              "changes (the bridge path enters or leaves use); between them the curve is smooth.",
              ha="center", va="top", fontsize=8, color="0.3")
-    save_figure_atomic(fig, OUT / "poa_braess.png")
+    print(save_figure_atomic(fig, OUT / "poa_braess.png"))
 
 
 if __name__ == "__main__":

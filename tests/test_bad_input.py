@@ -119,7 +119,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
                                                         b"0,100,1000000000000\n")],
         ("out.csv:2", "output_tokens", "at most 1,000,000 tokens")),
     "replicas 1e308": (lambda t: ["equilibrium", _json_file(t, _topology(replicas=1e308))],
-                       ("net.json", "us-east", "replicas", "[1, 1e+06]")),
+                       ("net.json", "us-east", "replicas", "[1, 1000000]", "1e+308")),
     "arrival_rate 1e12": (
         lambda t: ["equilibrium", _json_file(t, _topology(arrival_rate=1e12))],
         ("net.json", "us-east", "arrival_rate 1e+12 req/s", "[0, 1e+09] req/s")),
@@ -219,16 +219,16 @@ def test_help_lists_subcommands_in_readme_order(capsys):
 
 def test_tntp_path_honours_solver(monkeypatch, capsys):
     """``--solver`` reaches the routing-game solver on the TNTP path (it used to be ignored)."""
-    from lbtheory.commands import _tntp
+    import lbtheory.equilibrium
 
     seen = []
-    real = _tntp.price_of_anarchy
+    real = lbtheory.equilibrium.price_of_anarchy
 
     def spy(game, *, solver=None, **kw):
         seen.append(solver)
         return real(game, solver=solver, **kw)
 
-    monkeypatch.setattr(_tntp, "price_of_anarchy", spy)
+    monkeypatch.setattr(lbtheory.equilibrium, "price_of_anarchy", spy)
     assert main(["equilibrium", *BRAESS_ARGS, "--solver", "ecos", "--json"]) == 0
     assert seen == ["ECOS"]
     assert json.loads(capsys.readouterr().out)["price_of_anarchy"] == pytest.approx(552 / 498)

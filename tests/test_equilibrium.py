@@ -15,6 +15,7 @@ from lbtheory.equilibrium import (
     EquilibriumProblem,
     dcp_potential_value,
     demand_sweep,
+    evaluate_routing,
     optimality_residuals,
     price_of_anarchy,
     solve_equilibrium,
@@ -22,7 +23,7 @@ from lbtheory.equilibrium import (
     solve_system_optimum,
     solve_wardrop,
 )
-from lbtheory.errors import InfeasibleDemandError, SolverError, SolveStatus
+from lbtheory.errors import InfeasibleDemandError, ParameterError, SolverError, SolveStatus
 from lbtheory.instances import (
     mm1_pigou,
     mm1_pigou_poa,
@@ -100,7 +101,7 @@ def test_dcp_forms_match_numeric_potential():
     # evaluated at random inflows, equals the quadrature potential flow_potential exactly
     import cvxpy as cp
 
-    from lbtheory.games._cvxforms import form_terms
+    from lbtheory.games import form_terms
 
     rng = np.random.default_rng(3)
     assert set(DCP_FORMS) == {(MM1Latency, CostKind.GRADIENT), (MM1Latency, CostKind.LATENCY),
@@ -265,17 +266,23 @@ def test_rif_on_a_mixed_partial_mesh_dual_route_matches_clarabel():
     np.testing.assert_allclose(eq.inflow, ref.inflow, rtol=1e-8, atol=1e-9)
 
 
-def test_fallback_to_column_generation_when_the_dual_route_fails(monkeypatch):
-    """With column generation on (large networks), a failed dual route falls back to the
-    restricted CVXPY program: it used to read the program's network before building it
-    (AttributeError). The answer equals the dual route's."""
-    import lbtheory.equilibrium._solve as solve_mod
-
+def test_fallback_to_column_generation_when_the_dual_route_falls_short():
+    """With column generation on (large networks), a dual answer above ``tol`` falls back to
+    the restricted CVXPY program: it used to read the program's network before building it
+    (AttributeError). A target no route reaches (1e-300) shows both routes in the error, and
+    ``throw=False`` returns the best answer; the restricted program alone (CLARABEL) agrees."""
     net = random_network(np.random.default_rng(7), 12, arc_prob=0.6)
     want = solve_wardrop(net)
-    monkeypatch.setattr(solve_mod, "solve_by_dual", lambda *a, **k: (None, "dual: forced"))
-    got = EquilibriumProblem(net, "latency", column_generation=True).solve()
-    assert got.status is SolveStatus.OPTIMAL and got.solver != "DUAL_NEWTON"
+    prob = EquilibriumProblem(net, "latency", column_generation=True)
+    with pytest.raises(SolverError, match=r"did not reach residual 1e-300 on any route: "
+                                          r"DUAL_NEWTON: residual \S+; CLARABEL: residual") as info:
+        prob.solve(tol=1e-300)
+    assert info.value.status is SolveStatus.FAILED
+    best = prob.solve(tol=1e-300, throw=False)
+    assert best.status is SolveStatus.OPTIMAL_INACCURATE
+    np.testing.assert_allclose(best.inflow, want.inflow, rtol=1e-9, atol=1e-9)
+    got = EquilibriumProblem(net, "latency", solver="CLARABEL", column_generation=True).solve()
+    assert got.status is SolveStatus.OPTIMAL and got.solver == "CLARABEL"
     np.testing.assert_allclose(got.inflow, want.inflow, rtol=1e-6, atol=1e-8)
 
 
@@ -355,9 +362,22 @@ def test_infeasible_demand_names_cells_and_shortfall():
         exact.check_feasibility()
 
 
-def test_solver_failure_names_solver_and_status():
-    with pytest.raises(SolverError, match="GLPK_NOT_A_SOLVER"):
+def test_unknown_solver_is_a_parameter_error():
+    with pytest.raises(ParameterError, match=r"solver must be one of the installed CVXPY "
+                                             r"solvers .*CLARABEL.*, got 'GLPK_NOT_A_SOLVER'"):
         solve_system_optimum(spill_example(), solver="GLPK_NOT_A_SOLVER")
+
+
+@pytest.mark.parametrize("solver", ["CLARABEL", "SCS"])
+def test_solver_failure_names_solver_and_status(solver):
+    """Demand 10× the capacity, Assumption 2 not checked: the conic program is infeasible, and
+    the error carries the enum (INFEASIBLE) and the solver's own word."""
+    net = spill_example()
+    over = net.with_arrival_rates(net.arrival_rates * 10)
+    with pytest.raises(SolverError, match=rf"{solver}: status 'infeasible'") as info:
+        EquilibriumProblem(over, "gradient", solver=solver).solve(check_feasibility=False)
+    assert (info.value.solver, info.value.status, info.value.detail) == (
+        solver, SolveStatus.INFEASIBLE, "infeasible")
 
 
 def test_column_generation_matches_full_program():
@@ -388,12 +408,11 @@ def test_status_is_optimal_only_within_tol():
 def test_inflow_above_capacity_is_reported_not_clipped():
     """Flows that overload a cell (z = 14 > μ̄ = 10) show in flow_residual = (14 − 10)/10 and
     the status, instead of being clipped below capacity."""
-    from lbtheory.equilibrium._result import _assemble_flows
-
     net = spill_example()
-    over = _assemble_flows(net, CostKind.GRADIENT, np.array([[14.0, 0.0], [0.0, 4.0]]),
-                           SolveStatus.OPTIMAL, "test", 1)
-    assert over.inflow[0] == 14.0
+    assert net.arrival_rates.tolist() == [14.0, 4.0]
+    over = evaluate_routing(net, np.eye(2), CostKind.GRADIENT, status=SolveStatus.OPTIMAL,
+                            solver="test")
+    assert over.inflow[0] == 14.0 and over.solver == "test"
     assert over.flow_residual == pytest.approx(0.4, rel=1e-12)
     assert over.status is SolveStatus.OPTIMAL_INACCURATE
     res = optimality_residuals(net, np.eye(2), "gradient")

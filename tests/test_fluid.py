@@ -5,7 +5,7 @@ import pytest
 
 from lbtheory.costs import CostKind, cell_cost_prime
 from lbtheory.equilibrium import solve_equilibrium
-from lbtheory.errors import DynamicsStatus, ModelError, TopologyError, UnstableError
+from lbtheory.errors import DynamicsStatus, ModelError, ParameterError, TopologyError, UnstableError
 from lbtheory.fluid import DelayMode, Mechanism, simulate_fluid
 from lbtheory.instances import random_network, symmetric_two_cell
 from lbtheory.io import load_topology
@@ -122,8 +122,9 @@ BAD = [
     (dict(t1=1.0005, dt=1e-3), ModelError, "whole number of steps"),
     (dict(t1=1.0, dt=-1.0), ModelError, "dt: expected a positive finite"),
     (dict(t1="x"), ModelError, "t1: expected a positive number"),
-    (dict(save_every=3), ModelError, "must divide the number of steps"),
-    (dict(save_every=0), ModelError, "save_every: expected a positive integer"),
+    (dict(save_every=3), ParameterError, "must divide the number of steps"),
+    (dict(save_every=0), ParameterError, r"save_every must be an integer >= 1 \(steps\), got 0"),
+    (dict(save_every=2.0), ParameterError, r"save_every must be an integer >= 1 .*got 2.0"),
     (dict(dt=3e-3, t1=0.999), ModelError, "not a multiple of dt"),
     (dict(delay_mode="nearest"), ModelError,
      "delay_mode must be 'snap' or 'interpolate', got 'nearest'"),
@@ -138,7 +139,8 @@ BAD = [
     (dict(x0=np.diag([1.0, 0.5, 1.0])), ModelError, "row of source 'eu-west' sums to 0.5"),
     (dict(mechanism="greedy"), ModelError,
      "mechanism must be 'flow' or 'discrete', got 'greedy'"),
-    (dict(cost="queue"), ModelError, r"cost: unknown cost signal 'queue'; expected one of"),
+    (dict(cost="queue"), ParameterError,
+     r"cost must be one of 'rif', 'latency', 'gradient', got 'queue'"),
     (dict(equilibrium="cvx"), ModelError, "equilibrium: expected None, 'auto'"),
     (dict(equilibrium=[1.0]), ModelError, "equilibrium: expected 3 finite"),
 ]

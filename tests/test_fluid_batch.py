@@ -10,12 +10,19 @@ from lbtheory.errors import (
     InfeasibleDemandError,
     ModelError,
     SolverError,
+    SolveStatus,
     TopologyError,
     UnstableError,
 )
-from lbtheory.fluid import _batch as fluid_batch
-from lbtheory.fluid import fluid_problem, simulate_fluid, simulate_fluid_batch
-from lbtheory.fluid._batch import MAX_BATCH_BYTES, choose_batch_size, scenario_bytes
+from lbtheory.fluid import (
+    MAX_BATCH_BYTES,
+    choose_batch_size,
+    fluid_problem,
+    scenario_bytes,
+    simulate_fluid,
+    simulate_fluid_batch,
+)
+from lbtheory.fluid import _batch as fluid_batch  # only to inject faults and spy (below)
 from lbtheory.instances import spill_example, symmetric_two_cell
 from lbtheory.io import load_topology
 from lbtheory.models import MM1Latency
@@ -96,14 +103,15 @@ def test_scenario_error_propagates_with_its_fields_and_a_note(monkeypatch):
 
     def failing(net, kind, eq):
         if net is nets[1]:
-            raise SolverError("CLARABEL failed", solver="CLARABEL", status="numerical_error")
+            raise SolverError("CLARABEL failed", solver="CLARABEL", status=SolveStatus.FAILED,
+                              detail="numerical_error")
         return None
 
     monkeypatch.setattr(fluid_batch, "equilibrium_workload", failing)
     with pytest.raises(SolverError) as info:
         simulate_fluid_batch(nets, cost="latency", stepsize=2.0, t1=0.1, equilibrium="auto")
     assert (info.value.solver, info.value.status, info.value.detail) == (
-        "CLARABEL", "failed", "numerical_error")
+        "CLARABEL", SolveStatus.FAILED, "numerical_error")
     assert str(info.value) == "CLARABEL failed"
 
 

@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 
 from lbtheory.errors import DynamicsStatus
-from lbtheory.fluid import diagnose_trajectory, simulate_fluid
-from lbtheory.fluid._integrator import solve_dde
-from lbtheory.fluid._solution import DECAY_RATIO
+from lbtheory.fluid import DECAY_RATIO, diagnose_trajectory, simulate_fluid, solve_dde
 from lbtheory.instances import symmetric_two_cell
 from lbtheory.models import MM1Latency
 from lbtheory.network import Arc, Cell, CellNetwork

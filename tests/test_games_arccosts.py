@@ -11,8 +11,18 @@ from scipy.optimize import brentq
 
 from lbtheory.costs import CostKind
 from lbtheory.errors import ModelError
-from lbtheory.games import MM1, ArcCostBank, Polynomial, ServiceArc, affine, bpr, constant
-from lbtheory.games._cvxforms import ARC_FORMS, arc_objective, bank_objective
+from lbtheory.games import (
+    ARC_FORMS,
+    MM1,
+    ArcCostBank,
+    Polynomial,
+    ServiceArc,
+    affine,
+    arc_objective,
+    bank_objective,
+    bpr,
+    constant,
+)
 from lbtheory.models import ExpSaturation, MM1Latency, SoftplusLatency
 
 FAMILIES = [
@@ -200,5 +210,6 @@ def test_bank_validation():
 def test_service_arc_validation():
     with pytest.raises(ModelError, match="ServiceArc.model must be a ServiceModel"):
         ServiceArc("latency", 3.0)
-    with pytest.raises(ModelError, match="unknown cost signal"):
+    with pytest.raises(ModelError, match="ServiceArc.kind must be one of 'rif', 'latency', "
+                                         "'gradient', got 'speed'"):
         ServiceArc("speed", MM1Latency(10.0, 5.0))

@@ -11,9 +11,7 @@ from lbtheory.games import (
     cell_inflows,
     frank_wolfe,
     routing_from_game,
-    system_optimum,
     to_routing_game,
-    wardrop_equilibrium,
 )
 from lbtheory.instances import mm1_pigou, random_network, spill_example, symmetric_two_cell
 
@@ -30,8 +28,8 @@ NETWORKS = {
 def test_same_equilibria_both_paths(name):
     net = NETWORKS[name]()
     game = to_routing_game(net)
-    for ours, theirs in ((wardrop_equilibrium(game), solve_wardrop(net)),
-                         (system_optimum(game), solve_system_optimum(net))):
+    for ours, theirs in ((solve_wardrop(game), solve_wardrop(net)),
+                         (solve_system_optimum(game), solve_system_optimum(net))):
         z = cell_inflows(net, ours.arc_flow)
         np.testing.assert_allclose(z, theirs.inflow, rtol=1e-8, atol=1e-8 * net.total_demand)
         # TSTT of the game = total latency rate C of the cell network (Little's law)
@@ -42,8 +40,7 @@ def test_same_equilibria_both_paths(name):
 
 
 def test_mm1_cells_become_dcp_arcs():
-    from lbtheory.games import MM1
-    from lbtheory.games._cvxforms import check_convex_form
+    from lbtheory.games import MM1, check_convex_form
 
     game = to_routing_game(spill_example())
     check_convex_form(game.costs)  # raises ModelError for a family without a DCP form
@@ -56,12 +53,12 @@ def test_other_service_models_use_service_arcs_and_frank_wolfe():
     game = to_routing_game(net)
     assert any(isinstance(a.cost, ServiceArc) for a in game.arcs)
     with pytest.raises(ModelError, match="no exact convex CVXPY form"):
-        wardrop_equilibrium(game, method="cvxpy")
+        solve_wardrop(game, method="cvxpy")
     res, _ = frank_wolfe(game, method="bfw", tol=1e-7, time_limit=30)
     ref = solve_wardrop(net)
     np.testing.assert_allclose(cell_inflows(net, res.arc_flow), ref.inflow, rtol=1e-3,
                                atol=1e-4 * net.total_demand)
     # method="auto" falls back past CVXPY (no exact form) to a first-order solver on ServiceArcs
-    auto = wardrop_equilibrium(game)
+    auto = solve_wardrop(game)
     np.testing.assert_allclose(cell_inflows(net, auto.arc_flow), ref.inflow, rtol=1e-3,
                                atol=1e-4 * net.total_demand)

@@ -4,7 +4,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from lbtheory.errors import ModelError, TopologyError
+from lbtheory.equilibrium import solve_wardrop
+from lbtheory.errors import ParameterError, TopologyError
 from lbtheory.games import (
     Commodity,
     GameArc,
@@ -15,7 +16,6 @@ from lbtheory.games import (
     constant,
     grid_game,
     shortest_paths,
-    wardrop_equilibrium,
 )
 
 
@@ -82,14 +82,14 @@ def test_non_through_zone_is_not_crossed():
             GameArc(1, 3, constant(5.0)), GameArc(2, 1, constant(1.0))]
     g = RoutingGame([1, 2, 3], arcs, [Commodity(1, 3, 1.0), Commodity(2, 3, 2.0)],
                     non_through=[2])
-    ue = wardrop_equilibrium(g)
+    ue = solve_wardrop(g)
     np.testing.assert_allclose(ue.arc_flow, [0.0, 2.0, 1.0, 0.0], atol=1e-9)
 
 
 def test_without_arcs_blocks_the_bridge():
     g = braess().without_arcs([3])
     assert g.blocked.tolist() == [False, False, False, True, False]
-    assert wardrop_equilibrium(g).arc_flow[3] == 0.0
+    assert solve_wardrop(g).arc_flow[3] == 0.0
 
 
 def test_shortest_paths_respect_non_through_nodes_like_networkx():
@@ -122,13 +122,14 @@ def test_shortest_paths_respect_non_through_nodes_like_networkx():
 
 
 @pytest.mark.parametrize("kw, err, match", [
-    ({"rows": 0, "cols": 3}, TopologyError, "rows: expected a positive integer, got 0"),
-    ({"rows": 2.5, "cols": 3}, TopologyError, "rows: expected a positive integer"),
-    ({"rows": 1, "cols": 1}, TopologyError, "at least 2 nodes, got 1x1"),
-    ({"rows": 2, "cols": 2, "n_origins": 5}, TopologyError, r"n_origins: expected an integer "
-                                                            r"in 1\.\.4"),
-    ({"rows": 2, "cols": 2, "n_origins": 0}, TopologyError, "n_origins"),
-    ({"rows": 2, "cols": 2, "family": "cubic"}, ModelError,
+    ({"rows": 0, "cols": 3}, ParameterError, "rows must be an integer >= 1, got 0"),
+    ({"rows": 2.5, "cols": 3}, ParameterError, "rows must be an integer >= 1, got 2.5"),
+    ({"rows": 2, "cols": True}, ParameterError, "cols must be an integer >= 1, got True"),
+    ({"rows": 1, "cols": 1}, ParameterError, "at least 2 nodes, got 1x1"),
+    ({"rows": 2, "cols": 2, "n_origins": 5}, ParameterError,
+     r"n_origins must be an integer in \[1, 4\] \(at most rows·cols\), got 5"),
+    ({"rows": 2, "cols": 2, "n_origins": 0}, ParameterError, "n_origins .*got 0"),
+    ({"rows": 2, "cols": 2, "family": "cubic"}, ParameterError,
      r"family must be 'bpr' or 'affine', got 'cubic'"),
 ])
 def test_grid_game_validation(kw, err, match):

@@ -8,7 +8,8 @@ import pytest
 import sympy as sy
 from scipy.optimize import brentq
 
-from lbtheory.errors import ModelError, SolveStatus
+from lbtheory.equilibrium import price_of_anarchy, solve_system_optimum, solve_wardrop
+from lbtheory.errors import ModelError, SolverError, SolveStatus
 from lbtheory.games import (
     GamePoAResult,
     braess,
@@ -17,9 +18,6 @@ from lbtheory.games import (
     mm1_two_link_poa,
     pigou,
     pigou_poa,
-    price_of_anarchy,
-    system_optimum,
-    wardrop_equilibrium,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "Braess-Example"
@@ -47,7 +45,7 @@ def mm1_two_link_oracle(u, R):
 
 
 def test_pigou_linear_poa_is_four_thirds():
-    ue, so = wardrop_equilibrium(pigou(1)), system_optimum(pigou(1))
+    ue, so = solve_wardrop(pigou(1)), solve_system_optimum(pigou(1))
     assert ue.total_travel_time == pytest.approx(1.0, abs=1e-9)
     assert so.total_travel_time == pytest.approx(0.75, abs=1e-9)
     np.testing.assert_allclose(so.arc_flow, [0.5, 0.5], atol=1e-9)
@@ -85,8 +83,8 @@ def test_mm1_poa_closed_form_rejects_bad_demand():
 
 
 def test_braess_published_values():
-    ue, so = wardrop_equilibrium(braess()), system_optimum(braess())
-    nb = wardrop_equilibrium(braess(bridge=False))
+    ue, so = solve_wardrop(braess()), solve_system_optimum(braess())
+    nb = solve_wardrop(braess(bridge=False))
     np.testing.assert_allclose(ue.arc_flow, [4, 2, 2, 2, 4], atol=1e-7)
     # path 1-3-2 cost 10·4 + 50 + 2 = 92 and 1-3-4-2 = 40 + 12 + 40 = 92
     c = ue.arc_cost
@@ -121,9 +119,9 @@ def _wardrop_violation(game, res, cost):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_wardrop_condition_on_every_used_path(seed):
     game = grid_game(3, 3, seed=seed, n_origins=3, family="affine")
-    ue = wardrop_equilibrium(game)
+    ue = solve_wardrop(game)
     assert _wardrop_violation(game, ue, ue.arc_cost) < 1e-6
-    so = system_optimum(game)
+    so = solve_system_optimum(game)
     assert _wardrop_violation(game, so, game.costs.marginal(so.arc_flow)) < 1e-6
     assert ue.relative_gap < 1e-8 and so.relative_gap < 1e-8
     assert so.total_travel_time <= ue.total_travel_time * (1 + 1e-9)
@@ -218,9 +216,9 @@ def test_cvxpy_refuses_non_dcp_arcs():
     arc = ServiceArc("latency", SoftplusLatency(0.5, 0.05, 5.0, 1.0))
     game = RoutingGame(["s", "t"], [GameArc("s", "t", arc)], [Commodity("s", "t", 1.0)])
     with pytest.raises(ModelError, match="no exact convex CVXPY form"):
-        wardrop_equilibrium(game, method="cvxpy")
+        solve_wardrop(game, method="cvxpy")
     # method "auto" falls back to Frank–Wolfe: one arc carries the whole demand
-    res = wardrop_equilibrium(game)
+    res = solve_wardrop(game)
     assert res.solver.startswith("frank_wolfe") and res.arc_flow[0] == pytest.approx(1.0)
 
 
@@ -230,17 +228,19 @@ def test_solver_failure_is_typed():
     # demand above the M/M/1 capacity: infeasible program
     game = mm1_two_link(1.0, 0.5).with_demand_scale(10.0)
     game = game.without_arcs([1])
-    with pytest.raises(SolverError, match="returned status"):
-        wardrop_equilibrium(game)
-    res = wardrop_equilibrium(game, throw=False)
+    with pytest.raises(SolverError, match="returned status 'infeasible'") as info:
+        solve_wardrop(game)
+    assert info.value.status is SolveStatus.FAILED  # every route failed
+    res = solve_wardrop(game, throw=False)
     assert res.status is SolveStatus.FAILED and np.isnan(res.total_travel_time)
 
 
-def test_unavailable_solver_is_typed():
-    from lbtheory.errors import SolverError
+def test_unavailable_solver_is_a_parameter_error():
+    from lbtheory.errors import ParameterError
 
-    with pytest.raises(SolverError, match="solver NOT_A_SOLVER failed"):
-        wardrop_equilibrium(pigou(1), solver="NOT_A_SOLVER")
+    with pytest.raises(ParameterError, match=r"solver must be one of the installed CVXPY "
+                                             r"solvers .*CLARABEL.*, got 'NOT_A_SOLVER'"):
+        solve_wardrop(pigou(1), solver="NOT_A_SOLVER")
 
 
 def test_only_the_inaccurate_warning_is_silenced(monkeypatch):
@@ -259,8 +259,79 @@ def test_only_the_inaccurate_warning_is_silenced(monkeypatch):
     monkeypatch.setattr(cp.Problem, "solve", noisy)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        res = wardrop_equilibrium(pigou(1))
+        res = solve_wardrop(pigou(1))
     msgs = [str(w.message) for w in seen]
     assert "some other cvxpy warning" in msgs
     assert not any(m.startswith("Solution may be inaccurate") for m in msgs)
     assert res.total_travel_time == pytest.approx(1.0, abs=1e-9)
+
+
+# --- one verb style: the equilibrium verbs take a routing game; the games names are aliases ---
+def _same(a, b):
+    """Two GameResults of the same deterministic solve: equal in every number but the time."""
+    assert (a.objective, a.status, a.solver, a.iterations) == \
+        (b.objective, b.status, b.solver, b.iterations)
+    for f in ("arc_flow", "origin_flow", "arc_cost"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    for f in ("beckmann_objective", "total_travel_time", "relative_gap", "average_excess_cost"):
+        assert getattr(a, f) == getattr(b, f), f
+
+
+@pytest.mark.parametrize("method", ["cvxpy", "gp"])
+def test_deprecated_games_verbs_warn_and_give_identical_results(method):
+    """lbtheory.games.wardrop_equilibrium / system_optimum / price_of_anarchy warn, name their
+    replacement, and return what the equilibrium verbs return on the same game (Braess: the
+    closed forms 552 / 498 of THEORY §5 tie both to an oracle, not only to each other)."""
+    import lbtheory
+    import lbtheory.games as games
+
+    g = braess()
+    new_ue = solve_wardrop(g, method=method, tol=1e-10)
+    new_so = solve_system_optimum(g, method=method, tol=1e-10)
+    new_poa = price_of_anarchy(g, method=method, tol=1e-10)
+    assert new_ue.total_travel_time == pytest.approx(552.0, rel=1e-9)
+    assert new_so.total_travel_time == pytest.approx(498.0, rel=1e-9)
+    assert isinstance(new_poa, GamePoAResult) and new_poa.ratio == pytest.approx(552 / 498)
+    for old, new in (("wardrop_equilibrium", "solve_wardrop"),
+                     ("system_optimum", "solve_system_optimum"),
+                     ("price_of_anarchy", "price_of_anarchy")):
+        with pytest.warns(DeprecationWarning, match=rf"^lbtheory\.games\.{old} is deprecated, use "
+                                                    rf"lbtheory\.equilibrium\.{new} \(removed "
+                                                    rf"in 0\.3\)$"):
+            got = getattr(games, old)(g, method=method, tol=1e-10)
+        if old == "price_of_anarchy":
+            assert got.ratio == new_poa.ratio and got.status is new_poa.status
+            _same(got.wardrop, new_poa.wardrop)
+            _same(got.optimum, new_poa.optimum)
+        else:
+            _same(got, new_ue if old == "wardrop_equilibrium" else new_so)
+    # the facade re-exports the old names as the aliases, and each name once
+    assert lbtheory.wardrop_equilibrium is games.wardrop_equilibrium
+    assert lbtheory.system_optimum is games.system_optimum
+    assert lbtheory.price_of_anarchy is price_of_anarchy
+    assert len(lbtheory.__all__) == len(set(lbtheory.__all__))
+
+
+def test_one_verb_dispatches_on_the_problem_type():
+    """price_of_anarchy / solve_wardrop on a cell network run the cell programs, on the routing
+    game of the same network the game solver; the ratios agree (the game's TSTT is the cells'
+    total latency rate) and equal THEORY §5's M/M/1 Pigou value ½(1 + √2) at u = 1, r = ½."""
+    from lbtheory.equilibrium import EquilibriumResult, PoAResult
+    from lbtheory.games import GameResult, to_routing_game
+    from lbtheory.instances import mm1_pigou, spill_example
+
+    net = mm1_pigou(u=1.0, r=0.5)
+    game = to_routing_game(net)
+    cell, routed = price_of_anarchy(net), price_of_anarchy(game)
+    assert isinstance(cell, PoAResult) and isinstance(routed, GamePoAResult)
+    assert cell.ratio == pytest.approx(0.5 * (1 + np.sqrt(2.0)), rel=1e-7)
+    assert routed.ratio == pytest.approx(cell.ratio, rel=1e-7)
+    assert isinstance(solve_wardrop(net), EquilibriumResult)
+    assert isinstance(solve_wardrop(game), GameResult)
+    spill = spill_example()  # residual ~1e-16: above a target of 1e-300
+    with pytest.raises(SolverError, match="did not reach residual 1e-300"):
+        solve_wardrop(spill, tol=1e-300)  # tol and throw reach the cell program
+    assert solve_wardrop(spill, tol=1e-300, throw=False).status is \
+        SolveStatus.OPTIMAL_INACCURATE
+    with pytest.raises(TypeError, match="eps"):  # a CVXPY option is not a game option
+        solve_wardrop(game, eps=1.0)

@@ -62,7 +62,7 @@ def test_issue_schema_loads_and_round_trips(tmp_path):
     (lambda d: d["cells"][0]["service"].update(capacity=-40.0), ModelError,
      r"cells\[0\] \(a\).service: MM1Latency.capacity must be positive, got -40.0"),
     (lambda d: d["cells"][1].update(replicas=0), TopologyError,
-     "cell 'b': replicas must be an integer ≥ 1, got 0"),
+     r"cell 'b': replicas must be an integer in \[1, 1000000\] \(servers\), got 0"),
     (lambda d: d["cells"][1].update(replicas=2.5), TopologyError, "replicas must be an integer"),
     (lambda d: d["arcs"].pop(2), TopologyError,
      "cell 'b' has arrivals .* but no outgoing arc"),
@@ -71,7 +71,13 @@ def test_issue_schema_loads_and_round_trips(tmp_path):
     (lambda d: d["cells"][0].pop("replicas"), TopologyError,
      r"cells\[0\]: missing field 'replicas'"),
     (lambda d: d["cells"][0].update(arrival_rate="lots"), TopologyError,
-     r"cells\[0\] \(a\).arrival_rate: expected a number"),
+     r"cell 'a': arrival_rate must be a real number \(non-negative\), got 'lots'"),
+    (lambda d: d["arcs"][1].update(delay="soon"), TopologyError,
+     r"arc a -> b: delay must be a real number \(non-negative\), got 'soon'"),
+    (lambda d: d["cells"][0].update(replicas=10**400), TopologyError,
+     r"cell 'a': replicas must be an integer in \[1, 1000000\] \(servers\), got 1000"),
+    (lambda d: d["cells"][0].update(arrival_rate=10**400), TopologyError,
+     r"cell 'a': arrival_rate must be finite and non-negative, got 1000"),
     (lambda d: d["arcs"].append({"from": "a", "to": "b", "delay": 0.1}), TopologyError,
      "duplicate arc a -> b"),
     (lambda d: d.pop("arcs"), TopologyError, "missing top-level key 'arcs'"),
@@ -113,17 +119,25 @@ def test_network_api_errors_and_views():
 
 
 def test_min_cost_routing_column_generation_matches_direct_lp():
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
     from lbtheory.instances import full_mesh
-    from lbtheory.network import _transport_lp, min_cost_routing
+    from lbtheory.network import min_cost_routing
 
     net = full_mesh(75, seed=3)  # 5,625 arcs: priced column generation
     src, dst = net.arc_pairs
     cost = 2.0 * net.delays[src, dst]
     z = net.total_demand * net.max_rates / net.max_rates.sum()
     f = min_cost_routing(net, cost, z)
-    direct, _ = _transport_lp(net, cost, np.concatenate([net.arrival_rates, z]),
-                              np.ones(len(src), dtype=bool), big_m=None)
-    assert cost @ f == pytest.approx(cost @ direct, rel=1e-10)
+    # the oracle: the whole transportation LP, written here, solved by HiGHS in one go
+    m, cols = len(src), np.arange(len(src))
+    A = sp.csr_matrix((np.ones(2 * m), (np.concatenate([src, net.n + dst]),
+                                         np.concatenate([cols, cols]))), shape=(2 * net.n, m))
+    direct = linprog(cost, A_eq=A, b_eq=np.concatenate([net.arrival_rates, z]),
+                     bounds=(0, None), method="highs")
+    assert direct.status == 0
+    assert cost @ f == pytest.approx(direct.fun, rel=1e-10)
     np.testing.assert_allclose(np.bincount(dst, f, net.n), z, atol=1e-9)
     np.testing.assert_allclose(np.bincount(src, f, net.n), net.arrival_rates, atol=1e-9)
 
@@ -148,3 +162,23 @@ def test_feasibility_report_slack_hand_case():
     net = topology_from_dict(variant(lambda d: d["cells"][0].update(arrival_rate=150.0)))
     rep = net.check_feasibility(raise_error=False)
     assert rep.slack == pytest.approx(-10.0) and rep.feasible is False
+
+
+@pytest.mark.parametrize("code, status", [(1, "max_iterations"), (4, "failed")])
+def test_feasibility_lp_failure_carries_the_status_enum(monkeypatch, code, status):
+    """HiGHS stopping (scipy status 1: iteration limit; 4: numerical trouble) is a SolverError
+    whose status is the SolveStatus member and whose detail is HiGHS's own code."""
+    import types
+
+    import scipy.optimize
+
+    from lbtheory.errors import SolverError, SolveStatus
+
+    def stopped(*args, **kwargs):
+        return types.SimpleNamespace(status=code, message="stopped", x=None)
+
+    monkeypatch.setattr(scipy.optimize, "linprog", stopped)
+    with pytest.raises(SolverError, match=rf"Assumption-2 LP failed: HiGHS status {code}") as info:
+        topology_from_dict(BASE).check_feasibility()
+    assert info.value.status is SolveStatus(status) and info.value.solver == "HIGHS"
+    assert info.value.detail == f"HiGHS status {code}"

@@ -148,7 +148,7 @@ def test_engine_flag_picks_the_engine_and_both_give_the_same_numbers(capsys):
     assert comp == ref
 
 
-def test_a_run_over_the_request_limit_is_one_error_line(capsys):
+def test_a_run_over_the_memory_limit_is_one_error_line(capsys):
     assert main(["simulate", str(EXAMPLE), "--duration", "1e9"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error:") and "MAX_REQUESTS" in err[0]
+    assert len(err) == 1 and err[0].startswith("error:") and "LBTHEORY_MAX_MEMORY_GB" in err[0]

@@ -29,6 +29,7 @@ from lbtheory.sim import (
     KernelRouter,
     _compiled,
     appendix_b_scenario,
+    generate_arrivals,
     scenario_from_dict,
     simulate,
 )
@@ -36,7 +37,7 @@ from lbtheory.sim import _kernels_state as ks
 from lbtheory.sim._kernels_routers import _floyd_choice, draw_below
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_sim import _fluid_scenario, one_cell, three_cells_with_residency  # noqa: E402
+from test_sim import _fluid_scenario, three_cells_with_residency  # noqa: E402
 
 ARRAYS = ("latency_s", "wait_s", "network_s", "completion_s", "error_s", "routed",
           "cell_errors", "utilisation", "mean_workload", "series_t", "series_workload",
@@ -247,18 +248,27 @@ def test_auto_falls_back_to_the_reference_and_says_why():
 
 
 def test_runs_over_the_limits_are_refused_before_anything_is_generated(monkeypatch):
+    """The house limits (Scenario.check_run, LBTHEORY_MAX_MEMORY_GB) hold on both engines, and
+    the compiled engine's cost tables count against the memory limit too."""
     sc = three_cells_with_residency()        # 120 req/s
-    with pytest.raises(ParameterError, match=r"about 2\d\d,\d\d\d,\d\d\d requests, over the "
-                                             r"limit of 20,000,000 per run"):
-        simulate(sc, make_router("rand"), duration_s=2e6, seed=0)
-    with pytest.raises(ParameterError, match="record_period_s: .* exceed the limit of "
-                                             "50,000,000 values"):
-        simulate(sc, make_router("rand"), duration_s=100.0, seed=0, record_period_s=1e-6)
-    idle = one_cell(0.0, 1, 1.0)             # no arrivals, a probe round per second
-    with pytest.raises(ParameterError, match="probe periods, more than the float64 clock"):
-        simulate(idle, make_router("rand"), duration_s=2.0**51, seed=0)
-    monkeypatch.setattr(_compiled, "TABLE_LIMIT_BYTES", 64 * 2 * 8)  # 64 rows of 2 cells
-    with pytest.raises(ParameterError, match="needs a cost table of .* over the limit"):
+    for engine in ("compiled", "reference"):
+        with pytest.raises(ParameterError, match="expected requests .* more than the 8 GiB "
+                                                 "limit .LBTHEORY_MAX_MEMORY_GB"):
+            simulate(sc, make_router("rand"), duration_s=1e9, seed=0, engine=engine)
+        with pytest.raises(ParameterError, match="a workload series sampled every 1e-09 s .* "
+                                                 "more than the 8 GiB limit"):
+            simulate(sc, make_router("rand"), duration_s=100.0, seed=0, record_period_s=1e-9,
+                     engine=engine)
+    from lbtheory._checks import check_memory
+
+    def tables_limited(need, what):  # the limit as if it were 64 rows of 2 cells
+        with monkeypatch.context() as m:
+            m.setenv("LBTHEORY_MAX_MEMORY_GB", str(64 * 2 * 8 / 2**30))
+            check_memory(need, what)
+
+    monkeypatch.setattr(_compiled, "check_memory", tables_limited)
+    with pytest.raises(ParameterError, match="a cost table for a queue of 127 requests .* more "
+                                             "than the"):
         simulate(busy_pair(), make_router("flow-lat"), duration_s=2.0, seed=0)
 
 

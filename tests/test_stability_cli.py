@@ -96,4 +96,4 @@ def test_stable_for_every_stepsize_reports_null(capsys, tmp_path):
 
 def test_bad_nodes_exit_2(capsys, sym_path):
     assert main(["stepsize", sym_path, "--nodes", "1"]) == 2
-    assert "n_nodes: expected an integer" in capsys.readouterr().err
+    assert "n_nodes must be an integer >= 2 (Chebyshev degree), got 1" in capsys.readouterr().err

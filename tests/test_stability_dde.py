@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import lambertw
 
-from lbtheory.errors import ModelError
+from lbtheory.errors import ParameterError
 from lbtheory.stability import (
     LinearDDE,
     critical_scale,
@@ -122,7 +122,8 @@ def test_second_order_ratio_table(aT, ratio):
 
 @pytest.mark.parametrize("bad", [0, 1, 2.5, "8"])
 def test_bad_node_count(bad):
-    with pytest.raises(ModelError, match="n_nodes: expected an integer ≥ 2"):
+    with pytest.raises(ParameterError, match=rf"n_nodes must be an integer >= 2 \(Chebyshev "
+                                             rf"degree\), got {bad!r}"):
         rightmost_roots(scalar(1.0, 1.0), n_nodes=bad)
 
 
@@ -137,5 +138,7 @@ def test_newton_root_convergence_flag_matches_its_docstring():
     exact = complex(lambertw(-k * tau, 0)) / tau
     s, ok = newton_root(scalar(k, tau), exact + 0.05)
     assert ok and abs(s - exact) < 1e-13
-    _, ok = newton_root(scalar(k, tau), exact + 0.5, max_iter=1)
+    far, ok = newton_root(scalar(k, tau), exact + 0.5, max_iterations=1)
     assert not ok
+    with pytest.warns(DeprecationWarning, match=r"newton_root\(max_iter=...\) is deprecated"):
+        assert newton_root(scalar(k, tau), exact + 0.5, max_iter=1) == (far, False)

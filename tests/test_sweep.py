@@ -22,8 +22,9 @@ import pytest
 
 import lbtheory
 from lbtheory.cli import main
-from lbtheory.errors import SweepError
+from lbtheory.errors import ParameterError, RunStatus, SweepError
 from lbtheory.sweep import (
+    CONNECT_TIMEOUT_S,
     Experiment,
     cache_key,
     cell_path,
@@ -179,6 +180,40 @@ def test_failed_cell_keeps_the_others_and_is_one_error(tmp_path):
     assert len(list((tmp_path / "half-broken" / "cells").glob("*.json"))) == 2
 
 
+def test_throw_false_returns_failed_status_listing_the_failed_cells(tmp_path):
+    """throw=False: status FAILED, the failed configs named in grid order, the others returned
+    and saved; collect does not run on the partial grid (no summary, no sweep_<profile>.json,
+    so ``--if-missing`` still runs it). A complete sweep is COMPLETED with no errors."""
+    collected = []
+
+    def cell(config: dict) -> dict:
+        if config["x"] in (3, 1):
+            raise ZeroDivisionError(f"boom {config['x']}")
+        return {"y": 10 * config["x"]}
+
+    exp = Experiment(name="half-broken", description="d",
+                     grid=lambda p: [{"x": i} for i in range(5)], cell=cell,
+                     collect=lambda rows, out, p: collected.append(rows))
+    res = run_sweep(exp, "quick", out_dir=tmp_path, throw=False)
+    assert res.status is RunStatus.FAILED
+    assert res.errors == [({"x": 1}, "ZeroDivisionError: boom 1"),
+                          ({"x": 3}, "ZeroDivisionError: boom 3")]
+    assert res.rows == [({"x": 0}, {"y": 0}), ({"x": 2}, {"y": 20}), ({"x": 4}, {"y": 40})]
+    assert (res.computed, res.cached) == (3, 0)
+    assert collected == [] and not (tmp_path / "half-broken" / "sweep_quick.json").exists()
+    ok = Experiment(name="whole", description="d", grid=lambda p: [{"x": 0}, {"x": 2}],
+                    cell=cell, collect=lambda rows, out, p: collected.append(rows))
+    done = run_sweep(ok, "quick", out_dir=tmp_path, throw=False)
+    assert (done.status, done.errors) == (RunStatus.COMPLETED, [])
+    assert collected == [[({"x": 0}, {"y": 0}), ({"x": 2}, {"y": 20})]]
+    with pytest.raises(ParameterError, match="throw must be true or false, got 0"):
+        run_sweep(ok, "quick", out_dir=tmp_path, throw=0)
+    with pytest.raises(ParameterError, match="batch must be an integer >= 1"):
+        run_sweep(ok, "quick", out_dir=tmp_path, batch=0)
+    with pytest.raises(ParameterError, match="workers must be an integer >= 1"):
+        run_sweep(ok, "quick", backend="local", workers=True, out_dir=tmp_path)
+
+
 # ----------------------------------------------------------------------------- backends
 def test_serial_and_local_dask_give_identical_results(exp_dir, tmp_path, monkeypatch):
     """Cells from a file loaded by path (and its sibling helper) run on 2 Dask worker processes;
@@ -253,16 +288,12 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
                "toy-empty"),
     (["toy-empty", "--quick"], "error: experiment 'toy-empty': grid('quick') is empty"),
     (["toy", "--quick", "--scheduler", "tcp://127.0.0.1:1"],
-     "error: scheduler 'tcp://127.0.0.1:1': cannot connect within 1 s"),
+     f"error: scheduler 'tcp://127.0.0.1:1': cannot connect within {CONNECT_TIMEOUT_S:g} s"),
     (["toy", "--profile", "huge"], "error: experiment 'toy': unknown profile 'huge'"),
-    (["toy", "--quick", "--workers", "0"], "error: --workers 0: expected a positive integer"),
-    (["toy", "--quick", "--batch", "0"], "error: --batch 0: expected a positive integer"),
+    (["toy", "--quick", "--workers", "0"], "error: --workers must be an integer >= 1, got 0"),
+    (["toy", "--quick", "--batch", "0"], "error: --batch must be an integer >= 1, got 0"),
 ])
-def test_cli_bad_input_is_one_error_line_exit_2(argv, match, exp_dir, tmp_path, capsys,
-                                                monkeypatch):
-    import lbtheory.sweep._runner as runner
-
-    monkeypatch.setattr(runner, "CONNECT_TIMEOUT_S", 1.0)
+def test_cli_bad_input_is_one_error_line_exit_2(argv, match, exp_dir, tmp_path, capsys):
     rc, out, err = _cli(capsys, *argv, "--experiments-dir", str(exp_dir), "--out",
                         str(tmp_path / "res"))
     assert rc == 2 and out == ""

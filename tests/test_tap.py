@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from lbtheory.cli import main
-from lbtheory.errors import ModelError, SolverError, SolveStatus
+from lbtheory.equilibrium import solve_system_optimum, solve_wardrop
+from lbtheory.errors import ParameterError, SolverError, SolveStatus
 from lbtheory.games import (
     MM1,
     Commodity,
@@ -27,14 +28,11 @@ from lbtheory.games import (
     constant,
     gap_measures,
     pigou,
-    shortest_paths,
-    system_optimum,
-    wardrop_equilibrium,
 )
-from lbtheory.games import _gpkernels as kern
+from lbtheory.games import _gpkernels as kern  # the compiled cost kernels (see below)
 from lbtheory.games import solve as solve_mod
 from lbtheory.games.synthetic import synthetic_network
-from lbtheory.games.tap import _Net, encode_costs, gradient_projection
+from lbtheory.games.tap import encode_costs, gradient_projection
 from lbtheory.games.tntp import load_tntp_game
 
 TRAPS = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "traps"
@@ -70,7 +68,11 @@ def _cvxpy_oracle(game, objective):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_wardrop_and_optimum_match_cvxpy_on_random_games(seed):
+    """Also the numba Dijkstra's arc-use rule: zones (seed 1) and blocked arcs (seed 2) must be
+    honoured, else the flows leave CVXPY's (a planted bug that ignores either fails here)."""
     game = _random_game(seed, zones=2 if seed % 2 else 0)
+    if seed == 2:
+        game = game.without_arcs([2, 5])
     for objective in ("wardrop", "system_optimum"):
         gp, _ = gradient_projection(game, objective=objective, tol=1e-13)
         cvx = _cvxpy_oracle(game, objective)
@@ -98,12 +100,12 @@ def test_unusual_powers_and_mm1_match_cvxpy_beckmann(powers):
 
 
 def test_closed_forms_pigou_and_braess():
-    ue = wardrop_equilibrium(pigou(), method="gp")
-    so = system_optimum(pigou(), method="gp")
+    ue = solve_wardrop(pigou(), method="gp")
+    so = solve_system_optimum(pigou(), method="gp")
     assert ue.solver == so.solver == "gradient_projection"
     assert ue.total_travel_time / so.total_travel_time == pytest.approx(4 / 3, rel=1e-12)
     g = braess()
-    ue, so = wardrop_equilibrium(g, method="gp"), system_optimum(g, method="gp")
+    ue, so = solve_wardrop(g, method="gp"), solve_system_optimum(g, method="gp")
     assert ue.solver == so.solver == "gradient_projection"  # not a silent CVXPY fallback
     # the TNTP Braess example (6 units): TSTT 552 at equilibrium, 498 at the optimum
     assert ue.total_travel_time == pytest.approx(552.0, rel=1e-12)
@@ -129,21 +131,10 @@ def test_gap_certificate_on_synthetic_sioux_falls_size():
         np.testing.assert_allclose(net, bal[k], atol=1e-9 * game.total_demand)
 
 
-def test_numba_dijkstra_matches_scipy_with_zones_and_blocked_arcs():
-    game = _random_game(6, zones=3).without_arcs([2, 5])
-    net = _Net(game)
-    cost = game.costs.cost(np.full(game.n_arcs, 3.0))
-    D = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
-                       net.tails, net.usable, net.nonthru, cost)
-    ref, _ = shortest_paths(game, cost)
-    np.testing.assert_allclose(D, ref, rtol=1e-14)
-    free = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
-                          net.tails, np.ones(game.n_arcs, bool), np.zeros(game.n_nodes, bool),
-                          cost)
-    assert not np.allclose(D, free)  # the zones and blocked arcs do change the distances
-
-
 def test_cost_kernels_match_the_arc_families():
+    """White-box on purpose: the numba cost kernels are a second, compiled definition of the
+    arc families, and a wrong derivative (a planted 3× on the M/M/1 one) still converges and
+    passes every public test — only this comparison catches it."""
     arcs = [bpr(2.0, 0.15, 10.0, 4.0), bpr(1.0, 0.5, 3.0, 0.5), bpr(1.5, 0.2, 4.0, 2.5),
             constant(3.0), affine(1.0, 2.0), MM1(5.0, 2.0)]
     game = RoutingGame([0, 1], [GameArc(0, 1, c) for c in arcs], [Commodity(0, 1, 1.0)])
@@ -172,37 +163,47 @@ def test_warm_start_after_a_demand_change():
     assert warm.iterations < cold.iterations
 
 
-def test_compacting_the_path_pool_keeps_the_flows():
-    from lbtheory.games.tap import _compact
+def _path_arc_flows(st, n_arcs):
+    """Arc flows of a TAPState's linked paths, walked here in plain Python (the oracle of the
+    numba kernel that sums them inside the solver)."""
+    x = np.zeros(n_arcs)
+    for h in st.head:
+        p = int(h)
+        while p >= 0:
+            np.add.at(x, st.pool[st.off[p]:st.off[p] + st.plen[p]], st.pflow[p])
+            p = int(st.nxt[p])
+    return x
 
+
+def test_compacting_the_path_pool_keeps_the_flows_and_the_state():
     game, _ = synthetic_network("sioux_falls", seed=1)
     res, st = gradient_projection(game, tol=1e-10)
-    net = _Net(game)
-
-    def flows(s):
-        return kern.flows_from_paths(s.pool, s.off, s.plen, s.pflow, s.pod, s.nxt, s.head,
-                                     net.od_origin, len(game.origins), game.n_arcs)
-
-    before, n_before = flows(st), st.n_paths
-    _compact(st)
-    assert st.n_paths < n_before  # unlinked paths were dropped
-    np.testing.assert_array_equal(flows(st), before)
-    again, _ = gradient_projection(game, tol=1e-10, warm=st)
+    np.testing.assert_allclose(_path_arc_flows(st, game.n_arcs), res.arc_flow, rtol=1e-12,
+                               atol=1e-12 * game.total_demand)
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(st).items()}
+    small = st.compact()
+    for k, v in before.items():  # pure: the state it was called on is unchanged
+        np.testing.assert_array_equal(getattr(st, k), v, err_msg=k)
+    assert small.n_paths < st.n_paths  # unlinked paths were dropped
+    assert small.pool_used == int(small.plen.sum()) < st.pool_used
+    np.testing.assert_array_equal(_path_arc_flows(small, game.n_arcs),
+                                  _path_arc_flows(st, game.n_arcs))
+    again, _ = gradient_projection(game, tol=1e-10, warm=small)
     assert again.iterations == 1 and again.relative_gap <= 1e-10
 
 
 def test_auto_method_threshold_and_fallback(monkeypatch):
     game, _ = synthetic_network("sioux_falls", seed=2)
-    assert wardrop_equilibrium(game).solver == "CLARABEL"  # small: the CVXPY oracle
+    assert solve_wardrop(game).solver == "CLARABEL"  # small: the CVXPY oracle
     monkeypatch.setattr(solve_mod, "AUTO_THRESHOLD", 10)
-    assert wardrop_equilibrium(game).solver == "bush"  # large: the bush-based solver
-    assert wardrop_equilibrium(game, method="gp").solver == "gradient_projection"
+    assert solve_wardrop(game).solver == "bush"  # large: the bush-based solver
+    assert solve_wardrop(game, method="gp").solver == "gradient_projection"
 
     def broken(*args, **kwargs):
         raise SolverError("solver CLARABEL failed: numerical trouble", solver="CLARABEL")
 
     monkeypatch.setattr(solve_mod, "_solve_cvxpy", broken)
-    res = system_optimum(game, method="cvxpy")
+    res = solve_system_optimum(game, method="cvxpy")
     assert res.solver == "gradient_projection" and res.status is SolveStatus.OPTIMAL
 
 
@@ -212,7 +213,7 @@ def test_clarabel_failure_on_a_feasible_game_falls_back():
     game = _random_game(3, zones=2)
     with pytest.raises(SolverError, match="CLARABEL"):
         _cvxpy_oracle(game, "wardrop")
-    res = wardrop_equilibrium(game, method="cvxpy")
+    res = solve_wardrop(game, method="cvxpy")
     assert res.status is SolveStatus.OPTIMAL and res.solver != "CLARABEL"
     gp, _ = gradient_projection(game, tol=1e-13)
     assert res.total_travel_time == pytest.approx(gp.total_travel_time, rel=1e-9)
@@ -227,7 +228,7 @@ def test_every_route_failing_names_each(monkeypatch):
     monkeypatch.setattr(solve_mod, "frank_wolfe", broken)
     with pytest.raises(SolverError, match=r"tried cvxpy:CLARABEL: boom; gp: boom; cvxpy:SCS: "
                                           r"boom; fw: boom"):
-        wardrop_equilibrium(pigou())
+        solve_wardrop(pigou())
 
 
 def test_status_is_decided_by_the_certificate_not_the_solver():
@@ -292,7 +293,7 @@ def test_bush_unusual_powers_and_mm1_match_cvxpy(powers):
 ])
 def test_bush_tntp_traps_closed_forms(name, flows, cost):
     game = load_tntp_game(TRAPS / f"{name}_net.tntp", TRAPS / f"{name}_trips.tntp")
-    res = wardrop_equilibrium(game, method="bush")
+    res = solve_wardrop(game, method="bush")
     assert res.solver == "bush"
     np.testing.assert_allclose(res.arc_flow, flows, rtol=1e-9, atol=1e-9)
     if cost is not None:
@@ -301,7 +302,7 @@ def test_bush_tntp_traps_closed_forms(name, flows, cost):
 
 def test_bush_closed_forms_pigou_and_braess():
     g = braess()
-    ue, so = wardrop_equilibrium(g, method="bush"), system_optimum(g, method="bush")
+    ue, so = solve_wardrop(g, method="bush"), solve_system_optimum(g, method="bush")
     assert ue.solver == so.solver == "bush"
     assert ue.total_travel_time == pytest.approx(552.0, rel=1e-12)
     assert so.total_travel_time == pytest.approx(498.0, rel=1e-12)
@@ -341,12 +342,17 @@ def test_bush_warm_start_and_limits():
     warm2, _ = bush_assignment(more, tol=1e-10, warm=state)
     assert warm2.relative_gap <= 1e-10 and warm2.iterations < cold2.iterations
     assert warm2.beckmann_objective == pytest.approx(cold2.beckmann_objective, rel=1e-10)
-    with pytest.raises(ModelError, match="warm start"):
+    with pytest.raises(ParameterError, match="warm: the state is for a game with"):
         bush_assignment(_random_game(0), warm=state)
     # a limit before tol: never OPTIMAL, and a typed error when asked to throw
-    res, _ = bush_assignment(game, tol=1e-14, max_iter=1, throw=False)
+    res, _ = bush_assignment(game, tol=1e-14, max_iterations=1, throw=False)
     assert res.status is SolveStatus.MAX_ITERATIONS and res.relative_gap > 1e-14
-    with pytest.raises(SolverError, match="relative gap"):
-        bush_assignment(game, tol=1e-14, max_iter=1)
-    with pytest.raises(SolverError, match="capacity"):
+    with pytest.raises(SolverError, match="relative gap") as info:
+        bush_assignment(game, tol=1e-14, max_iterations=1)
+    assert (info.value.status, info.value.solver) == (SolveStatus.MAX_ITERATIONS, "bush")
+    with pytest.warns(DeprecationWarning, match=r"bush_assignment\(max_iter=...\)"):
+        old, _ = bush_assignment(game, tol=1e-14, max_iter=1, throw=False)
+    np.testing.assert_array_equal(old.origin_flow, res.origin_flow)
+    with pytest.raises(SolverError, match="capacity") as info:
         bush_assignment(RoutingGame([0, 1], [GameArc(0, 1, MM1(1.0))], [Commodity(0, 1, 2.0)]))
+    assert (info.value.status, info.value.detail) == (SolveStatus.FAILED, "infeasible_start")

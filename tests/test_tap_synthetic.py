@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lbtheory.errors import ModelError, SolveStatus
+from lbtheory.errors import ParameterError, SolveStatus
 from lbtheory.games import bush_assignment, certify, gradient_projection, shortest_paths
 from lbtheory.games.synthetic import SIZES, synthetic_network
 from lbtheory.games.tntp import load_tntp_game, write_tntp
@@ -52,7 +52,11 @@ def test_tntp_round_trip(tmp_path):
 
 
 def test_bad_size():
-    with pytest.raises(ModelError, match="size must be one of sioux_falls, anaheim"):
+    with pytest.raises(ParameterError, match="size must be one of sioux_falls, anaheim"):
         synthetic_network("paris")
-    with pytest.raises(ModelError, match="links must be even"):
+    with pytest.raises(ParameterError, match="links must be even"):
         synthetic_network((100, 7, 10))
+    with pytest.raises(ParameterError, match=r"size links must be an integer >= 1, got 70.5"):
+        synthetic_network((100, 70.5, 10))  # not truncated to 70
+    with pytest.raises(ParameterError, match=r"or \(nodes, links, zones\), got \(100, 70\)"):
+        synthetic_network((100, 70))

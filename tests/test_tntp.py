@@ -8,8 +8,8 @@ import pytest
 
 from lbtheory.cli import main
 from lbtheory.commands._tntp import run_tntp
+from lbtheory.equilibrium import solve_system_optimum, solve_wardrop
 from lbtheory.errors import DataFormatError
-from lbtheory.games import system_optimum, wardrop_equilibrium
 from lbtheory.games.tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "Braess-Example"
@@ -44,7 +44,7 @@ def _trips(tmp_path, body, zones=3):
 
 def test_braess_file_published_values():
     game = load_tntp_game(NET, TRIPS)
-    ue, so = wardrop_equilibrium(game), system_optimum(game)
+    ue, so = solve_wardrop(game), solve_system_optimum(game)
     # BPR costs of the file: 1e-8(1 + 1e9 x) = 1e-8 + 10x, 50(1 + 0.02x) = 50 + x, 10(1 + 0.1x)
     assert ue.total_travel_time == pytest.approx(552.0, rel=1e-8)
     assert ue.arc_cost[0] + ue.arc_cost[2] == pytest.approx(92.0, rel=1e-8)
@@ -53,7 +53,7 @@ def test_braess_file_published_values():
     # Beckmann objective in the file's own units: 2·(10·4²/2) + 2·(50·2 + 2²/2) + (10·2 + 2²/2)
     assert ue.beckmann_objective == pytest.approx(386.0, rel=1e-8)
     no_bridge = game.without_arcs([game.arc_index(3, 4)])
-    assert wardrop_equilibrium(no_bridge).total_travel_time == pytest.approx(498.0, rel=1e-8)
+    assert solve_wardrop(no_bridge).total_travel_time == pytest.approx(498.0, rel=1e-8)
 
 
 def test_quirks(tmp_path):
@@ -73,7 +73,7 @@ def test_quirks(tmp_path):
     game = load_tntp_game(net.path, trips)
     assert game.non_through.tolist() == [True, True, False, False]  # zones below node 3
     np.testing.assert_allclose(game.costs.cost(np.zeros(6))[:5], [2.0, 0.0, 3.45, 1.0, 1.0])
-    ue = wardrop_equilibrium(game)
+    ue = solve_wardrop(game)
     assert ue.arc_flow[4] == 0.0                    # blocked link unused
     assert ue.arc_flow[1] == pytest.approx(5.0)     # zero-cost route 1 → 4 → 2 (≈ 1 + tiny)
     assert ue.arc_flow[5] == pytest.approx(1.5)
@@ -99,6 +99,9 @@ ROW = "1 2 10 1 1 0.15 4 0 0 1 ;"
     ([ROW], {"header": "<NUMBER OF ZONES> x\n<NUMBER OF NODES> 4\n<FIRST THRU NODE> 1\n"
                        "<NUMBER OF LINKS> 1\n<END OF METADATA>\n"},
      "<NUMBER OF ZONES> must be a number", "NUMBER OF ZONES"),
+    ([ROW], {"header": "<NUMBER OF ZONES> 3.5\n<NUMBER OF NODES> 4\n<FIRST THRU NODE> 1\n"
+                       "<NUMBER OF LINKS> 1\n<END OF METADATA>\n"},
+     r":1: <NUMBER OF ZONES> must be a non-negative integer, got 3.5", "NUMBER OF ZONES"),
     (["1 2 10 1 1 0.15 4 0 0 ;"], {}, r":7: a link line needs 10 columns .* got 9", "columns"),
     (["1 9 10 1 1 0.15 4 0 0 1 ;"], {}, r":7: unknown node 9 \(nodes are 1..4\)",
      "term_node"),

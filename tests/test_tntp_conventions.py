@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from lbtheory.cli import main
+from lbtheory.equilibrium import solve_wardrop
 from lbtheory.errors import DataFormatError
-from lbtheory.games import certify, wardrop_equilibrium
-from lbtheory.games._result import evaluate_flow
+from lbtheory.games import certify, evaluate_flow
 from lbtheory.games.tntp import load_tntp_game, read_tntp_network
 
 TRAPS = Path(__file__).resolve().parents[1] / "examples" / "tntp" / "traps"
@@ -33,7 +33,7 @@ def _game(name):
 ])
 def test_trap_closed_forms(name, flows, cost, method):
     game = _game(name)
-    res = wardrop_equilibrium(game, method=method)
+    res = solve_wardrop(game, method=method)
     assert res.solver == SOLVER[method]
     np.testing.assert_allclose(res.arc_flow, flows, rtol=1e-9, atol=1e-9)
     assert res.total_travel_time == pytest.approx(cost * game.total_demand, rel=1e-10)
@@ -49,7 +49,7 @@ def test_toll_and_distance_factors_are_read_and_default_to_zero(tmp_path):
                                                                        ""))
     game = load_tntp_game(plain, TRAPS / "Toll_trips.tntp")
     # plain BPR travel times 10 + x and 12 + x: split 6 / 4
-    np.testing.assert_allclose(wardrop_equilibrium(game, method="gp").arc_flow, [6.0, 4.0],
+    np.testing.assert_allclose(solve_wardrop(game, method="gp").arc_flow, [6.0, 4.0],
                                rtol=1e-9)
     bad = tmp_path / "b_net.tntp"
     bad.write_text(text.replace("<TOLL FACTOR> 1.0", "<TOLL FACTOR> -2"))
@@ -61,7 +61,7 @@ def test_toll_and_distance_factors_are_read_and_default_to_zero(tmp_path):
 @pytest.mark.parametrize("method", ["cvxpy", "gp"])
 def test_first_thru_node_blocks_the_shortcut_through_a_zone(method):
     game = _game("ThruNode")
-    res = wardrop_equilibrium(game, method=method)
+    res = solve_wardrop(game, method=method)
     assert res.solver == SOLVER[method]
     # arcs: 1->2, 2->3 (cheap, through zone 2: unusable for 1 -> 3), 1->4, 4->3
     np.testing.assert_allclose(res.arc_flow, [2.0, 0.0, 3.0, 3.0], atol=1e-9)
@@ -75,7 +75,7 @@ def test_certify_refuses_flow_through_a_non_through_zone():
     bad = evaluate_flow(game, np.array([[5.0, 3.0, 0.0, 0.0]]), "wardrop")
     ok, why = certify(game, bad, 1e-10)
     assert not ok and "may not use" in why
-    good = wardrop_equilibrium(game, method="cvxpy")
+    good = solve_wardrop(game, method="cvxpy")
     assert certify(game, good, 1e-10) == (True, "")
 
 

@@ -49,7 +49,7 @@ def test_fetch_errors_exit_2_with_one_line(tmp_path, mirror, capsys):
                  mirror.as_uri()]) == 2
     err = capsys.readouterr().err
     assert "cannot download" in err and "Braess_trips.tntp" in err
-    assert list((cache / "Braess-Example").iterdir()) == []
+    assert not (cache / "Braess-Example").exists()  # not even an empty folder is left
     # an unreachable mirror
     assert main(["tntp", "fetch", "Braess", "--cache", str(cache), "--mirror",
                  (tmp_path / "no-such-dir").as_uri()]) == 2
@@ -57,3 +57,42 @@ def test_fetch_errors_exit_2_with_one_line(tmp_path, mirror, capsys):
     assert main(["tntp", "fetch", "Braess", "--cache", str(cache), "--mirror",
                  "ftp://example.org"]) == 2
     assert "--mirror must be an http://, https:// or file:// URL" in capsys.readouterr().err
+
+
+def test_a_trickling_mirror_is_cut_off_by_the_whole_download_timeout(tmp_path, capsys):
+    """A loopback HTTP mirror that sends one byte every 0.2 s: each read succeeds well within a
+    socket timeout, so only a whole-download deadline stops it; nothing is left in the cache."""
+    import http.server
+    import threading
+    import time
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(1000):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cache = tmp_path / "cache"
+    t0 = time.monotonic()
+    try:
+        rc = main(["tntp", "fetch", "Braess", "--cache", str(cache), "--mirror",
+                   f"http://127.0.0.1:{server.server_address[1]}", "--timeout", "1"])
+    finally:
+        server.shutdown()
+    err = capsys.readouterr().err
+    assert rc == 2 and "longer than --timeout 1 s" in err and err.count("\n") == 1
+    assert time.monotonic() - t0 < 5.0  # cut off, not read to the end (200 s)
+    assert not cache.exists() or not any(cache.rglob("*"))

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int, check_real, check_seed
+from .._checks import check_int, check_memory, check_real, check_seed
 from ..errors import ParameterError, RunStatus
 from ..routers import Assignment
 from ..stats import mean
@@ -94,6 +94,9 @@ class DecodeConfig:
         if self.kv_budget is not None:
             check_int(self.kv_budget, "kv_budget (DecodeConfig.kv_budget)", low=1,
                       unit="KV tokens per replica; or None")
+        # the slot tables (3 int64 arrays of G × S) and, per tick, the views built from them
+        check_memory(8.0 * 6 * self.replicas * self.slots + 8.0 * 4 * self.window,
+                     f"a decode cluster of {self.replicas} replicas × {self.slots} slots")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for manifests)."""

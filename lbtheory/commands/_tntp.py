@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 from ..errors import DataFormatError
-from ..games import price_of_anarchy
 from ..games.tntp import load_tntp_game
 from ..io import dumps_json
 
@@ -27,11 +26,12 @@ def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike, *,
         ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p}`` with G as
         :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
         in the file's units, plus ``solver`` and ``seconds``) and p the ratio of
-        :func:`lbtheory.games.price_of_anarchy` (a number).
+        :func:`lbtheory.equilibrium.price_of_anarchy` (a number).
     """
-    kw = {} if tol is None else {"tol": tol}
+    from ..equilibrium import price_of_anarchy  # (imports CVXPY: only when a game is solved)
+
     poa = price_of_anarchy(load_tntp_game(net_path, trips_path), solver=solver, method=method,
-                           **kw)
+                           tol=tol)
     eqs = {}
     for key, res in (("wardrop", poa.wardrop), ("system_optimum", poa.optimum)):
         eqs[key] = {**res.to_dict(), "solver": res.solver, "seconds": res.seconds}

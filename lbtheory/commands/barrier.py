@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", type=int, default=128,
                         help="saturation replay: prompt-pool size (requests)")
     parser.add_argument("--time-scale", type=float, default=None,
-                        help="replay timestamps compressed by this factor instead of saturation")
+                        help="replay timestamps compressed by this factor (default: saturation "
+                             "replay, the pool always full)")
     parser.add_argument("--kv-budget", type=int, default=None,
                         help="KV-cache tokens per replica that admission respects (default: none)")
     parser.add_argument("--limit", type=int, default=None,
@@ -77,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{len(trace)} requests, G={cfg.replicas}, {cfg.slots} slots/replica, "
           + ("saturation replay" if cfg.time_scale is None else f"time scale {cfg.time_scale:g}"))
-    print(f"{'policy':<15}{'imbalance (tok)':>16}{'idle':>8}{'tok/s':>10}{'TPOT p50':>10}"
-          f"{'TPOT p95':>10}")
+    print(f"{'policy':<15}{'imbalance (tok)':>16}{'idle':>8}{'tok/s':>10}"
+          f"{'TPOT p50 (ms)':>15}{'TPOT p95 (ms)':>15}")
     for name, s in out.items():
         print(f"{name:<15}{s['mean_imbalance']:>16,.0f}{s['idle_fraction']:>8.3f}"
-              f"{s['throughput']:>10,.0f}{s['tpot_p50']:>9.1f}m{s['tpot_p95']:>9.1f}m")
+              f"{s['throughput']:>10,.0f}{s['tpot_p50']:>15.1f}{s['tpot_p95']:>15.1f}")
     return 0

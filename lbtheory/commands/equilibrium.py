@@ -45,23 +45,16 @@ DEFAULT_TOL = 1e-6
 
 
 def check_solver(name: str | None) -> str | None:
-    """``name`` upper-cased if CVXPY has it installed (``None``: the default), else ModelError."""
-    if name is None:
-        return None
-    import cvxpy as cp
+    """``--solver`` upper-cased if CVXPY has it installed (``None``: the default), else
+    ParameterError (:func:`lbtheory.games.check_solver`)."""
+    from ..games import check_solver as check
 
-    from ..errors import ModelError
-
-    installed = cp.installed_solvers()
-    if name.upper() not in installed:
-        raise ModelError(f"--solver must be one of the installed CVXPY solvers "
-                         f"{', '.join(installed)}, got {name!r}")
-    return name.upper()
+    return check(name, "--solver")
 
 
 def run(args: argparse.Namespace) -> int:
     from .._checks import check_real
-    from ..errors import TopologyError
+    from ..errors import ParameterError
     from ..io import FIGURE_FORMATS, check_output_path
 
     if args.topology.lower().endswith(".tntp"):
@@ -69,19 +62,19 @@ def run(args: argparse.Namespace) -> int:
 
         for flag, value in (("--tol", args.tol), ("--plot", args.plot)):
             if value is not None:
-                raise TopologyError(f"{flag} applies to cell networks only; a TNTP game "
-                                    f"({args.topology}) is solved to its relative gap (--gap), "
-                                    f"and has no per-cell figure: drop {flag}")
+                raise ParameterError(f"{flag} applies to cell networks only; a TNTP game "
+                                     f"({args.topology}) is solved to its relative gap (--gap), "
+                                     f"and has no per-cell figure: drop {flag}")
         gap = None if args.gap is None else check_real(
             args.gap, "--gap", low=0.0, high=1.0, low_open=True, high_open=True)
         return run_tntp(args.topology, args.trips, as_json=args.json,
                         solver=check_solver(args.solver), method=args.method or "auto", tol=gap)
     for flag, value in (("--method", args.method), ("--gap", args.gap)):
         if value is not None:
-            raise TopologyError(f"{flag} applies to TNTP routing games only; cell networks are "
-                                f"solved to --tol by the equilibrium engine: drop {flag}")
+            raise ParameterError(f"{flag} applies to TNTP routing games only; cell networks are "
+                                 f"solved to --tol by the equilibrium engine: drop {flag}")
     if args.trips:
-        raise TopologyError("--trips is only used with a TNTP network (.tntp)")
+        raise ParameterError("--trips is only used with a TNTP network (.tntp)")
     # refuse bad options and outputs before any work (nothing printed, nothing written)
     tol = DEFAULT_TOL if args.tol is None else check_real(
         args.tol, "--tol", low=0.0, high=1.0, low_open=True, high_open=True)

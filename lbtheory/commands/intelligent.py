@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
                    help="KV-cache budget per instance (tokens)")
     p.add_argument("--max-batch", type=int, default=256, help="max requests per iteration")
     p.add_argument("--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    p.add_argument("--engine", default="auto",
+                   help="instance simulator: auto / compiled (numba), or reference (the Python "
+                        "engine: same results, slower)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -39,8 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``lbtheory intelligent evaluate`` and ``lbtheory intelligent train``."""
     sub = parser.add_subparsers(dest="intelligent_command", metavar="ACTION")
     sub.required = True
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    from ._help import HelpFormatter as fmt
+
+    trace = "examples/traces/AzureLLMInferenceTrace_code.csv"
     ev = sub.add_parser("evaluate", formatter_class=fmt,
+                        epilog=f"example:\n  lbtheory intelligent evaluate {trace} \\\n"
+                               f"      {trace.replace('code', 'conv')} --requests 1000 --seed 1",
                         help="serve a trace with each router; latency, TTFT, router wait (s)",
                         description="Serve the same seeded workload with each router and report "
                                     "E2E latency, TTFT, TBT, router wait (s) and preemptions.")
@@ -59,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="also write the JSON (with a run manifest) to this file")
     ev.set_defaults(_action=_evaluate)
     tr = sub.add_parser("train", formatter_class=fmt,
+                        epilog=f"example:\n  lbtheory intelligent train {trace} --router wg-rl "
+                               f"--episodes 2 --requests 200 --out out/wg-rl\n  lbtheory "
+                               f"intelligent evaluate {trace} --routers rr,wg-rl=out/wg-rl",
                         help="train a Double-DQN router (rl, wa-rl, wg-rl); saves params + config",
                         description="Train a Double-DQN router on seeded episodes of the trace "
                                     "mix; writes params.eqx, config.json, history.json to --out.")
@@ -125,6 +136,10 @@ def _setup(args: argparse.Namespace):
     _positive_int(args.requests, "--requests")
     _positive_int(args.kv_budget, "--kv-budget")
     _positive_int(args.max_batch, "--max-batch")
+    from .._checks import check_option
+    from ..intelligent import Engine
+
+    args.engine = check_option(Engine, args.engine, "--engine").value
     if not args.rate >= 0:
         raise ParameterError(f"--rate must be >= 0 (req/s), got {args.rate}")
     traces = [read_trace(p) for p in args.trace]
@@ -146,6 +161,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..workloads import mix_traces
 
     routers = _parse_routers(args.routers)
+    if args.out:
+        from ..io import check_output_path
+
+        check_output_path(args.out, what="results", flag="--out")
     cfg, traces, rate = _setup(args)
     pred = None
     if args.predictor == "oracle":
@@ -165,7 +184,8 @@ def _evaluate(args: argparse.Namespace) -> int:
              for name, ck in routers}  # checkpoints are read (and checked) before any run
     results: dict[str, Any] = {}
     for name, _ in routers:
-        res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed)
+        res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed,
+                       engine=args.engine)
         results[name] = res.summary()
     if args.out:
         write_json_atomic(args.out, {"routers": results, "manifest": _manifest(args)})
@@ -177,14 +197,23 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
     print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
           f"{'TBT':>7} {'wait':>7} {'preempt':>7}")
-    base = results[routers[0][0]]["latency"]["mean"]
+    # the reference of the Δ column: round robin when it ran (the paper's baseline), else the
+    # first router; no Δ with a single router (nothing to compare with)
+    ref = "rr" if "rr" in results else routers[0][0]
+    base = results[ref]["latency"]["mean"]
+
+    def num(v: float, width: int, digits: int) -> str:
+        return f"{v:>{width}.{digits}f}s" if v is not None and math.isfinite(v) else \
+            f"{'—':>{width + 1}}"
+
     for n, r in results.items():
-        delta = 100.0 * (r["latency"]["mean"] / base - 1.0)
         lat = r["latency"]
-        print(f"{n:<10} {r['completed']:>5} {lat['mean']:>8.2f}s {lat['p50']:>7.2f}s "
-              f"{lat['p99']:>7.2f}s {r['ttft']['mean']:>7.2f}s {r['tbt']['mean']:>6.3f}s "
-              f"{r['router_wait']['mean']:>6.3f}s {r['preemptions']:>7}  ({delta:+.1f}% vs "
-              f"{routers[0][0]})")
+        delta = "" if len(results) == 1 or n == ref else \
+            f"  ({100.0 * (lat['mean'] / base - 1.0):+.1f}% vs {ref})"
+        print(f"{n:<10} {r['completed']:>5} {num(lat['mean'], 8, 2)} {num(lat['p50'], 7, 2)} "
+              f"{num(lat['p99'], 7, 2)} {num(r['ttft']['mean'], 7, 2)} "
+              f"{num(r['tbt']['mean'], 6, 3)} {num(r['router_wait']['mean'], 6, 3)} "
+              f"{r['preemptions']:>7}{delta}")
     return 0
 
 
@@ -199,6 +228,9 @@ def _train(args: argparse.Namespace) -> int:
                              f"{', '.join(RL_NAMES)}")
     if args.reading not in ("hurl", "literal"):
         raise ParameterError(f"--reading must be 'hurl' or 'literal', got {args.reading!r}")
+    from ..io import check_output_path
+
+    check_output_path(Path(args.out) / "config.json", what="checkpoint", flag="--out")
     cfg, traces, rate = _setup(args)
     _positive_int(args.episodes, "--episodes")
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
@@ -218,7 +250,7 @@ def _train(args: argparse.Namespace) -> int:
         bar.set_postfix(e2e=f"{stats['mean_e2e_s']:.2f}s", ret=f"{stats['return']:.1f}")
         bar.update(1)
 
-    result = train_dqn(workload_fn, cfg, dq, progress=progress)
+    result = train_dqn(workload_fn, cfg, dq, progress=progress, engine=args.engine)
     bar.close()
     out = save_checkpoint(result, args.out)
     write_json_atomic(out / "manifest.json", _manifest(args))

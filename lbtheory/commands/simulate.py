@@ -12,14 +12,15 @@ from ..io import dumps_json, save_figure_atomic
 NAME = "simulate"
 HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, App. B): a scenario "
         "file (topology + 'simulation:' section) or a generated Appendix-B scenario; prints "
-        "latency mean/p50/p90/p99 (s), errors and per-cell utilisation per policy.")
+        "end-to-end latency mean/p50/p90/p99 (s), overflow errors and requests still in flight "
+        "per policy (--json adds per-cell routed requests, errors, utilisation and mean "
+        "workload).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory simulate``."""
     from ..registry import POLICY_NAMES
 
-    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.add_argument("scenario", nargs="?", default=None,
                         help="scenario file (YAML/JSON): topology plus a 'simulation:' section")
     parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
@@ -90,32 +91,74 @@ def _scenario(args: argparse.Namespace):
         raise DataFormatError("scenario: give exactly one of a SCENARIO file or --appendix-b SEED",
                               field="scenario")
     if args.scenario is not None:
+        generator_only = [f"--{k.replace('_', '-')}" for k, default in _GENERATOR_OPTIONS.items()
+                          if getattr(args, k) != default]
+        if generator_only:
+            raise ParameterError(f"{', '.join(generator_only)}: options of the generated "
+                                 f"--appendix-b scenario; a scenario file sets its own cells, "
+                                 f"rates and events")
         return load_scenario(args.scenario)
     return appendix_b_scenario(args.appendix_b, n_cells=args.cells, utilisation=args.utilisation,
                                duration_s=args.duration, burst=args.burst, outage=args.outage,
                                noise_eps=args.noise, y=args.y)
 
 
-def _plot(results: list, path: str) -> None:
-    from ..plotting import figure
+#: options that shape only a generated --appendix-b scenario, with their defaults.
+_GENERATOR_OPTIONS = {"cells": None, "utilisation": 0.8, "burst": False, "outage": False,
+                      "y": 1.0, "noise": 0.0}
 
-    fig, (ax1, ax2) = figure(nrows=2, height=6.0)
-    for k, r in enumerate(results):
+#: an in-flight share above this at the horizon earns a warning (latency covers completed
+#: requests only).
+IN_FLIGHT_WARNING = 0.05
+
+
+def _fmt(v: float, width: int = 8, digits: int = 4) -> str:
+    """A number for the table, or a dash when there is none (no completed request)."""
+    return f"{v:{width}.{digits}f}" if np.isfinite(v) else f"{'—':>{width}}"
+
+
+def _plot(results: list, path: str, sc=None) -> None:
+    """Three panels: latency CDFs; each policy's latency quantiles relative to the first
+    policy's (the gain the CDFs hide when they overlap); per-cell workloads N_j(t), with burst
+    and outage windows shaded."""
+    from ..plotting import figure, policy_color
+
+    fig, (ax1, ax2, ax3) = figure(nrows=3, height=8.4)
+    base = results[0]
+    q = np.linspace(1.0, 99.0, 99)
+    qb = np.percentile(base.latency_s, q) if base.latency_s.size else None
+    for r in results:
         lat = np.sort(r.latency_s)
         ax1.plot(lat, np.arange(1, lat.size + 1) / max(lat.size, 1), label=r.policy,
-                 color=f"C{k}")
-        for j in range(len(r.names)):
-            ax2.plot(r.series_t, r.series_workload[:, j], lw=0.8, color=f"C{k}",
-                     ls=("-", "--", ":", "-.")[j % 4],
-                     label=f"{r.policy}: {r.names[j]}" if len(results) * len(r.names) <= 12
-                     else None)
+                 color=policy_color(r.policy))
+        if r is not base and qb is not None and lat.size:
+            ax2.plot(q, np.percentile(lat, q) / qb, color=policy_color(r.policy),
+                     label=f"{r.policy} / {base.policy}")
     ax1.set_xlabel("end-to-end latency (s)")
     ax1.set_ylabel("CDF")
-    ax1.legend()
-    ax2.set_xlabel("t (s)")
-    ax2.set_ylabel("requests at cell N_j")
+    ax1.legend(fontsize=8)
+    ax2.axhline(1.0, color="0.4", lw=0.8, ls=":")
+    ax2.set_xlabel("latency percentile")
+    ax2.set_ylabel(f"latency / {base.policy}'s")
+    if len(results) > 1:
+        ax2.legend(fontsize=8)
+    styles = ("-", "--", ":", "-.")
+    for r in results:
+        for j in range(len(r.names)):
+            ax3.plot(r.series_t, r.series_workload[:, j], lw=0.8, color=policy_color(r.policy),
+                     ls=styles[j % 4], label=f"{r.policy}: {r.names[j]}"
+                     if len(results) * len(r.names) <= 12 else None)
+    if sc is not None:
+        for items, colour, what in ((sc.bursts, "tab:orange", "burst"),
+                                    (sc.outages, "tab:red", "outage")):
+            for k, ev in enumerate(items):
+                ax3.axvspan(ev.start_s, ev.end_s, color=colour, alpha=0.12,
+                            label=f"{what} at {sc.network.names[ev.cell]}" if k < 3 else None)
+    ax3.set_xlabel("t (s)")
+    ax3.set_ylabel("requests at cell N_j")
     if len(results) * len(results[0].names) <= 12:
-        ax2.legend(ncol=2, fontsize=7)
+        ax3.legend(ncol=3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    fig.tight_layout()
     save_figure_atomic(fig, path)
 
 
@@ -128,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
         raise DataFormatError(f"--duration: expected a positive number of seconds, got "
                               f"{args.duration!r}", field="duration")
     routers = _routers(args.policy, args.stepsize, args.error_aversion, args.affinity)
+    if args.plot:
+        from ..io import FIGURE_FORMATS, check_output_path
+
+        check_output_path(args.plot, what="figure", flag="--plot", formats=FIGURE_FORMATS)
     if args.normalise and "rand" not in [n for n, _ in routers]:
         raise ParameterError("--normalise: add 'rand' to --policy (latency is normalised by it)")
     sc = _scenario(args)
@@ -151,21 +198,40 @@ def run(args: argparse.Namespace) -> int:
                         arrivals=arrivals, policy=name, engine=args.engine)
                for name, router in routers]
     if args.plot:
-        _plot(results, args.plot)
+        _plot(results, args.plot, sc)
     if args.json:
         print(dumps_json({"scenario": sc.name, "policies": {r.policy: r.to_dict()
                                                              for r in results}}))
+        _warn_in_flight(results, len(arrivals))
         return 0
     print(f"scenario {sc.name}: {sc.network.n} cells, {args.duration:g} s, seed {args.seed}, "
           f"{len(arrivals)} requests")
     extra = f" {'mean/rand':>9} {'p90/rand':>9}" if args.normalise else ""
     print(f"{'policy':<10} {'mean':>8} {'p50':>8} {'p90':>8} {'p99':>8} {'errors':>7} "
-          f"{'err%':>6}{extra}  (latency s)")
+          f"{'err%':>6} {'in flight':>9}{extra}  (latency s)")
     base = next((r.latency_summary() for r in results if r.policy == "rand"), None)
     for r in results:
         s = r.latency_summary()
-        norm = (f" {ratio(s['mean'], base['mean']):9.3f} {ratio(s['p90'], base['p90']):9.3f}"
-                if args.normalise else "")
-        print(f"{r.policy:<10} {s['mean']:8.4f} {s['p50']:8.4f} {s['p90']:8.4f} {s['p99']:8.4f} "
-              f"{r.errors:7d} {100 * r.error_rate:6.2f}{norm}")
+        norm = (f" {_fmt(ratio(s['mean'], base['mean']), 9, 3)} "
+                f"{_fmt(ratio(s['p90'], base['p90']), 9, 3)}" if args.normalise else "")
+        print(f"{r.policy:<10} {_fmt(s['mean'])} {_fmt(s['p50'])} {_fmt(s['p90'])} "
+              f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
+              f"{r.in_flight:9d}{norm}")
+    _warn_in_flight(results, len(arrivals))
     return 0
+
+
+def _warn_in_flight(results: list, requests: int) -> None:
+    """Warnings on stderr (the exit code stays 0): no arrivals; requests left in flight."""
+    import sys
+
+    if requests == 0:
+        print("warning: no request arrived (every arrival rate is 0 or the horizon is shorter "
+              "than the first arrival): nothing to measure", file=sys.stderr)
+        return
+    for r in results:
+        share = r.in_flight / max(r.requests, 1)
+        if share > IN_FLIGHT_WARNING:
+            print(f"warning: {r.policy}: {100 * share:.0f}% of the requests are still in flight "
+                  f"at the horizon (the cluster is overloaded or the run too short); its latency "
+                  f"covers the {r.completed} completed requests only", file=sys.stderr)

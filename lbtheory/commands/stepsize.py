@@ -58,10 +58,16 @@ def _num(v: float | None, unit: str = "") -> str:
     return f"{v:.6g}"
 
 
+#: the unit of the stepsize η per cost signal: η·ĉ·δ is a routing probability, so η is
+#: 1/(cost unit · s) — seconds for latency/gradient, requests per replica for RIF.
+ETA_UNITS = {"latency": "1/s²", "gradient": "1/s²", "rif": "replicas/(request·s)"}
+
+
 def format_report(d: dict, *, stepsize_given: bool = True) -> str:
     """Readable report of :meth:`StepsizeReport.to_dict`."""
     crit = d["critical_stepsize"]
-    lines = [f"cost signal:             {d['cost']}",
+    unit = ETA_UNITS.get(str(d["cost"]), "1/(cost unit·s)")
+    lines = [f"cost signal:             {d['cost']} (stepsize η in {unit})",
              f"exact critical stepsize: {_num(crit, 'eta')}"
              + ("" if crit is None or math.isinf(crit)
                 else f"  (oscillation period at onset {d['crossing_period']:.4g} s)")]

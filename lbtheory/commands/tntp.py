@@ -4,8 +4,11 @@ Files ``<prefix>_net.tntp`` and ``<prefix>_trips.tntp`` (required) and ``<prefix
 (when the mirror has it) of the "Transportation Networks for Research" repository are downloaded
 with urllib from ``--mirror`` (default :data:`DEFAULT_MIRROR`; any ``https://``, ``http://`` or
 ``file://`` URL laid out like the repository: ``<mirror>/<folder>/<prefix>_net.tntp``) into
-``DIR/<folder>/``. Every file is first downloaded to a temporary name and renamed only when all
-required files arrived, so the cache never holds a partial network. Prints the paths (or one
+``DIR/<folder>/``. Every file is first downloaded into a private temporary directory (outside the
+cache) and moved in only when all required files arrived, so the cache never holds a partial
+network, and a failed or killed fetch leaves nothing in it (not even an empty folder).
+``--timeout`` bounds each file's whole download (a mirror trickling one byte per second is cut
+off), not only each socket read. Prints the paths (or one
 JSON object with ``--json``: ``net``, ``trips``, ``node`` (null if absent)). Nothing is shipped
 in the repository.
 """
@@ -14,12 +17,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 NAME = "tntp"
 HELP = ("Download a TNTP network (net, trips, node files) from the Transportation Networks "
         "repository or a mirror into a cache directory.")
+EPILOG = ("examples:\n"
+          "  lbtheory tntp fetch SiouxFalls --cache ~/.cache/tntp\n"
+          "  lbtheory tntp fetch Braess --cache ~/.cache/tntp --mirror file:///srv/tntp-mirror\n"
+          "  lbtheory equilibrium ~/.cache/tntp/SiouxFalls/SiouxFalls_net.tntp \\\n"
+          "      --trips ~/.cache/tntp/SiouxFalls/SiouxFalls_trips.tntp")
 
 #: Raw-file root of the TransportationNetworks GitHub repository.
 DEFAULT_MIRROR = "https://raw.githubusercontent.com/bstabler/TransportationNetworks/master"
@@ -37,26 +46,38 @@ NETWORKS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._help import HelpFormatter
+
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    f = sub.add_parser("fetch", help="download NAME's net/trips/node files into --cache")
+    f = sub.add_parser("fetch", help="download NAME's net/trips/node files into --cache",
+                       description="Download network NAME's net and trips files (and its node "
+                                   "file when the mirror has it) into DIR/<folder>/, all or "
+                                   "nothing.", epilog=EPILOG, formatter_class=HelpFormatter)
     f.add_argument("name", metavar="NAME", help=f"network, one of {', '.join(NETWORKS)}")
     f.add_argument("--cache", required=True, metavar="DIR", help="cache directory")
     f.add_argument("--mirror", default=DEFAULT_MIRROR, metavar="URL",
                    help="repository root URL (https://, http:// or file://; default the "
                         "TransportationNetworks GitHub raw URL)")
-    f.add_argument("--timeout", type=float, default=60.0, help="per file, seconds (default 60)")
+    f.add_argument("--timeout", type=float, default=60.0,
+                   help="whole-download limit per file (s)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _download(url: str, dest_dir: Path, timeout: float) -> Path:
-    """Download ``url`` to a temporary file in ``dest_dir``; raises OSError subclasses."""
+    """Download ``url`` into ``dest_dir`` within ``timeout`` seconds in all; raises OSError
+    subclasses (``TimeoutError`` when the deadline passes)."""
+    import time
     import urllib.request
 
+    deadline = time.monotonic() + timeout
     fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=".part-")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-            while chunk := resp.read(1 << 20):
+            read = getattr(resp, "read1", resp.read)  # read1: whatever has arrived, at once
+            while chunk := read(1 << 16):
                 out.write(chunk)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"took longer than --timeout {timeout:g} s")
     except BaseException:
         os.unlink(tmp)
         raise
@@ -74,8 +95,10 @@ def fetch(name: str, cache: str | os.PathLike, *, mirror: str = DEFAULT_MIRROR,
     """
     import urllib.error
 
+    from .._checks import check_real
     from ..errors import DataFormatError
 
+    check_real(timeout, "--timeout", unit="s", low=0.0, low_open=True)
     if name not in NETWORKS:
         raise DataFormatError(f"unknown TNTP network {name!r}; known: {', '.join(NETWORKS)}",
                               field="NAME")
@@ -84,13 +107,12 @@ def fetch(name: str, cache: str | os.PathLike, *, mirror: str = DEFAULT_MIRROR,
                               f"{mirror!r}", field="--mirror")
     folder, prefix = NETWORKS[name]
     dest = Path(cache) / folder
-    dest.mkdir(parents=True, exist_ok=True)
     got: dict[str, Path] = {}
-    try:
+    with tempfile.TemporaryDirectory(prefix="lbtheory-tntp-") as staging:
         for kind in ("net", "trips", "node"):
             url = f"{mirror.rstrip('/')}/{folder}/{prefix}_{kind}.tntp"
             try:
-                got[kind] = _download(url, dest, timeout)
+                got[kind] = _download(url, Path(staging), timeout)
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 if kind == "node":  # optional
                     continue
@@ -98,16 +120,13 @@ def fetch(name: str, cache: str | os.PathLike, *, mirror: str = DEFAULT_MIRROR,
                 raise DataFormatError(f"cannot download {url}: {reason} (is the mirror "
                                       f"reachable and laid out as <mirror>/{folder}/"
                                       f"{prefix}_{kind}.tntp?)", field="--mirror") from None
+        dest.mkdir(parents=True, exist_ok=True)  # only now: a failed fetch leaves no folder
         out: dict[str, Path | None] = {"net": None, "trips": None, "node": None}
         for kind, tmp in got.items():
             final = dest / f"{prefix}_{kind}.tntp"
-            os.replace(tmp, final)
+            shutil.move(tmp, final)  # the staging folder may be on another file system
             out[kind] = final
         return out
-    finally:
-        for tmp in got.values():
-            if tmp.exists() and tmp.name.startswith(".part-"):
-                tmp.unlink()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,8 +1,13 @@
-"""Equilibria of cell networks (THEORY §5): Wardrop, system optimum, RIF equilibrium, PoA.
+"""Equilibria (THEORY §5): Wardrop, system optimum, RIF equilibrium, PoA.
 
-Modules: :mod:`._dual` (the default route: Newton's method on the entropic dual in one
+The verbs :func:`solve_wardrop`, :func:`solve_system_optimum` and :func:`price_of_anarchy` take a
+cell network or a general routing game (:class:`lbtheory.games.RoutingGame`, dispatched to
+:func:`lbtheory.games.solve_game`); options are keyword-only.
+
+Modules: :mod:`._verbs` (the verbs, and the dispatch on the problem's type), :mod:`._dual` (the
+default route for cell networks: Newton's method on the entropic dual in one
 variable per cell, then the KKT polish), :mod:`._solve` (the CVXPY programs, built once with
-parameters, the fallback; the DCP-form registry; the verbs), :mod:`._colgen` (column
+parameters, the fallback; the DCP-form registry), :mod:`._colgen` (column
 generation for the CVXPY programs), :mod:`._result` (:class:`EquilibriumResult`,
 Definition-1 residuals) and
 :mod:`._polish` (the one Newton polish of the KKT system: :func:`polish_flows`, the active-set
@@ -13,12 +18,10 @@ numpy evaluation of the cell costs and rates, the solvers' hot path).
 """
 
 from ._polish import SupportPoint, polish_flows, polish_on_support, tied_support
-from ._result import EquilibriumResult, optimality_residuals
-from ._solve import (
-    DCP_FORMS,
-    EquilibriumProblem,
+from ._result import EquilibriumResult, evaluate_routing, optimality_residuals
+from ._solve import DCP_FORMS, EquilibriumProblem, dcp_potential_value
+from ._verbs import (
     PoAResult,
-    dcp_potential_value,
     demand_sweep,
     price_of_anarchy,
     solve_equilibrium,
@@ -37,6 +40,7 @@ __all__ = [
     "solve_rif",
     "price_of_anarchy",
     "optimality_residuals",
+    "evaluate_routing",
     "DCP_FORMS",
     "dcp_potential_value",
     "demand_sweep",

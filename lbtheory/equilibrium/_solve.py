@@ -1,4 +1,4 @@
-"""Equilibria of cell networks (THEORY §5): the verbs, and program (12) in CVXPY.
+"""Equilibria of cell networks (THEORY §5): :class:`EquilibriumProblem`, program (12) in CVXPY.
 
 Default route (``solver=None``): the dual Newton continuation of :mod:`._dual` (one variable
 per cell, KKT polish, judged by the Definition-1 residual), warm-started on re-solves; the CVXPY
@@ -28,7 +28,6 @@ re-solves with new arrival rates or delays without recompiling.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from typing import Any
 
@@ -36,8 +35,9 @@ import cvxpy as cp
 import numpy as np
 
 from ..costs import CostKind, flow_cost, flow_potential, static_cost
-from ..errors import SolverError, SolveStatus, TopologyError
-from ..games._cvxforms import DCP_FORMS, DCPForm, dcp_potential_value, form_terms
+from ..errors import SolverError, SolveStatus
+from ..games import check_solver
+from ..games._cvxforms import DCP_FORMS, DCPForm, cvxpy_status, dcp_potential_value, form_terms
 from ..models import ServiceModel
 from ..network import CellNetwork, arc_incidence
 from ._colgen import (
@@ -56,23 +56,13 @@ from ._result import (
     _assemble,
     _assemble_flows,
     _rif_least_network_time,
-    optimality_residuals,
 )
 
 __all__ = [
-    "EquilibriumResult",
     "EquilibriumProblem",
-    "PoAResult",
-    "solve_equilibrium",
-    "solve_wardrop",
-    "solve_system_optimum",
-    "solve_rif",
-    "price_of_anarchy",
-    "optimality_residuals",
     "DCP_FORMS",
     "DCPForm",
     "dcp_potential_value",
-    "demand_sweep",
 ]
 
 DEFAULT_SOLVER = "CLARABEL"
@@ -115,7 +105,8 @@ class EquilibriumProblem:
                  solver: str | None = None, column_generation: bool | None = None) -> None:
         self.full_net = net
         self.cost = CostKind.parse(cost)
-        self.solver = (solver or DEFAULT_SOLVER).upper()
+        solver = check_solver(solver)  # ParameterError unless CVXPY has it
+        self.solver = solver or DEFAULT_SOLVER
         self._fallback = solver is None  # only the default solver falls back to SCS
         # the default route: the dual Newton method (._dual); the CVXPY program is built only
         # when a solver is named or the dual route has to fall back
@@ -319,7 +310,7 @@ class EquilibriumProblem:
                f"route: {'; '.join(tried)}")
         if throw or best is None:
             if throw:
-                raise SolverError(msg, solver=DUAL_SOLVER, status="failed")
+                raise SolverError(msg, solver=DUAL_SOLVER, status=SolveStatus.FAILED)
             return self._failed(full)
         return best
 
@@ -382,7 +373,7 @@ class EquilibriumProblem:
             self._mask |= cheaper
             self._build(_restrict(full, self._mask))
         raise SolverError("column generation did not converge in 100 rounds",
-                          solver=self.solver, status="max_iterations")
+                          solver=self.solver, status=SolveStatus.MAX_ITERATIONS)
 
     def _solve_sub(self, net: CellNetwork, tol: float, max_iterations: int, throw: bool,
                    polish: bool, solver_options: dict[str, Any]) -> EquilibriumResult:
@@ -409,7 +400,7 @@ class EquilibriumProblem:
                        f"not reach residual {tol:g} in {max_iterations} iterations (residual "
                        f"{result.residual:.3g}) with solver {self.solver}")
                 if throw:
-                    raise SolverError(msg, solver=self.solver, status="max_iterations")
+                    raise SolverError(msg, solver=self.solver, status=SolveStatus.MAX_ITERATIONS)
                 result = dataclasses.replace(result, status=SolveStatus.MAX_ITERATIONS)
                 break
             self._add_cuts(result.inflow[self._cut_cells])
@@ -423,7 +414,8 @@ class EquilibriumProblem:
             # n = 300); SCS (first order) is the last resort, then the Newton polish
             attempts.append(("CLARABEL", {"max_step_fraction": 0.9}))
             attempts.append(("SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 20000}))
-        failures = []
+        failures: list[str] = []
+        words: list[str] = []  # each solver's own word ("solver_error", "infeasible", ...)
         for solver, opts in attempts:
             try:
                 # statuses are checked (and polished) below, so solver warnings (inaccurate
@@ -433,150 +425,20 @@ class EquilibriumProblem:
                     self.problem.solve(solver=solver, **opts)
             except cp.error.SolverError as exc:
                 failures.append(f"{solver}: {str(exc).split('.')[0]}")
+                words.append(cp.SOLVER_ERROR)
                 continue
             st = self.problem.status
-            if st == cp.OPTIMAL:
-                return SolveStatus.OPTIMAL
-            if st == cp.OPTIMAL_INACCURATE:
-                return SolveStatus.OPTIMAL_INACCURATE
+            if cvxpy_status(st).solved:
+                return cvxpy_status(st)
             failures.append(f"{solver}: status {st!r}")
+            words.append(str(st))
         if throw:
             raise SolverError(f"the {_KIND_OF_COST[self.cost]} program failed: "
                               f"{'; '.join(failures)}", solver=self.solver,
-                              status=failures[0] if failures else "failed")
+                              status=cvxpy_status(words[0]), detail=words[0])
         return SolveStatus.FAILED
 
     def _flows(self) -> np.ndarray:
         v = self.flow.value
         return np.zeros(self._m) if v is None else np.maximum(np.asarray(v, dtype=float), 0.0)
 
-
-# ----------------------------------------------------------------------------- verbs
-def solve_equilibrium(net: CellNetwork, cost: CostKind | str, *, solver: str | None = None,
-                      tol: float = 1e-6, throw: bool = True,
-                      **solver_options: Any) -> EquilibriumResult:
-    """Equilibrium of ``cost`` routing: gradient → system optimum, latency → Wardrop, rif → RIF.
-
-    Raises:
-        InfeasibleDemandError: Assumption 2 fails (with the shortfall in req/s).
-        SolverError: the solver failed (names solver and status), when ``throw``.
-    """
-    return EquilibriumProblem(net, cost, solver=solver).solve(tol=tol, throw=throw,
-                                                              **solver_options)
-
-
-def solve_wardrop(net: CellNetwork, **kwargs: Any) -> EquilibriumResult:
-    """Wardrop equilibrium of latency routing (Beckmann potential, THEORY §5)."""
-    return solve_equilibrium(net, CostKind.LATENCY, **kwargs)
-
-
-def solve_system_optimum(net: CellNetwork, **kwargs: Any) -> EquilibriumResult:
-    """System optimum = equilibrium of gradient routing (min total latency rate, THEORY §5)."""
-    return solve_equilibrium(net, CostKind.GRADIENT, **kwargs)
-
-
-def solve_rif(net: CellNetwork, **kwargs: Any) -> EquilibriumResult:
-    """RIF equilibrium (cost N_j/k_j, no network term; network time counts in its latency).
-
-    Inflows and workloads are unique; the routing is not (the cost ignores τ), so the one with
-    the least network time is returned (see :func:`_rif_least_network_time`).
-    """
-    return solve_equilibrium(net, CostKind.RIF, **kwargs)
-
-
-@dataclasses.dataclass(frozen=True)
-class PoAResult:
-    """Price of anarchy of latency routing on a cell network, and the same ratio for RIF routing.
-
-    Attributes:
-        wardrop, system_optimum, rif: the three equilibria (THEORY §5).
-        price_of_anarchy: C(Wardrop)/C(system optimum), dimensionless, ≥ 1 up to solver
-            tolerance, with C the total latency rate (request-seconds per second); also
-            :attr:`ratio`.
-        rif_ratio: C(RIF)/C(system optimum) (a lower bound over RIF equilibria, see
-            :func:`solve_rif`).
-
-    Example:
-        >>> from lbtheory.instances import mm1_pigou
-        >>> round(price_of_anarchy(mm1_pigou(u=1.0, r=0.5)).ratio, 6)
-        1.207107
-    """
-
-    wardrop: EquilibriumResult
-    system_optimum: EquilibriumResult
-    rif: EquilibriumResult
-    price_of_anarchy: float
-    rif_ratio: float
-
-    @classmethod
-    def from_equilibria(cls, wardrop: EquilibriumResult, system_optimum: EquilibriumResult,
-                        rif: EquilibriumResult) -> PoAResult:
-        """The ratios of three solved equilibria (the one definition of the PoA here)."""
-        so = system_optimum.total_latency_rate
-        if so <= 0:  # no demand: 0/0, the ratios are undefined (NaN)
-            return cls(wardrop=wardrop, system_optimum=system_optimum, rif=rif,
-                       price_of_anarchy=math.nan, rif_ratio=math.nan)
-        return cls(wardrop=wardrop, system_optimum=system_optimum, rif=rif,
-                   price_of_anarchy=wardrop.total_latency_rate / so,
-                   rif_ratio=rif.total_latency_rate / so)
-
-    @property
-    def ratio(self) -> float:
-        """The price of anarchy C(Wardrop)/C(system optimum) (same name as the routing-game
-        :class:`~lbtheory.games.GamePoAResult`)."""
-        return self.price_of_anarchy
-
-    @property
-    def status(self) -> SolveStatus:
-        """``OPTIMAL`` when all three equilibria are, else the first status that is not."""
-        for eq in (self.wardrop, self.system_optimum, self.rif):
-            if eq.status is not SolveStatus.OPTIMAL:
-                return eq.status
-        return SolveStatus.OPTIMAL
-
-
-def price_of_anarchy(net: CellNetwork, **kwargs: Any) -> PoAResult:
-    """Solve the Wardrop, system-optimum and RIF programs and return both ratios (≥ 1 up to
-    solver tolerance); ``kwargs`` go to :func:`solve_equilibrium`.
-
-    Raises:
-        TopologyError: every arrival rate is 0 (the ratios are 0/0, undefined).
-    """
-    if not net.total_demand > 0:
-        raise TopologyError("every arrival_rate is 0, so the price of anarchy C(Wardrop)/C(opt) "
-                            "is 0/0, undefined: give at least one cell a positive arrival_rate "
-                            "(req/s)")
-    return PoAResult.from_equilibria(solve_wardrop(net, **kwargs),
-                                     solve_system_optimum(net, **kwargs), solve_rif(net, **kwargs))
-
-
-def demand_sweep(net: CellNetwork, scales: np.ndarray | list[float], *,
-                 solver: str | None = None, tol: float = 1e-6) -> dict[str, np.ndarray]:
-    """PoA and RIF ratio as every arrival rate is multiplied by each of ``scales``.
-
-    The three programs are built once and re-solved (DPP). Scales where Assumption 2 fails are
-    reported as NaN. Returns arrays ``scale``, ``utilisation`` (Λ/Σμ̄), ``price_of_anarchy``,
-    ``rif_ratio`` and mean latencies (s) ``wardrop``, ``system_optimum``, ``rif``.
-    """
-    from ..errors import InfeasibleDemandError
-
-    scales = np.asarray(scales, dtype=float)
-    probs = {k: EquilibriumProblem(net, c, solver=solver) for k, c in
-             (("wardrop", CostKind.LATENCY), ("system_optimum", CostKind.GRADIENT),
-              ("rif", CostKind.RIF))}
-    keys = (*probs, "price_of_anarchy", "rif_ratio")
-    out = {k: np.full(len(scales), np.nan) for k in keys}
-    for s_i, s in enumerate(scales):
-        lam = net.arrival_rates * s
-        try:
-            net.with_arrival_rates(lam).check_feasibility()
-        except InfeasibleDemandError:
-            continue
-        eqs = {k: prob.solve(arrival_rates=lam, tol=tol, check_feasibility=False)
-               for k, prob in probs.items()}
-        poa = PoAResult.from_equilibria(**eqs)
-        for k, eq in eqs.items():
-            out[k][s_i] = eq.mean_latency
-        out["price_of_anarchy"][s_i], out["rif_ratio"][s_i] = poa.ratio, poa.rif_ratio
-    return {"scale": scales, "utilisation": scales * net.total_demand / net.max_rates.sum(),
-            **out}

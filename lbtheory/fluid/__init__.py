@@ -17,8 +17,14 @@ Precision: the entry points compute in float64 whatever the ``jax_enable_x64`` s
 the setting is left unchanged), so the API and ``lbtheory fluid`` agree bit for bit.
 """
 
-from ._batch import BatchStrategy, simulate_fluid_batch
-from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig
+from ._batch import (
+    MAX_BATCH_BYTES,
+    BatchStrategy,
+    choose_batch_size,
+    scenario_bytes,
+    simulate_fluid_batch,
+)
+from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig, solve_dde
 from ._model import simulate_fluid
 from ._sensitivity import (
     FluidSensitivity,
@@ -27,7 +33,7 @@ from ._sensitivity import (
     fluid_sensitivity,
 )
 from ._setup import fluid_problem
-from ._solution import FluidSolution, diagnose_trajectory
+from ._solution import DECAY_RATIO, SETTLED_RTOL, FluidSolution, diagnose_trajectory
 
 __all__ = [
     "simulate_fluid",
@@ -44,4 +50,10 @@ __all__ = [
     "BatchStrategy",
     "SensitivityMode",
     "diagnose_trajectory",
+    "DECAY_RATIO",
+    "SETTLED_RTOL",
+    "solve_dde",
+    "choose_batch_size",
+    "scenario_bytes",
+    "MAX_BATCH_BYTES",
 ]

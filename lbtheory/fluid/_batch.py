@@ -26,7 +26,7 @@ import numpy as np
 
 from .._checks import check_option
 from ..costs import CostKind
-from ..errors import ModelError, TopologyError
+from ..errors import ParameterError
 from ..network import CellNetwork
 from ._integrator import (
     DelayMode,
@@ -121,8 +121,8 @@ def _per_scenario(value: Any, B: int, ndim_one: int, name: str) -> list[Any]:
         return [arr] * B
     if arr.ndim == ndim_one + 1 and arr.shape[0] == B:
         return list(arr)
-    raise ModelError(f"{name}: expected one value for every scenario or a leading axis of "
-                     f"{B} scenarios, got shape {arr.shape}")
+    raise ParameterError(f"{name}: expected one value for every scenario or a leading axis of "
+                         f"{B} scenarios, got shape {arr.shape}")
 
 
 @in_float64  # the precision policy: float64, scoped (_setup.float64)
@@ -150,7 +150,7 @@ def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *,
         :class:`FluidSolution` whose arrays have a leading scenario axis (``status`` is a tuple).
 
     Raises:
-        TopologyError: networks of different structure. ModelError: bad shapes or strategy.
+        ParameterError: networks of different structure, bad shapes or strategy.
         UnstableError: a non-finite state (naming scenario, step and cell) when ``throw``.
         Any error of one scenario (e.g. from its equilibrium) propagates unchanged, with a note
         naming the scenario.
@@ -159,24 +159,24 @@ def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *,
     eta = None if stepsize is None else np.asarray(stepsize, dtype=float)
     if isinstance(nets, CellNetwork):
         if eta is None or eta.ndim == 0:
-            raise ModelError("stepsize: with a single network give one stepsize per scenario, "
-                             "shape (B,) or (B, n)")
+            raise ParameterError("stepsize: with a single network give one stepsize per scenario, "
+                                 "shape (B,) or (B, n)")
         nets = [nets] * eta.shape[0]
     nets = list(nets)
     B = len(nets)
     if B == 0:
-        raise ModelError("nets: expected at least one scenario")
+        raise ParameterError("nets: expected at least one scenario")
     if eta is None or eta.ndim == 0:
         etas = [stepsize] * B
     elif eta.shape[0] == B and eta.ndim in (1, 2):
         etas = list(eta)
     else:
-        raise ModelError(f"stepsize: expected a scalar, ({B},) or ({B}, n), got {eta.shape}")
+        raise ParameterError(f"stepsize: expected a scalar, ({B},) or ({B}, n), got {eta.shape}")
     for b, nt in enumerate(nets):
         if not isinstance(nt, CellNetwork) or nt.n != nets[0].n \
                 or not np.array_equal(nt.adjacency, nets[0].adjacency):
-            raise TopologyError(f"nets[{b}]: scenario structure (cells, arcs) differs from "
-                                f"nets[0]")
+            raise ParameterError(f"nets[{b}]: scenario structure (cells, arcs) differs from "
+                                 f"nets[0]")
     x0s = _per_scenario(x0, B, 2, "x0")
     N0s = _per_scenario(N0, B, 1, "N0")
     bd = np.max(np.stack([np.asarray(nt.delays) for nt in nets]), axis=0)
@@ -188,7 +188,7 @@ def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *,
     struct = jax.tree_util.tree_structure(trees[0])
     for b, p in enumerate(trees):
         if jax.tree_util.tree_structure(p) != struct:
-            raise TopologyError(f"nets[{b}]: service-model families differ from nets[0]")
+            raise ParameterError(f"nets[{b}]: service-model families differ from nets[0]")
     params = jax.tree_util.tree_map(lambda *ls: jnp.stack([jnp.asarray(v) for v in ls]), *trees)
     bs = choose_batch_size(cfg.n, B, strategy, batch_size, scenario_bytes=scenario_bytes(cfg))
     obs0, res = _run_batch(params, cfg, bs)

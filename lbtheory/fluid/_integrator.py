@@ -42,8 +42,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_int, check_real
 from ..costs import arc_costs, total_latency_rate
-from ..errors import ModelError
+from ..errors import ParameterError
 from ..models import ModelBank
 from ..simplex import flow_update, simplex_argmin
 
@@ -64,7 +65,7 @@ class Mechanism(enum.StrEnum):
 class DelayMode(enum.StrEnum):
     """How delays that are not multiples of dt are handled."""
 
-    #: every delay must be a multiple of dt (to DELAY_TOL), else ModelError.
+    #: every delay must be a multiple of dt (to DELAY_TOL), else ParameterError.
     SNAP = "snap"
     #: linear interpolation of the history (differentiable in τ).
     INTERPOLATE = "interpolate"
@@ -326,16 +327,17 @@ def solve_dde(rhs: Callable[[Any, Any], Any], history: Callable[[Any], Any], *, 
         (t (S,), y (S, m)) every ``save_every`` steps, including t = 0.
 
     Raises:
-        ModelError: negative delay, non-positive t1/dt, or t1/dt not a whole multiple of
-            save_every steps.
+        ParameterError: negative delay, non-positive t1/dt or save_every, or t1/dt not a whole
+            multiple of save_every steps.
     """
-    if not (delay >= 0 and dt > 0 and t1 > 0):
-        raise ModelError(f"solve_dde: need delay ≥ 0, dt > 0, t1 > 0; got delay={delay}, "
-                         f"dt={dt}, t1={t1}")
+    delay = check_real(delay, "solve_dde: delay", unit="s", low=0.0)
+    t1 = check_real(t1, "solve_dde: t1", unit="s", low=0.0, low_open=True)
+    dt = check_real(dt, "solve_dde: dt", unit="s", low=0.0, low_open=True)
+    save_every = check_int(save_every, "solve_dde: save_every", low=1, unit="steps")
     K = round(t1 / dt)
     if K < 1 or abs(t1 / dt - K) > 1e-9 * K or K % save_every:
-        raise ModelError(f"solve_dde: t1/dt = {t1 / dt:.9g} must be a whole number of steps "
-                         f"divisible by save_every = {save_every}")
+        raise ParameterError(f"solve_dde: t1/dt = {t1 / dt:.9g} must be a whole number of "
+                             f"steps divisible by save_every = {save_every}")
     d, phi = _delay_split(jnp.asarray(float(delay)), dt, False)
     L = max(int(d), 1)
     hist = jnp.asarray(np.stack([np.atleast_1d(np.asarray(history(-j * dt), dtype=float))

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from ..costs import CostKind
-from ..errors import DynamicsStatus, ModelError, UnstableError
+from ..errors import DynamicsStatus, ParameterError, UnstableError
 from ..network import CellNetwork
 from ._integrator import (
     DelayMode,
@@ -42,15 +42,15 @@ def equilibrium_workload(net: CellNetwork, cost: Any, equilibrium: Any) -> np.nd
         return None
     if isinstance(equilibrium, str) or equilibrium is True:
         if equilibrium is not True and equilibrium != "auto":
-            raise ModelError(f"equilibrium: expected None, 'auto', an EquilibriumResult or "
-                             f"{net.n} workloads, got {equilibrium!r}")
+            raise ParameterError(f"equilibrium: expected None, 'auto', an EquilibriumResult or "
+                                 f"{net.n} workloads, got {equilibrium!r}")
         from ..equilibrium import solve_equilibrium
 
         return np.asarray(solve_equilibrium(net, cost).workload, dtype=float)
     W = np.asarray(getattr(equilibrium, "workload", equilibrium), dtype=float)
     if W.shape != (net.n,) or not np.all(np.isfinite(W)):
-        raise ModelError(f"equilibrium: expected {net.n} finite equilibrium workloads, got "
-                         f"shape {W.shape}")
+        raise ParameterError(f"equilibrium: expected {net.n} finite equilibrium workloads, got "
+                             f"shape {W.shape}")
     return W
 
 

@@ -35,7 +35,7 @@ from jax.flatten_util import ravel_pytree
 
 from .._checks import check_option
 from ..costs import CostKind
-from ..errors import DynamicsStatus, ModelError, UnstableError
+from ..errors import DynamicsStatus, ParameterError, UnstableError
 from ..network import CellNetwork
 from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig, integrate
 from ._setup import build, in_float64
@@ -164,12 +164,12 @@ def fluid_sensitivity(net: CellNetwork, *, wrt: Sequence[str] = ("stepsize",),
         UnstableError: the trajectory does not converge within t1 (oscillating regime: the
             long-horizon derivative is not a meaningful sensitivity) or a derivative is not
             finite — when ``throw``.
-        ModelError: unknown ``wrt`` name or ``mode``.
+        ParameterError: unknown ``wrt`` name or ``mode``.
     """
     wrt = tuple(wrt)
     unknown = [w for w in wrt if w not in WRT]
     if unknown or not wrt:
-        raise ModelError(f"wrt: expected a non-empty subset of {WRT}, got {list(wrt)}")
+        raise ParameterError(f"wrt: expected a non-empty subset of {WRT}, got {list(wrt)}")
     mode = check_option(SensitivityMode, mode, "mode")
     params, cfg, info = build(net, mechanism=mechanism, cost=cost, stepsize=stepsize, t1=t1,
                               dt=dt, x0=x0, N0=N0, save_every=None, delay_mode=delay_mode)

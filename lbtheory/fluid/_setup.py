@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_option, check_real
+from .._checks import check_int, check_option, check_real
 from ..costs import CostKind
-from ..errors import ModelError, TopologyError
+from ..errors import ParameterError
 from ..network import CellNetwork
 from ..simplex import simplex_argmin
 from ._integrator import DelayMode, FluidParams, Mechanism, StaticConfig
@@ -71,13 +71,13 @@ def n_steps(t1: Any, dt: Any) -> tuple[float, float, int]:
     t1 = check_real(t1, "t1", unit="seconds", low=0.0, low_open=True)
     dt = check_real(dt, "dt", unit="seconds", low=0.0, low_open=True)
     if not t1 / dt <= MAX_STEPS:
-        raise ModelError(f"t1: the horizon t1 = {t1:g} s needs t1/dt = {t1 / dt:.3g} steps of "
-                         f"dt = {dt:g} s; at most {MAX_STEPS:.0e} steps are allowed "
-                         f"(shorten t1 or enlarge dt)")
+        raise ParameterError(f"t1: the horizon t1 = {t1:g} s needs t1/dt = {t1 / dt:.3g} steps of "
+                             f"dt = {dt:g} s; at most {MAX_STEPS:.0e} steps are allowed "
+                             f"(shorten t1 or enlarge dt)")
     K = round(t1 / dt)
     if K < 1 or abs(t1 / dt - K) > 1e-9 * max(1.0, t1 / dt):
-        raise ModelError(f"t1: the horizon t1 = {t1:g} s must be a whole number of steps "
-                         f"dt = {dt:g} s (t1/dt = {t1 / dt:.9g})")
+        raise ParameterError(f"t1: the horizon t1 = {t1:g} s must be a whole number of steps "
+                             f"dt = {dt:g} s (t1/dt = {t1 / dt:.9g})")
     return t1, dt, int(K)
 
 
@@ -93,20 +93,17 @@ def check_save_every(save_every: Any, K: int) -> int:
     """Validate ``save_every`` (steps between saved points; must divide the step count K)."""
     if save_every is None:
         return default_save_every(K)
-    if isinstance(save_every, bool) or not isinstance(save_every, int | np.integer) \
-            or save_every < 1:
-        raise ModelError(f"save_every: expected a positive integer number of steps, "
-                         f"got {save_every!r}")
-    if K % int(save_every):
-        raise ModelError(f"save_every: {save_every} must divide the number of steps "
-                         f"t1/dt = {K}")
-    return int(save_every)
+    save_every = check_int(save_every, "save_every", low=1, unit="steps")
+    if K % save_every:
+        raise ParameterError(f"save_every: {save_every} must divide the number of steps "
+                             f"t1/dt = {K}")
+    return save_every
 
 
 def check_delays(net: CellNetwork, delays: np.ndarray, dt: float,
                  mode: DelayMode | str) -> DelayMode:
     """Parse ``mode``; in ``snap`` mode every arc delay must be a multiple of dt to DELAY_TOL
-    (else ModelError). Returns the mode as a :class:`DelayMode`."""
+    (else ParameterError). Returns the mode as a :class:`DelayMode`."""
     mode = check_option(DelayMode, mode, "delay_mode")
     if mode is not DelayMode.SNAP:
         return mode
@@ -115,7 +112,7 @@ def check_delays(net: CellNetwork, delays: np.ndarray, dt: float,
     off = np.abs(q - np.round(q)) * net.adjacency
     if np.any(off > DELAY_TOL):
         i, j = np.unravel_index(int(np.argmax(off)), off.shape)
-        raise ModelError(
+        raise ParameterError(
             f"delay of arc {net.names[i]} -> {net.names[j]}: τ = {delays[i, j]:g} s is not a "
             f"multiple of dt = {dt:g} s (τ/dt = {q[i, j]:.9g}); choose dt dividing every delay "
             f"or pass delay_mode='interpolate' (linear history interpolation)")
@@ -133,16 +130,16 @@ def as_stepsize(stepsize: Any, n: int, mechanism: str) -> np.ndarray:
     if mechanism == "discrete" and stepsize is None:
         return np.zeros(n)
     if stepsize is None:
-        raise ModelError("stepsize: flow routing needs a stepsize η > 0 (1/(cost unit·s)), "
-                         "a scalar or one value per source cell")
+        raise ParameterError("stepsize: flow routing needs a stepsize η > 0 (1/(cost unit·s)), "
+                             "a scalar or one value per source cell")
     eta = np.asarray(stepsize, dtype=float)
     if eta.ndim == 0:
         eta = np.full(n, float(eta))
     if eta.shape != (n,):
-        raise ModelError(f"stepsize: expected a scalar or {n} values (one per source), got shape "
-                         f"{eta.shape}")
+        raise ParameterError(f"stepsize: expected a scalar or {n} values (one per source), got "
+                             f"shape {eta.shape}")
     if mechanism == "flow" and not np.all(np.isfinite(eta) & (eta > 0)):
-        raise ModelError(f"stepsize: expected positive finite values, got {eta.tolist()}")
+        raise ParameterError(f"stepsize: expected positive finite values, got {eta.tolist()}")
     return eta
 
 
@@ -151,12 +148,12 @@ def _initial_workload(net: CellNetwork, N0: Any) -> np.ndarray:
         return np.zeros(net.n)
     N0 = np.asarray(N0, dtype=float)
     if N0.shape != (net.n,):
-        raise ModelError(f"N0: expected {net.n} workloads (one per cell), got shape {N0.shape}")
+        raise ParameterError(f"N0: expected {net.n} workloads (one per cell), got shape {N0.shape}")
     bad = ~(np.isfinite(N0) & (N0 >= 0))
     if bad.any():
         j = int(np.argmax(bad))
-        raise ModelError(f"N0: workload of cell {net.names[j]!r} must be finite and ≥ 0, "
-                         f"got {N0[j]!r}")
+        raise ParameterError(f"N0: workload of cell {net.names[j]!r} must be finite and ≥ 0, "
+                             f"got {N0[j]!r}")
     return N0
 
 
@@ -172,22 +169,23 @@ def _initial_routing(net: CellNetwork, x0: Any, mechanism: str, kind: CostKind,
         return net.uniform_routing()
     x0 = np.asarray(x0, dtype=float)
     if x0.shape != (net.n, net.n):
-        raise ModelError(f"x0: expected an {net.n}×{net.n} routing matrix, got shape {x0.shape}")
+        raise ParameterError(f"x0: expected an {net.n}×{net.n} routing matrix, got shape "
+                             f"{x0.shape}")
     if not np.all(np.isfinite(x0) & (x0 >= -X0_TOL)):
-        raise ModelError("x0: routing entries must be finite and ≥ 0")
+        raise ParameterError("x0: routing entries must be finite and ≥ 0")
     off = np.abs(x0) * ~adj
     if np.any(off > X0_TOL):
         i, j = np.unravel_index(int(np.argmax(off)), off.shape)
-        raise TopologyError(f"x0: source {net.names[i]!r} routes {x0[i, j]:g} to "
-                            f"{net.names[j]!r} but there is no arc {net.names[i]} -> "
-                            f"{net.names[j]} (residency)")
+        raise ParameterError(f"x0: source {net.names[i]!r} routes {x0[i, j]:g} to "
+                             f"{net.names[j]!r} but there is no arc {net.names[i]} -> "
+                             f"{net.names[j]} (residency)")
     rows = x0.sum(axis=1)
     has = adj.any(axis=1)
     bad = has & (np.abs(rows - 1.0) > 1e3 * X0_TOL)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ModelError(f"x0: routing row of source {net.names[i]!r} sums to {rows[i]:.12g}, "
-                         f"expected 1")
+        raise ParameterError(f"x0: routing row of source {net.names[i]!r} sums to {rows[i]:.12g}, "
+                             f"expected 1")
     x0 = np.where(adj, np.maximum(x0, 0.0), 0.0)  # solver round-off: clip and renormalise
     rows = x0.sum(axis=1, keepdims=True)
     return np.divide(x0, rows, out=np.zeros_like(x0), where=rows > 0)
@@ -198,7 +196,7 @@ def build(net: CellNetwork, *, mechanism: Mechanism | str, cost: CostKind | str,
           buffer_delays: np.ndarray | None = None) -> tuple[FluidParams, StaticConfig, dict]:
     """Validate inputs; return (params, static config, info dict with K, save_every, d)."""
     if not isinstance(net, CellNetwork):
-        raise TopologyError(f"net: expected a CellNetwork, got {type(net).__name__}")
+        raise ParameterError(f"net: expected a CellNetwork, got {type(net).__name__}")
     mechanism = check_option(Mechanism, mechanism, "mechanism")
     kind = CostKind.parse(cost)
     t1, dt, K = n_steps(t1, dt)

@@ -1,8 +1,14 @@
 """Nonatomic routing games on general networks: Wardrop equilibrium, system optimum, PoA.
 
+Solve a game with the verbs of :mod:`lbtheory.equilibrium` — ``solve_wardrop(game)``,
+``solve_system_optimum(game)``, ``price_of_anarchy(game)`` — or with :func:`solve_game` here;
+``wardrop_equilibrium``, ``system_optimum`` and ``price_of_anarchy`` of this package are
+deprecated aliases of those verbs (they warn; removed in 0.3).
+
 DESIGN.md puts ``RoutingGame`` in ``network.py`` and the arc-cost families in ``costs.py``; this
 subpackage deviates (small modules, no edit conflicts). Modules: :mod:`.arccosts` (families),
-:mod:`.game` (the game), :mod:`.solve` (CVXPY programs), :mod:`.frank_wolfe` (reference
+:mod:`.game` (the game), :mod:`.solve` (:func:`solve_game`: CVXPY programs and the
+fallback chain, :func:`certify`), :mod:`.frank_wolfe` (reference
 algorithm), :mod:`.tap` (path-based gradient projection, numba kernels in :mod:`._gpkernels`),
 :mod:`._bush` (bush-based Algorithm B, kernels in :mod:`._bushkernels`; the fast exact solver
 above :data:`.solve.AUTO_THRESHOLD`), :mod:`.synthetic` (seeded networks of
@@ -13,6 +19,17 @@ classic TNTP sizes), :mod:`.metrics` (relative gap, AEC), :mod:`.cells` (CellNet
 """
 
 from ._bush import BushState, bush_assignment
+from ._cvxforms import (
+    ARC_FORMS,
+    DCP_FORMS,
+    DCPForm,
+    arc_objective,
+    bank_objective,
+    check_convex_form,
+    cvxpy_status,
+    dcp_potential_value,
+    form_terms,
+)
 from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
 from .arccosts import MM1, ArcCost, ArcCostBank, Polynomial, ServiceArc, affine, bpr, constant
 from .cells import cell_inflows, routing_from_game, to_routing_game
@@ -37,6 +54,7 @@ from .metrics import (
 from .solve import (
     Method,
     certify,
+    check_solver,
     price_of_anarchy,
     solve_game,
     system_optimum,
@@ -53,9 +71,12 @@ __all__ = [
     "price_of_anarchy", "evaluate_flow", "frank_wolfe", "FWTrace", "FWMethod",
     "shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost", "used_arc_spread",
     "gradient_projection", "TAPState", "bush_assignment", "BushState", "Method", "solve_game",
-    "certify", "synthetic_network",
+    "certify", "check_solver", "synthetic_network",
     "write_tntp",
     "to_routing_game", "cell_inflows", "routing_from_game",
     "load_tntp_game", "read_tntp_network", "read_tntp_trips", "read_tntp_flow",
     "pigou", "pigou_poa", "mm1_two_link", "mm1_two_link_poa", "braess", "grid_game", "GridFamily",
+    # the registry of exact convex CVXPY forms (extend it to give a new family a DCP form)
+    "ARC_FORMS", "DCP_FORMS", "DCPForm", "form_terms", "arc_objective", "bank_objective",
+    "check_convex_form", "dcp_potential_value", "cvxpy_status",
 ]

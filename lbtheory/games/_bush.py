@@ -26,7 +26,8 @@ import time
 
 import numpy as np
 
-from ..errors import ModelError, SolverError, SolveStatus
+from .._checks import check_int, check_real
+from ..errors import ParameterError, SolverError, SolveStatus, renamed_keywords
 from . import _bushkernels as bk
 from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame
@@ -57,7 +58,7 @@ def _start(game: RoutingGame, net: _Net, enc: tuple, so: bool, warm: BushState |
     out_start, out_arcs, in_start, in_arcs, heads, tails, usable, nonthru = args
     if warm is not None:
         if warm.n_arcs != m or not np.array_equal(warm.origins, game.origins):
-            raise ModelError(f"warm start: the state is for a game with {warm.n_arcs} arcs and "
+            raise ParameterError(f"warm: the state is for a game with {warm.n_arcs} arcs and "
                              f"origins {warm.origins.tolist()[:5]}…, this game has {m} arcs "
                              f"and origins {game.origins.tolist()[:5]}…")
         if all(not np.any(warm.bush[k] & ~game.usable(k)) for k in range(K)):
@@ -75,8 +76,9 @@ def _start(game: RoutingGame, net: _Net, enc: tuple, so: bool, warm: BushState |
     return x, F, inb
 
 
+@renamed_keywords(max_iter="max_iterations")
 def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
-                    tol: float = 1e-10, max_iter: int = 10_000, time_limit: float = 600.0,
+                    tol: float = 1e-10, max_iterations: int = 10_000, time_limit: float = 600.0,
                     inner: int = 8, repeat: int = 1, warm: BushState | None = None,
                     stall: int = 30, throw: bool = True) -> tuple[GameResult, BushState]:
     """Wardrop equilibrium (or system optimum) by Dial's bush-based Algorithm B.
@@ -84,8 +86,9 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
     Args:
         objective: ``"wardrop"`` (costs ℓ) or ``"system_optimum"`` (marginal costs).
         tol: stop when the relative gap (dimensionless, :func:`gap_measures`) is ≤ tol.
-        max_iter: outer iterations (each: every bush updated and equilibrated ``repeat`` times,
-            then ``inner`` passes equilibrating every bush once); time_limit: wall-clock seconds.
+        max_iterations: outer iterations (each: every bush updated and equilibrated ``repeat``
+            times, then ``inner`` passes equilibrating every bush once; ``max_iter=`` is its
+            deprecated name); time_limit: wall-clock seconds.
         warm: the state of an earlier solve of a game with the same arcs and origins.
         stall: stop (status MAX_ITERATIONS) when the best gap has not halved over this many
             outer iterations — Algorithm B gains about a decade every 3–4 when it works, and a
@@ -98,16 +101,15 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
         ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol.
 
     Raises:
-        ModelError: an arc family without a kernel (Polynomial and MM1 only), a bad ``warm``
-            state, or tol ≤ 0.
-        SolverError: the all-or-nothing loading exceeds an M/M/1 capacity (infinite cost), or a
-            limit is hit with ``throw=True`` (naming the gap reached and the iterations).
+        ModelError: an arc family without a kernel (Polynomial and MM1 only).
+        ParameterError: a ``warm`` state of another game, ``tol`` ≤ 0 or ``stall`` < 1.
+        SolverError: the all-or-nothing loading exceeds an M/M/1 capacity (infinite cost;
+            status FAILED, detail ``"infeasible_start"``), or a limit is hit with ``throw=True``
+            (status MAX_ITERATIONS, naming the gap reached and the iterations).
     """
     objective = Objective.parse(objective)
-    if not (tol > 0):
-        raise ModelError(f"tol must be positive, got {tol!r}")
-    if isinstance(stall, bool) or not isinstance(stall, int) or stall < 1:
-        raise ModelError(f"stall must be a positive number of iterations, got {stall!r}")
+    check_real(tol, "tol", low=0.0, low_open=True)
+    check_int(stall, "stall", low=1, unit="iterations")
     so = objective is Objective.SYSTEM_OPTIMUM
     t0 = time.perf_counter()
     enc = encode_costs(game)
@@ -127,7 +129,7 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
     gap, best, status, it = np.inf, (np.inf, F.copy()), SolveStatus.MAX_ITERATIONS, 0
     history: list[float] = []  # best gap after each certificate
     stalled = False
-    while it < max_iter:
+    while it < max_iterations:
         gap = certificate_gap(game, net, enc, x, so, f"bush assignment ({objective})", "bush")
         if gap < best[0]:
             best = (gap, F.copy())
@@ -154,5 +156,5 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
         raise SolverError(f"bush assignment ({objective}): relative gap {res.relative_gap:.3g} "
                           f"> tol {tol:g} after {it} iterations "
                           f"({time.perf_counter() - t0:.1f} s){why}", solver="bush",
-                          status=res.status.value)
+                          status=res.status)
     return res, BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F)

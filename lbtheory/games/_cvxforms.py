@@ -25,13 +25,28 @@ from typing import Any
 import numpy as np
 
 from ..costs import CostKind
-from ..errors import ModelError
+from ..errors import ModelError, SolveStatus
 from ..models import ExpSaturation, MM1Latency, ServiceModel
 from ._result import Objective
 from .arccosts import MM1, ArcCost, ArcCostBank, Polynomial, ServiceArc
 
 __all__ = ["DCPForm", "DCP_FORMS", "ARC_FORMS", "form_terms", "dcp_potential_value",
-           "arc_objective", "bank_objective", "check_convex_form"]
+           "arc_objective", "bank_objective", "check_convex_form", "cvxpy_status"]
+
+#: CVXPY's status words (``cvxpy.settings``) → :class:`~lbtheory.errors.SolveStatus`; any other
+#: word (``solver_error``, ``unbounded``, ...) is FAILED.
+_CVXPY_STATUS = {"optimal": SolveStatus.OPTIMAL,
+                 "optimal_inaccurate": SolveStatus.OPTIMAL_INACCURATE,
+                 "infeasible": SolveStatus.INFEASIBLE,
+                 "infeasible_inaccurate": SolveStatus.INFEASIBLE,
+                 "user_limit": SolveStatus.MAX_ITERATIONS}
+
+
+def cvxpy_status(word: str | None) -> SolveStatus:
+    """A CVXPY problem status (``prob.status``; ``"solver_error"`` when the solver raised) as a
+    :class:`~lbtheory.errors.SolveStatus` — the one translation, for the cell programs and the
+    routing games alike."""
+    return _CVXPY_STATUS.get(str(word), SolveStatus.FAILED)
 
 _PHIS = ("inv_pos", "neg_log")
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_fields, check_option
 from ..costs import CostKind, cell_cost_prime, flow_cost, flow_potential
 from ..errors import ModelError
 from ..models import ServiceModel
@@ -86,16 +87,6 @@ def _nonneg(x: Any) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
-def _check_fields(name: str, obj: Any, rules: dict[str, str]) -> None:
-    for field, rule in rules.items():
-        v = np.asarray(getattr(obj, field), dtype=float)
-        if not np.all(np.isfinite(v)):
-            raise ModelError(f"{name}.{field} must be finite, got {getattr(obj, field)!r}")
-        ok = v > 0 if rule == "positive" else v >= 0
-        if not np.all(ok):
-            raise ModelError(f"{name}.{field} must be {rule}, got {getattr(obj, field)!r}")
-
-
 @dataclasses.dataclass(frozen=True)
 class Polynomial(ArcCost):
     """ℓ(x) = a + b·(x/s)^p with a, b ≥ 0, scale s > 0 and any real power p ≥ 0.
@@ -117,8 +108,9 @@ class Polynomial(ArcCost):
     power: float = 1.0
 
     def __post_init__(self) -> None:
-        _check_fields("Polynomial", self, {"a": "non-negative", "b": "non-negative",
-                                           "scale": "positive", "power": "non-negative"})
+        check_fields("Polynomial", self, {"a": "non-negative", "b": "non-negative",
+                                          "scale": "positive", "power": "non-negative"},
+                     error=ModelError)
         if np.ndim(self.power) != 0:
             raise ModelError(f"Polynomial.power must be a scalar, got shape {np.shape(self.power)}")
 
@@ -189,7 +181,8 @@ class MM1(ArcCost):
     scale: Any = 1.0
 
     def __post_init__(self) -> None:
-        _check_fields("MM1", self, {"capacity": "positive", "scale": "positive"})
+        check_fields("MM1", self, {"capacity": "positive", "scale": "positive"},
+                     error=ModelError)
 
     def _gap(self, x: Any) -> np.ndarray:
         return self.capacity - _nonneg(x)
@@ -234,7 +227,8 @@ class ServiceArc(ArcCost):
     replicas: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", CostKind.parse(self.kind))
+        object.__setattr__(self, "kind", check_option(CostKind, self.kind, "ServiceArc.kind",
+                                                      error=ModelError))
         if not isinstance(self.model, ServiceModel):
             raise ModelError(f"ServiceArc.model must be a ServiceModel, got "
                              f"{type(self.model).__name__}")

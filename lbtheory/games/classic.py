@@ -12,8 +12,8 @@ import enum
 
 import numpy as np
 
-from .._checks import check_option
-from ..errors import TopologyError
+from .._checks import check_int, check_option
+from ..errors import ParameterError
 from ..instances import mm1_pigou_poa
 from .arccosts import MM1, ArcCost, Polynomial, affine, bpr, constant
 from .game import Commodity, GameArc, RoutingGame
@@ -84,21 +84,17 @@ def grid_game(rows: int, cols: int, *, seed: int, n_origins: int | None = None,
         congestion: demand multiplier; 1 gives volume/capacity ratios of order 1 (BPR).
 
     Raises:
-        TopologyError: ``rows``/``cols`` not positive integers with at least 2 nodes, or
-            ``n_origins`` outside 1..rows·cols.
-        ModelError: unknown ``family``.
+        ParameterError: ``rows``/``cols`` not positive integers with at least 2 nodes,
+            ``n_origins`` outside 1..rows·cols, or an unknown ``family``.
     """
     family = check_option(GridFamily, family, "family")
-    for name, v in (("rows", rows), ("cols", cols)):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-            raise TopologyError(f"{name}: expected a positive integer, got {v!r}")
+    rows, cols = check_int(rows, "rows", low=1), check_int(cols, "cols", low=1)
     n = rows * cols
     if n < 2:
-        raise TopologyError(f"rows, cols: a grid game needs at least 2 nodes, got {rows}x{cols}")
-    if n_origins is not None and not (isinstance(n_origins, int | np.integer)
-                                      and 1 <= n_origins <= n):
-        raise TopologyError(f"n_origins: expected an integer in 1..{n} (rows·cols), "
-                            f"got {n_origins!r}")
+        raise ParameterError(f"rows, cols: a grid game needs at least 2 nodes, got "
+                             f"{rows}x{cols}")
+    if n_origins is not None:
+        check_int(n_origins, "n_origins", low=1, high=n, unit="at most rows·cols")
     rng = np.random.default_rng(seed)
     edges = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]
     edges += [(r * cols + c, (r + 1) * cols + c) for r in range(rows - 1) for c in range(cols)]

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from .._checks import check_option
-from ..errors import SolverError, SolveStatus
+from ..errors import SolverError, SolveStatus, renamed_keywords
 from ..network import arc_incidence
 from ._result import GameResult, Objective, evaluate_flow
 from .game import RoutingGame
@@ -109,10 +109,11 @@ def _line_search(grad, x: np.ndarray, d: np.ndarray) -> float:
     return 0.5 * (lo + hi)
 
 
+@renamed_keywords(max_iter="max_iterations")
 def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
                 method: FWMethod | str = FWMethod.BFW,
-                tol: float = 1e-6, max_iter: int = 100_000, time_limit: float = 60.0,
-                throw: bool = False, start: np.ndarray | None = None
+                tol: float = 1e-6, max_iterations: int = 100_000, time_limit: float = 60.0,
+                throw: bool = True, start: np.ndarray | None = None
                 ) -> tuple[GameResult, FWTrace]:
     """Solve a routing game by Frank–Wolfe traffic assignment.
 
@@ -122,19 +123,23 @@ def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WAR
         method: :class:`FWMethod` or its value, ``"fw"`` (plain), ``"cfw"`` (conjugate) or
             ``"bfw"`` (bi-conjugate).
         tol: stop when the relative gap ≤ tol.
-        max_iter: iteration limit; time_limit: wall-clock limit (s).
-        throw: raise :class:`~lbtheory.errors.SolverError` when a limit stops it first.
+        max_iterations: iteration limit (``max_iter=`` is its deprecated name);
+            time_limit: wall-clock limit (s).
+        throw: raise :class:`~lbtheory.errors.SolverError` when a limit stops it before
+            ``tol`` (default; else the result has status MAX_ITERATIONS).
         start: feasible origin flows (K × m) to start from (default: all-or-nothing at zero
             flow).
 
     Returns:
         ``(result, trace)``: the iterate with the smallest relative gap seen (the gap is not
-        monotone), and the gap history; ``result.status`` is CONVERGED or MAX_ITERATIONS.
+        monotone), and the gap history; ``result.status`` is OPTIMAL or (``throw=False``)
+        MAX_ITERATIONS.
 
     Raises:
-        ModelError: unknown ``method`` or ``objective``.
+        ParameterError: unknown ``method`` or ``objective``.
         SolverError: the free-flow all-or-nothing start has infinite cost (an M/M/1 capacity is
-            exceeded), or a limit is hit with ``throw=True``.
+            exceeded; status FAILED, detail ``"infeasible_start"``), or a limit is hit with
+            ``throw=True`` (status MAX_ITERATIONS).
     """
     method = FWMethod.parse(method)
     objective = Objective.parse(objective)
@@ -151,15 +156,16 @@ def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WAR
         bad = int(np.flatnonzero(~np.isfinite(grad(x)))[0])
         raise SolverError(f"frank_wolfe: the free-flow all-or-nothing start puts flow "
                           f"{x[bad]:g} on arc {bad} beyond its capacity; use "
-                          "wardrop_equilibrium/system_optimum (CVXPY) for this game",
-                          solver="frank_wolfe", status="infeasible_start")
+                          "solve_wardrop/solve_system_optimum (CVXPY) for this game",
+                          solver="frank_wolfe", status=SolveStatus.FAILED,
+                          detail="infeasible_start")
     S_prev = S_prev2 = None
     tau_prev = 0.0
     times, gaps = [], []
     F_best, best_gap = F, np.inf
     status = SolveStatus.MAX_ITERATIONS
     it = 0
-    while it < max_iter:
+    while it < max_iterations:
         it += 1
         c = grad(x)
         dist, pred = shortest_paths(game, c)
@@ -188,7 +194,7 @@ def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WAR
     if throw and status is not SolveStatus.OPTIMAL:
         raise SolverError(f"frank_wolfe ({method.value}): relative gap {res.relative_gap:.3g} > "
                           f"tol {tol:g} after {it} iterations", solver="frank_wolfe",
-                          status=status.value)
+                          status=status)
     return res, FWTrace(np.asarray(times), np.asarray(gaps))
 
 
@@ -222,8 +228,9 @@ def _conjugate(grad, x, F, Y, S1, S2, tau1, method):
     return alpha * S1 + (1.0 - alpha) * Y
 
 
+@renamed_keywords(max_iter="max_iterations")
 def refine_flows(game: RoutingGame, F: np.ndarray, objective: Objective | str, *,
-                 max_iter: int = 60, tol: float = 1e-14) -> np.ndarray:
+                 max_iterations: int = 60, tol: float = 1e-14) -> np.ndarray:
     """Improve near-optimal origin flows (e.g. an interior-point solution) by BFW steps.
 
     Interior-point solvers leave O(√tol) flow on arcs whose cost ties the shortest path without
@@ -231,21 +238,21 @@ def refine_flows(game: RoutingGame, F: np.ndarray, objective: Objective | str, *
     that flow onto shortest paths. Flow conservation is first repaired exactly. Never worse than
     the start in the objective (exact line search on a convex function).
     """
-    F = _fw_steps(game, _repair_conservation(game, F), objective, max_iter=10)
-    res, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=tol, max_iter=max_iter,
-                         start=F)
+    F = _fw_steps(game, _repair_conservation(game, F), objective, max_iterations=10)
+    res, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=tol,
+                         max_iterations=max_iterations, throw=False, start=F)
     return res.origin_flow
 
 
 def _fw_steps(game: RoutingGame, F: np.ndarray, objective: Objective | str, *,
-              max_iter: int) -> np.ndarray:
+              max_iterations: int) -> np.ndarray:
     """Plain FW steps until the FW gap −∇·(y − x) is at rounding level (≤ 1e-15·∇·x).
 
     The relative gap is blind to flow ε left on a tied arc (it changes the gap by O(ε²)); the
     FW step towards the all-or-nothing point removes it with τ = 1.
     """
     grad = _gradient(game, Objective.parse(objective))
-    for _ in range(max_iter):
+    for _ in range(max_iterations):
         x = F.sum(axis=0)
         c = grad(x)
         if not np.all(np.isfinite(c)):

@@ -1,4 +1,11 @@
-"""Wardrop equilibrium and system optimum of routing games in CVXPY (arc-flow form).
+"""Wardrop equilibrium and system optimum of routing games: :func:`solve_game` (CVXPY in
+arc-flow form, then the fast and first-order routes), and :func:`certify`.
+
+The public verbs are :func:`lbtheory.equilibrium.solve_wardrop`,
+:func:`~lbtheory.equilibrium.solve_system_optimum` and
+:func:`~lbtheory.equilibrium.price_of_anarchy`, which take a cell network or a routing game;
+``wardrop_equilibrium``, ``system_optimum`` and ``price_of_anarchy`` here are their deprecated
+aliases (until 0.3).
 
 Variables are origin-aggregated arc flows f_ka ≥ 0 (one commodity per origin; only the arcs that
 origin may use), with flow conservation per origin and node. Wardrop minimises the Beckmann
@@ -22,10 +29,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import check_option
-from ..errors import ModelError, SolverError, SolveStatus
+from ..errors import ModelError, ParameterError, SolverError, SolveStatus, warn_deprecated
 from ..network import arc_incidence
 from ._bush import bush_assignment
-from ._cvxforms import bank_objective, check_convex_form
+from ._cvxforms import bank_objective, check_convex_form, cvxpy_status
 from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
 from .frank_wolfe import FWMethod, frank_wolfe, refine_flows
 from .game import RoutingGame
@@ -34,7 +41,7 @@ from .tap import gradient_projection, supports
 
 __all__ = ["GameResult", "GamePoAResult", "wardrop_equilibrium", "system_optimum",
            "price_of_anarchy", "evaluate_flow", "Objective", "Method", "solve_game", "certify",
-           "AUTO_THRESHOLD"]
+           "check_solver", "AUTO_THRESHOLD"]
 
 #: the cvxpy warning silenced while solving: an inaccurate solve is reported in the status.
 _INACCURATE_WARNING = r"Solution may be inaccurate"
@@ -71,7 +78,7 @@ def _scales(game: RoutingGame, objective: Objective, flow_scale: float) -> tuple
     ref = shortest_path_cost(game, shortest_paths(game, c0)[0])
     try:
         warm, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=0.0,
-                              max_iter=5)
+                              max_iterations=5, throw=False)
         flows = warm.arc_flow
     except SolverError:  # infeasible all-or-nothing start (M/M/1 capacities)
         flows = np.zeros(game.n_arcs)
@@ -106,13 +113,13 @@ def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
             warnings.filterwarnings("ignore", message=_INACCURATE_WARNING, category=UserWarning)
             prob.solve(solver=name, **opts)
     except cp.error.SolverError as exc:
-        raise SolverError(f"solver {name} failed: {exc}", solver=name, status="error") from None
-    st = {cp.OPTIMAL: SolveStatus.OPTIMAL,
-          cp.OPTIMAL_INACCURATE: SolveStatus.OPTIMAL_INACCURATE}.get(prob.status,
-                                                                     SolveStatus.FAILED)
-    if st is SolveStatus.FAILED or v.value is None:
+        raise SolverError(f"solver {name} failed: {exc}", solver=name,
+                          status=SolveStatus.FAILED, detail=cp.SOLVER_ERROR) from None
+    st = cvxpy_status(prob.status)
+    if not st.solved or v.value is None:
         raise SolverError(f"solver {name} returned status {prob.status!r}", solver=name,
-                          status=str(prob.status))
+                          status=st if not st.solved else SolveStatus.FAILED,
+                          detail=str(prob.status))
     f = np.zeros((len(game.origins), game.n_arcs))
     f[kv, av] = scale * np.maximum(v.value, 0.0)
     if polish:
@@ -120,6 +127,23 @@ def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
     iters = int(getattr(prob.solver_stats, "num_iters", 0) or 0)
     return evaluate_flow(game, f, objective, status=st, solver=name,
                          seconds=time.perf_counter() - t0, iterations=iters)
+
+
+def check_solver(solver: str | None, name: str = "solver") -> str | None:
+    """``solver`` upper-cased if CVXPY has it installed (``None``: the default route).
+
+    Raises:
+        ParameterError: ``{name} must be one of the installed CVXPY solvers ..., got 'X'``.
+    """
+    if solver is None:
+        return None
+    import cvxpy as cp
+
+    installed = cp.installed_solvers()
+    if not isinstance(solver, str) or solver.upper() not in installed:
+        raise ParameterError(f"{name} must be one of the installed CVXPY solvers "
+                             f"{', '.join(installed)}, got {solver!r}")
+    return solver.upper()
 
 
 class Method(enum.StrEnum):
@@ -138,7 +162,7 @@ class Method(enum.StrEnum):
 
     @classmethod
     def parse(cls, value: Method | str) -> Method:
-        """Coerce a ``method`` argument; raises ModelError listing the allowed values."""
+        """Coerce a ``method`` argument; raises ParameterError listing the allowed values."""
         return check_option(cls, value, "method")
 
 
@@ -221,7 +245,7 @@ def _attempt(game: RoutingGame, objective: Objective, how: str, polish: bool, to
     if how == "bush":
         return bush_assignment(game, objective=objective, tol=0.1 * tol, throw=False,
                                time_limit=time_limit)[0]
-    return frank_wolfe(game, objective=objective, tol=tol, time_limit=time_limit)[0]
+    return frank_wolfe(game, objective=objective, tol=tol, throw=False, time_limit=time_limit)[0]
 
 
 def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP, *,
@@ -244,20 +268,13 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
         time_limit: per iterative route (gradient projection, Frank–Wolfe), seconds.
 
     Raises:
-        ModelError: an unknown method/objective, a family without a convex form (CVXPY only
-            route) or a kernel.
-        SolverError: every route failed, naming each route and its outcome.
+        ParameterError: an unknown method or objective, or a solver CVXPY does not have.
+        ModelError: a family without a convex form (CVXPY only route) or a kernel.
+        SolverError: every route failed (status FAILED), naming each route and its outcome.
     """
     objective = Objective.parse(objective)
     method = Method.parse(method)
-    if solver is not None:
-        import cvxpy as cp
-
-        if solver.upper() not in cp.installed_solvers():
-            raise SolverError(f"routing game ({objective}): solver {solver} failed: not an "
-                              f"installed CVXPY solver ({', '.join(cp.installed_solvers())})",
-                              solver=solver, status="error")
-        solver = solver.upper()
+    solver = check_solver(solver)
     outcomes: list[str] = []
     best: GameResult | None = None
     model_error: ModelError | None = None
@@ -286,7 +303,7 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
            f"≤ {tol:g}, used-arc spread ≤ {SPREAD_TOL:g}); tried " + "; ".join(outcomes))
     if throw:
         raise SolverError(msg, solver=",".join(o.split(":")[0] for o in outcomes),
-                          status="failed")
+                          status=SolveStatus.FAILED)
     if best is None:
         nan = np.full((len(game.origins), game.n_arcs), np.nan)
         return GameResult(objective, nan.sum(axis=0), nan, nan.sum(axis=0), np.nan, np.nan,
@@ -297,27 +314,9 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
 def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
                         polish: bool = True, method: Method | str = Method.AUTO,
                         tol: float = DEFAULT_TOL) -> GameResult:
-    """Wardrop (user) equilibrium: the minimiser of the Beckmann potential.
-
-    Args:
-        solver: a CVXPY solver name (default Clarabel with tight tolerances, then SCS).
-        throw: raise :class:`~lbtheory.errors.SolverError` when every route fails (else the
-            best result, status OPTIMAL_INACCURATE, or FAILED with NaNs).
-        polish: refine the interior-point flows with exact-line-search Frank–Wolfe steps
-            (removes the O(√tol) flow interior-point methods leave on tied, unused arcs).
-        method: ``"auto"``, ``"cvxpy"``, ``"gp"``, ``"bush"`` or ``"fw"`` (see
-            :func:`solve_game`).
-        tol: target relative gap of the certificate (dimensionless).
-
-    Raises:
-        ModelError: an arc family no route supports.
-        SolverError: every route failed (the message names each).
-
-    Example:
-        >>> from lbtheory.games import pigou
-        >>> round(wardrop_equilibrium(pigou()).total_travel_time, 6)
-        1.0
-    """
+    """Deprecated alias of :func:`lbtheory.equilibrium.solve_wardrop` (until 0.3): warns, then
+    gives the same result (:func:`solve_game` with ``Objective.WARDROP``)."""
+    warn_deprecated("lbtheory.games.wardrop_equilibrium", "lbtheory.equilibrium.solve_wardrop")
     return solve_game(game, Objective.WARDROP, method=method, solver=solver, tol=tol,
                       throw=throw, polish=polish)
 
@@ -325,12 +324,9 @@ def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: 
 def system_optimum(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
                    polish: bool = True, method: Method | str = Method.AUTO,
                    tol: float = DEFAULT_TOL) -> GameResult:
-    """System optimum: minimise the total cost Σ_a x_a ℓ_a(x_a).
-
-    Its relative gap is measured under marginal costs (the SO is the Wardrop equilibrium of the
-    marginal costs; gradient projection solves exactly that). Raises as
-    :func:`wardrop_equilibrium`.
-    """
+    """Deprecated alias of :func:`lbtheory.equilibrium.solve_system_optimum` (until 0.3):
+    warns, then gives the same result (:func:`solve_game` with ``Objective.SYSTEM_OPTIMUM``)."""
+    warn_deprecated("lbtheory.games.system_optimum", "lbtheory.equilibrium.solve_system_optimum")
     return solve_game(game, Objective.SYSTEM_OPTIMUM, method=method, solver=solver, tol=tol,
                       throw=throw, polish=polish)
 
@@ -338,17 +334,10 @@ def system_optimum(game: RoutingGame, *, solver: str | None = None, throw: bool 
 def price_of_anarchy(game: RoutingGame, *, solver: str | None = None,
                      method: Method | str = Method.AUTO, tol: float = DEFAULT_TOL
                      ) -> GamePoAResult:
-    """Price of anarchy TSTT(Wardrop)/TSTT(system optimum) (≥ 1), with both solutions.
-
-    Returns:
-        A :class:`GamePoAResult`: ``ratio`` (dimensionless), ``wardrop``, ``optimum`` and
-        ``status``. Raises as :func:`wardrop_equilibrium`.
-
-    Example:
-        >>> from lbtheory.games import pigou
-        >>> round(price_of_anarchy(pigou()).ratio, 6)
-        1.333333
-    """
-    return GamePoAResult.from_results(
-        wardrop_equilibrium(game, solver=solver, method=method, tol=tol),
-        system_optimum(game, solver=solver, method=method, tol=tol))
+    """Deprecated alias of :func:`lbtheory.equilibrium.price_of_anarchy` (until 0.3): warns,
+    then gives the same :class:`GamePoAResult` (the ratio of :meth:`GamePoAResult.from_results`
+    over the two :func:`solve_game` results)."""
+    warn_deprecated("lbtheory.games.price_of_anarchy", "lbtheory.equilibrium.price_of_anarchy")
+    kw = {"method": method, "solver": solver, "tol": tol}
+    return GamePoAResult.from_results(solve_game(game, Objective.WARDROP, **kw),
+                                      solve_game(game, Objective.SYSTEM_OPTIMUM, **kw))

@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from ..errors import ModelError
+from .._checks import check_int
+from ..errors import ParameterError
 from .arccosts import bpr
 from .game import Commodity, GameArc, RoutingGame
 from .metrics import all_or_nothing, shortest_paths
@@ -61,14 +62,18 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
         :func:`lbtheory.games.tntp.write_tntp`.
 
     Raises:
-        ModelError: unknown size name or impossible counts.
+        ParameterError: unknown size name or impossible counts.
     """
     if isinstance(size, str):
         if size not in SIZES:
-            raise ModelError(f"size must be one of {', '.join(SIZES)} or (nodes, links, zones), "
-                             f"got {size!r}")
+            raise ParameterError(f"size must be one of {', '.join(SIZES)} or (nodes, links, "
+                                 f"zones), got {size!r}")
         size = SIZES[size]
-    n, L, Z = (int(v) for v in size)
+    if not isinstance(size, tuple | list) or len(size) != 3:
+        raise ParameterError(f"size must be one of {', '.join(SIZES)} or (nodes, links, zones), "
+                             f"got {size!r}")
+    n, L, Z = (check_int(v, f"size {key}", low=1)
+               for key, v in zip(("nodes", "links", "zones"), size, strict=True))
     through = Z >= n  # every node a zone (Sioux Falls): a plain grid, all nodes through
     ng = n if through else n - Z
     rows = max(int(math.floor(math.sqrt(ng))), 1)
@@ -80,9 +85,9 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
     attach = 0 if through else (2 if L - 4 * Z >= 2 * (ng - 1) else 1)
     want = (L - 2 * attach * Z) // 2
     if L % 2 or not (ng - 1 <= want <= len(edges)) or not (2 <= Z <= n):
-        raise ModelError(f"size (nodes, links, zones) = {size}: links must be even and leave "
-                         f"between {2 * (ng - 1)} and {2 * len(edges)} grid links after the zone "
-                         f"connectors, and 2 ≤ zones ≤ nodes")
+        raise ParameterError(f"size (nodes, links, zones) = {size}: links must be even and "
+                             f"leave between {2 * (ng - 1)} and {2 * len(edges)} grid links after "
+                             f"the zone connectors, and 2 ≤ zones ≤ nodes")
     rng = np.random.default_rng(seed)
     w = rng.random(len(edges)) + 1e-3
     g = sp.csr_matrix((w, (edges[:, 0], edges[:, 1])), shape=(ng, ng))

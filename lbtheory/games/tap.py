@@ -28,7 +28,8 @@ import time
 
 import numpy as np
 
-from ..errors import ModelError, SolverError, SolveStatus
+from .._checks import check_real
+from ..errors import ModelError, ParameterError, SolverError, SolveStatus, renamed_keywords
 from . import _gpkernels as kern
 from ._result import GameResult, Objective, evaluate_flow
 from .arccosts import MM1, Polynomial
@@ -71,7 +72,11 @@ class TAPState:
     """Path sets and flows of a gradient-projection solve (for warm starts).
 
     Attributes: ``od_key`` (origin node index × n + destination node index per OD pair),
-    ``od_demand`` (flow units), and the path pool arrays of :mod:`._gpkernels`.
+    ``od_demand`` (flow units), and the path pool: path ``p`` is the arc list
+    ``pool[off[p]:off[p] + plen[p]]`` carrying flow ``pflow[p]`` for OD pair ``pod[p]``; each OD
+    pair ``q``'s paths form a linked list from ``head[q]`` through ``nxt`` (−1 ends it);
+    ``n_paths`` paths and ``pool_used`` pool entries are in use (unlinked paths keep their
+    storage until :meth:`compact`).
     """
 
     n_arcs: int
@@ -86,6 +91,31 @@ class TAPState:
     head: np.ndarray
     n_paths: int
     pool_used: int
+
+    def compact(self) -> TAPState:
+        """A new state without the storage of unlinked paths: the same path lists (each OD
+        pair's in its order) and flows, smaller arrays; this state is not modified.
+
+        :func:`gradient_projection` compacts its working state as unlinked paths pile up in the
+        pool; compact a state before keeping it for many warm starts."""
+        live = np.zeros(self.n_paths, dtype=bool)
+        front = self.head[self.head >= 0]
+        while front.size:
+            live[front] = True
+            front = self.nxt[front]
+            front = front[front >= 0]
+        ids = np.flatnonzero(live)
+        new_id = np.full(self.n_paths + 1, -1, dtype=np.int64)  # index −1 maps to −1
+        new_id[ids] = np.arange(ids.size)
+        lens = self.plen[ids]
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+        src = np.repeat(self.off[ids] - starts, lens) + np.arange(int(lens.sum()))
+        used = int(lens.sum())
+        return dataclasses.replace(
+            self, pool=np.concatenate([self.pool[src], np.empty(used, dtype=np.int64)]),
+            off=starts, plen=lens.copy(), pflow=self.pflow[ids].copy(),
+            pod=self.pod[ids].copy(), nxt=new_id[self.nxt[ids]], head=new_id[self.head],
+            n_paths=int(ids.size), pool_used=used)
 
 
 class _Net:
@@ -122,8 +152,8 @@ def _fresh_state(net: _Net, m: int, n: int) -> TAPState:
 def _warm_state(net: _Net, m: int, n: int, warm: TAPState) -> TAPState:
     """Reuse the path sets of ``warm``; path flows rescaled to the new demand per OD pair."""
     if warm.n_arcs != m:
-        raise ModelError(f"warm start: the state is for a game with {warm.n_arcs} arcs, this "
-                         f"game has {m}")
+        raise ParameterError(f"warm: the state is for a game with {warm.n_arcs} arcs, this "
+                             f"game has {m}")
     st = _fresh_state(net, m, n)
     pos = {int(k): i for i, k in enumerate(warm.od_key)}
     new_of_old = np.full(warm.od_key.size, -1, dtype=np.int64)
@@ -147,31 +177,6 @@ def _warm_state(net: _Net, m: int, n: int, warm: TAPState) -> TAPState:
     return st
 
 
-def _compact(st: TAPState) -> None:
-    """Drop the storage of unlinked paths (vectorised; lists keep their order)."""
-    live = np.zeros(st.n_paths, dtype=bool)
-    front = st.head[st.head >= 0]
-    while front.size:
-        live[front] = True
-        front = st.nxt[front]
-        front = front[front >= 0]
-    ids = np.flatnonzero(live)
-    new_id = np.full(st.n_paths + 1, -1, dtype=np.int64)  # index −1 maps to −1
-    new_id[ids] = np.arange(ids.size)
-    lens = st.plen[ids]
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-    src = np.repeat(st.off[ids] - starts, lens) + np.arange(int(lens.sum()))
-    st.pool = np.concatenate([st.pool[src], np.empty(int(lens.sum()), dtype=np.int64)])
-    st.off = starts
-    st.plen = lens.copy()
-    st.pflow = st.pflow[ids].copy()
-    st.pod = st.pod[ids].copy()
-    st.nxt = new_id[st.nxt[ids]]
-    st.head = new_id[st.head]
-    st.n_paths = int(ids.size)
-    st.pool_used = int(lens.sum())
-
-
 def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x: np.ndarray,
                     so: bool, what: str, solver: str) -> float:
     """Relative gap (:func:`gap_measures`) at arc flows ``x`` with shortest-path distances from a
@@ -185,14 +190,17 @@ def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x
         bad = int(np.flatnonzero(~np.isfinite(c))[0])
         raise SolverError(f"{what}: flow {x[bad]:g} on arc {bad} reaches its capacity "
                           f"{game.costs.upper[bad]:g} (infinite cost); use the CVXPY solver for "
-                          "this game", solver=solver, status="infeasible_start")
+                          "this game", solver=solver, status=SolveStatus.FAILED,
+                          detail="infeasible_start")
     dist = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
                           net.tails, net.usable, net.nonthru, c)
     return gap_measures(game, x, c, dist=dist)[0]
 
 
+@renamed_keywords(max_iter="max_iterations")
 def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
-                        tol: float = 1e-10, max_iter: int = 10_000, time_limit: float = 600.0,
+                        tol: float = 1e-10, max_iterations: int = 10_000,
+                        time_limit: float = 600.0,
                         inner: int = 2, rel: float = 0.0, warm: TAPState | None = None,
                         throw: bool = True) -> tuple[GameResult, TAPState]:
     """Wardrop equilibrium (or system optimum) by path-based gradient projection.
@@ -200,8 +208,9 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
     Args:
         objective: ``"wardrop"`` (costs ℓ) or ``"system_optimum"`` (marginal costs).
         tol: stop when the relative gap (dimensionless, :func:`gap_measures`) is ≤ tol.
-        max_iter: outer iterations (each: one shortest-path pass and ``inner`` passes over the
-            known path sets); time_limit: wall-clock seconds.
+        max_iterations: outer iterations (each: one shortest-path pass and ``inner`` passes
+            over the known path sets; ``max_iter=`` is its deprecated name); time_limit:
+            wall-clock seconds.
         rel: paths whose cost excess is below rel·gap·(cheapest path cost) are left alone
             (0: always shift).
         warm: the state of an earlier solve of a game with the same arcs.
@@ -212,13 +221,14 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
         ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol.
 
     Raises:
-        ModelError: an arc family without a kernel, a bad ``warm`` state, or tol ≤ 0.
-        SolverError: the all-or-nothing loading exceeds an M/M/1 capacity (infinite cost), or a
-            limit is hit with ``throw=True`` (naming the gap reached and the iterations).
+        ModelError: an arc family without a kernel.
+        ParameterError: a ``warm`` state of another game, or ``tol`` ≤ 0.
+        SolverError: the all-or-nothing loading exceeds an M/M/1 capacity (infinite cost;
+            status FAILED, detail ``"infeasible_start"``), or a limit is hit with ``throw=True``
+            (status MAX_ITERATIONS, naming the gap reached and the iterations).
     """
     objective = Objective.parse(objective)
-    if not (tol > 0):
-        raise ModelError(f"tol must be positive, got {tol!r}")
+    check_real(tol, "tol", low=0.0, low_open=True)
     so = objective is Objective.SYSTEM_OPTIMUM
     t0 = time.perf_counter()
     kind, A, B, S, P = encode_costs(game)
@@ -239,7 +249,7 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
     it = 0
     args = (net.origins, net.od_start, net.od_dest, net.od_demand, n, net.out_start,
             net.out_arcs, net.heads, net.tails, net.usable, net.nonthru)
-    while it < max_iter:
+    while it < max_iterations:
         it += 1
         for j in range(1 + inner):
             out = kern.sweep(kind, A, B, S, P, so, safe, rel * min(gap, 1.0), *args, x, st.pool,
@@ -247,7 +257,7 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
                              st.pool_used, mp, ms, stamp, j == 0)
             st.pool, st.off, st.plen, st.pflow, st.pod, st.nxt, st.n_paths, st.pool_used = out[:8]
         if st.n_paths > next_compact:  # unlinked paths pile up in the pool: reclaim them
-            _compact(st)
+            st = st.compact()
             next_compact = max(2 * st.n_paths, next_compact)
         F = kern.flows_from_paths(st.pool, st.off, st.plen, st.pflow, st.pod, st.nxt, st.head,
                                   net.od_origin, K, m)
@@ -270,5 +280,5 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
         raise SolverError(f"gradient projection ({objective}): relative gap "
                           f"{res.relative_gap:.3g} > tol {tol:g} after {it} iterations "
                           f"({time.perf_counter() - t0:.1f} s)", solver="gradient_projection",
-                          status=res.status.value)
+                          status=res.status)
     return res, st

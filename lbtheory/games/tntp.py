@@ -21,13 +21,14 @@ naming the file, the line and the field.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from .._checks import check_int, check_real
 from ..errors import DataFormatError
 from .arccosts import bpr, constant
 from .game import Commodity, GameArc, RoutingGame, reachable_nodes, usable_arcs
@@ -38,6 +39,8 @@ __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
 #: Column names of a link line, in file order.
 LINK_FIELDS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b", "power",
                "speed", "toll", "link_type")
+#: Link columns that must be ≥ 0.
+_NON_NEGATIVE = frozenset({"capacity", "length", "free_flow_time", "b", "power", "toll"})
 _TAG = re.compile(r"^\s*<([^>]+)>\s*(.*)$")
 
 
@@ -117,32 +120,30 @@ def _metadata(path: str, lines, required: tuple[str, ...],
         if key not in meta:
             raise DataFormatError(f"missing metadata <{key}>", path=path, field=key)
         value, no = meta[key]
-        try:
-            out[key] = int(float(value))
-        except ValueError:
-            raise DataFormatError(f"<{key}> must be a number, got {value!r}", path=path,
-                                  line=no, field=key) from None
+        out[key] = check_int(_number(path, no, key, value, name=f"<{key}>"), f"<{key}>", low=0,
+                             integral_float=True, error=_bad(path, no, key))
     for key in optional:
         if key in meta:
             value, no = meta[key]
-            v = _number(path, no, key, value)
-            if v < 0:
-                raise DataFormatError(f"<{key}> must be non-negative, got {value}", path=path,
-                                      line=no, field=key)
-            out[key] = v
+            out[key] = _number(path, no, key, value, name=f"<{key}>", low=0.0)
     return out, body
 
 
-def _number(path: str, no: int, field: str, token: str) -> float:
+def _bad(path: str, no: int, field: str) -> Callable[[str], DataFormatError]:
+    """The error of a bad number at ``path``:``no`` (for the checks of :mod:`lbtheory._checks`)."""
+    return lambda msg: DataFormatError(msg, path=path, line=no, field=field)
+
+
+def _number(path: str, no: int, field: str, token: str, *, name: str | None = None,
+            low: float | None = None) -> float:
+    """The number ``token`` (a finite float, ≥ ``low`` when given), else DataFormatError."""
+    name = name or field
     try:
         v = float(token)
     except ValueError:
-        raise DataFormatError(f"{field} must be a number, got {token!r}", path=path, line=no,
+        raise DataFormatError(f"{name} must be a number, got {token!r}", path=path, line=no,
                               field=field) from None
-    if not math.isfinite(v):
-        raise DataFormatError(f"{field} must be finite, got {token!r}", path=path, line=no,
-                              field=field)
-    return v
+    return check_real(v, name, low=low, error=_bad(path, no, field))
 
 
 def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
@@ -167,17 +168,13 @@ def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
             raise DataFormatError(f"a link line needs {len(LINK_FIELDS)} columns "
                                   f"({' '.join(LINK_FIELDS)}), got {len(tokens)}",
                                   path=path, line=no, field="columns")
-        vals = [_number(path, no, f, t) for f, t in zip(LINK_FIELDS, tokens)]
+        vals = [_number(path, no, f, t, low=0.0 if f in _NON_NEGATIVE else None)
+                for f, t in zip(LINK_FIELDS, tokens)]
         for f in ("init_node", "term_node"):
             v = vals[LINK_FIELDS.index(f)]
             if not (v.is_integer() and 1 <= v <= n_nodes):
                 raise DataFormatError(f"unknown node {tokens[LINK_FIELDS.index(f)]} (nodes are "
                                       f"1..{n_nodes})", path=path, line=no, field=f)
-        for f in ("capacity", "length", "free_flow_time", "b", "power", "toll"):
-            if vals[LINK_FIELDS.index(f)] < 0:
-                raise DataFormatError(f"{f} must be non-negative, got "
-                                      f"{tokens[LINK_FIELDS.index(f)]}", path=path, line=no,
-                                      field=f)
         rows.append(vals)
         lines.append(no)
     if len(rows) != meta["NUMBER OF LINKS"]:
@@ -218,10 +215,7 @@ def read_tntp_trips(path: str | os.PathLike) -> TNTPTrips:
                 raise DataFormatError(f"expected 'destination : demand', got {entry!r}",
                                       path=path, line=no, field="entry")
             dest = _zone(path, no, "destination", parts[0], zones)
-            q = _number(path, no, "demand", parts[1])
-            if q < 0:
-                raise DataFormatError(f"demand must be non-negative, got {parts[1]}",
-                                      path=path, line=no, field="demand")
+            q = _number(path, no, "demand", parts[1], low=0.0)
             o_l.append(origin)
             d_l.append(dest)
             q_l.append(q)
@@ -253,8 +247,9 @@ def read_tntp_flow(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.
         if len(tokens) < 3:
             raise DataFormatError(f"a flow line needs from, to, volume; got {text!r}",
                                   path=path, line=no, field="columns")
-        tails.append(int(_number(path, no, "from", tokens[0])))
-        heads.append(int(_number(path, no, "to", tokens[1])))
+        for field, tok, out in (("from", tokens[0], tails), ("to", tokens[1], heads)):
+            out.append(check_int(_number(path, no, field, tok), field, low=1,
+                                 integral_float=True, error=_bad(path, no, field)))
         vols.append(_number(path, no, "volume", tokens[2]))
     return np.asarray(tails), np.asarray(heads), np.asarray(vols, dtype=float)
 

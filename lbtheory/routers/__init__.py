@@ -3,7 +3,8 @@
 * :mod:`._contract` — the contract (a frozen config with pure ``init`` / ``observe`` /
   ``route``), :class:`Assignment` and the :class:`TargetView` every simulator's view implements;
 * :mod:`._baselines` — random (DLB's Rand), round robin, JSQ (by requests or tokens) and power of
-  d, written once for all three simulators;
+  d, written once for all three simulators, with their numba kernels for compiled engines
+  (``round_robin_pick``, ``uniform_pick``, ``jsq_pick``, ``power_of_d_pick``);
 * :mod:`._view` — the DLB cell view (:class:`CellView`) and the cost helpers of the cell routers;
 * :mod:`._dlb` — DLB's six algorithms (discrete / flow × RIF / latency / gradient);
 * :mod:`._mnlb`, :mod:`._aversion`, :mod:`._affinity`, :mod:`._estimation` — MNLB, error aversion,
@@ -28,6 +29,8 @@ _EXPORTS = {
     "IdenticalTargets": "_contract",
     "RandomRouter": "_baselines", "RoundRobinRouter": "_baselines", "JSQRouter": "_baselines",
     "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
+    "round_robin_pick": "_baselines", "uniform_pick": "_baselines", "jsq_pick": "_baselines",
+    "power_of_d_pick": "_baselines", "choice_without_replacement": "_baselines",
     "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",
     "cost_row": "_view", "cost_matrix": "_view",
     "DEFAULT_STEPSIZE_SCALE": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",

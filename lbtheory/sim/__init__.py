@@ -24,16 +24,7 @@ reference engine otherwise (``SimResult.engine`` / ``engine_note`` say which and
 """
 
 from ._appendix_b import EVENT_WINDOW, appendix_b_scenario
-from ._arrivals import (
-    MAX_REQUESTS,
-    arrivals_from_trace,
-    check_request_count,
-    expected_arrivals,
-    generate_arrivals,
-    seed_streams,
-    with_sessions,
-)
-from ._compiled import TABLE_LIMIT_BYTES
+from ._arrivals import arrivals_from_trace, generate_arrivals, seed_streams, with_sessions
 from ._kernel_router import KernelRouter
 from ._result import SimResult
 from ._scenario import (
@@ -49,11 +40,9 @@ from ._scenario import (
     load_scenario,
     scenario_from_dict,
 )
-from ._simulate import MAX_PERIODS, MAX_SERIES_VALUES, Engine, check_run_size, simulate
+from ._simulate import Engine, simulate
 
 __all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "ServerKind", "LeafPolicy",
            "TokenDist", "Burst", "Outage", "Affinity", "load_scenario", "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
-           "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter",
-           "MAX_REQUESTS", "MAX_SERIES_VALUES", "MAX_PERIODS", "TABLE_LIMIT_BYTES",
-           "expected_arrivals", "check_request_count", "check_run_size"]
+           "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter"]

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_int, check_real, check_seed
+from .._checks import check_int, check_memory, check_real, check_seed
 from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
 from ._scenario import Burst, Outage, Scenario, ServerSpec
@@ -67,6 +67,10 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     check_real(noise_eps, "appendix_b.noise_eps (ε)", low=0.0, high=1.0, high_open=True)
     if n_cells is not None:
         check_int(n_cells, "appendix_b.n_cells", low=1)
+        # a full mesh: n² arcs, each a Python object (~600 bytes measured at n = 400) in the
+        # network and its arrays
+        check_memory(600.0 * n_cells * n_cells, f"an Appendix-B scenario of {n_cells} cells "
+                                                f"({n_cells * n_cells:,} arcs)")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 11]))
     n = int(rng.integers(2, 11)) if n_cells is None else int(n_cells)
     n_regions = int(rng.integers(1, min(n, len(REGION_NAMES)) + 1))

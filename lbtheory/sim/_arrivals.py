@@ -13,16 +13,11 @@ import dataclasses
 import numpy as np
 
 from .._checks import check_real, check_seed
-from ..errors import DataFormatError, ParameterError
+from ..errors import DataFormatError
 from ..workloads import Workload, workload_from_arrays
 from ._scenario import Scenario
 
-__all__ = ["generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
-           "expected_arrivals", "check_request_count", "MAX_REQUESTS"]
-
-#: requests one run may hold (expected Poisson arrivals + 6 sd, or given arrivals): ≈ 4 GB of
-#: per-request arrays in the compiled engine, ≈ 9 GB in the reference.
-MAX_REQUESTS = 20_000_000
+__all__ = ["generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams"]
 
 
 def seed_streams(seed: int) -> list[np.random.SeedSequence]:
@@ -49,36 +44,10 @@ def _rate_segments(scenario: Scenario, i: int, duration_s: float) -> list[tuple]
     return segs
 
 
-def expected_arrivals(scenario: Scenario, duration_s: float) -> float:
-    """Expected Poisson arrivals of ``scenario`` in [0, duration_s) (bursts included)."""
-    return sum(rate * (e - a) for i in range(scenario.network.n)
-               for a, e, rate in _rate_segments(scenario, i, duration_s))
-
-
-def check_request_count(scenario: Scenario, duration_s: float, count: float | None = None) -> None:
-    """Refuse a run of more than :data:`MAX_REQUESTS` requests (``count``, else the expected
-    Poisson arrivals + 6 sd) before anything is allocated.
-
-    Raises:
-        ParameterError: naming the limit.
-    """
-    if count is None:
-        mean = expected_arrivals(scenario, duration_s)
-        count = mean + 6.0 * np.sqrt(mean)
-    if count > MAX_REQUESTS:
-        raise ParameterError(f"duration_s: {duration_s:g} s of this scenario is about "
-                             f"{count:,.0f} requests, over the limit of {MAX_REQUESTS:,} per "
-                             f"run (lbtheory.sim.MAX_REQUESTS, ≈ 4 GB); split the horizon")
-
-
 def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Workload:
     """Poisson arrivals on [0, duration_s) with the scenario's rates and bursts (seeded): a
-    :class:`~lbtheory.workloads.Workload` with ``source`` and ``work`` columns.
-
-    Raises:
-        ParameterError: more than :data:`MAX_REQUESTS` expected requests.
-    """
-    check_request_count(scenario, duration_s)
+    :class:`~lbtheory.workloads.Workload` with ``source`` and ``work`` columns."""
+    scenario.check_run(duration_s)
     rng = np.random.default_rng(seed_streams(seed)[0])
     times, srcs = [], []
     for i in range(scenario.network.n):

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from .. import simplex
+from .._checks import check_memory
 from ..costs import CostKind, cell_cost, static_cost
-from ..errors import ParameterError
 from ..routers import CellView, MNLBState
 from ..workloads import Workload
 from . import _kernels_loop, _kernels_routers, _kernels_servers
@@ -38,15 +38,12 @@ from ._result import RunRecords
 from ._scenario import Scenario, ServerKind
 from ._servers import cell_utilisation
 
-__all__ = ["run_compiled", "TABLE_LIMIT_BYTES"]
+__all__ = ["run_compiled"]
 
 #: first capacity of the series and routing records (rows; doubled when full).
 _FIRST_ROWS = 1024
 #: most draws of the leaf stream fetched at a time (uniforms + log1p, 16 bytes each).
 _LEAF_BLOCK = 1 << 16
-#: a cost or rate table may take at most this much memory (bytes); a run whose workloads need
-#: more (a queue of millions of requests) is refused with a ParameterError naming the limit.
-TABLE_LIMIT_BYTES = 1 << 30
 _KINDS = {ServerKind.APPENDIX_B: 0, ServerKind.MMC: 1, ServerKind.RATE: 2}
 
 drop_stale_kernel_caches((simplex, ks, _kernels_servers, _kernels_routers, _kernels_loop))
@@ -209,11 +206,8 @@ class _Run:
         return np.ascontiguousarray(cell_cost(kind, self.models.bank, grid), dtype=float)
 
     def _check_table(self, rows: int) -> None:
-        if rows * self.n * 8 > TABLE_LIMIT_BYTES:
-            raise ParameterError(f"compiled engine: a queue of {rows - 1} requests needs a cost "
-                                 f"table of {rows * self.n * 8 / 2**20:.0f} MiB, over the limit "
-                                 f"of {TABLE_LIMIT_BYTES / 2**20:.0f} MiB (lbtheory.sim."
-                                 f"TABLE_LIMIT_BYTES); run engine='reference'")
+        check_memory(rows * self.n * 8.0, f"a cost table for a queue of {rows - 1} requests "
+                                          f"(the compiled engine; engine='reference' needs none)")
 
     def _tables(self, rows: int) -> None:
         rows = max(rows, self.F.shape[0], self.F_lat.shape[0])

@@ -47,9 +47,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._checks import check_int, check_option, check_real
+from .._checks import check_int, check_memory, check_option, check_real, check_ticks
 from ..errors import DataFormatError
-from ..io import topology_from_dict
+from ..io import read_config_file, topology_from_dict
 from ..network import CellNetwork
 from ..routers import FitFamily
 
@@ -80,6 +80,17 @@ class LeafPolicy(enum.StrEnum):
 
 SERVER_KINDS = tuple(k.value for k in ServerKind)
 
+#: Most parallel slots of one server [R]: a real engine batches at most a few thousand
+#: sequences; a larger number is a typo (``decode_engines: 1e9``).
+MAX_SLOTS = 65536
+#: Most probe rounds one run may have (a 1-ns probe period is a typo, not an experiment).
+MAX_PROBE_ROUNDS = 10**9
+#: Most latency refits one run may have (each is a least-squares fit per cell).
+MAX_REFITS = 10**6
+#: Memory planned per arriving request (bytes): the request's columns plus the reference
+#: engine's per-request records (Python lists of floats).
+BYTES_PER_REQUEST = 400
+
 
 @dataclasses.dataclass(frozen=True)
 class ServerSpec:
@@ -108,6 +119,11 @@ class ServerSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_option(ServerKind, self.kind, "ServerSpec.kind"))
+        slots = self.decode_slots if self.kind is ServerKind.APPENDIX_B else self.slots
+        if slots > MAX_SLOTS:  # [R] no inference server runs millions of sequences at once
+            raise DataFormatError(f"a server with {slots:,} parallel slots: expected at most "
+                                  f"{MAX_SLOTS:,} (decode_engines × slots_per_engine, or slots)",
+                                  field="slots")
 
     @property
     def decode_slots(self) -> int:
@@ -221,6 +237,37 @@ class Scenario:
     def capacities(self) -> list[float]:
         """μ̄_j = k_j × server rate (req/s)."""
         return [c.replicas * r for c, r in zip(self.network.cells, self.server_rates())]
+
+    def expected_requests(self, duration_s: float) -> float:
+        """Mean number of arrivals on [0, duration_s): Σ_i λ_i·T plus the bursts' extra."""
+        lam = self.network.arrival_rates
+        extra = sum(lam[b.cell] * (b.factor - 1.0) * max(0.0, min(b.end_s, duration_s)
+                                                         - min(b.start_s, duration_s))
+                    for b in self.bursts)
+        return float(lam.sum() * duration_s + extra)
+
+    def check_run(self, duration_s: float) -> None:
+        """Refuse, up front, a run this machine cannot finish (naming the limit): more than
+        :data:`MAX_PROBE_ROUNDS` probe rounds or :data:`MAX_REFITS` refits, more simulated time
+        than the clock resolves, or arrivals needing more memory than
+        :func:`lbtheory._checks.memory_limit_bytes` (at :data:`BYTES_PER_REQUEST`, 5 σ above
+        the mean count)."""
+        check_ticks(duration_s, min(self.probe_period_s, duration_s), "simulation duration")
+        rounds = duration_s / self.probe_period_s
+        if rounds > MAX_PROBE_ROUNDS:
+            raise DataFormatError(f"simulation.probe_period_s: {self.probe_period_s:g} s over "
+                                  f"{duration_s:g} s is {rounds:.3g} probe rounds, more than "
+                                  f"the {MAX_PROBE_ROUNDS:.0e} a run may have",
+                                  field="probe_period_s")
+        if self.estimation is not None and duration_s / self.estimation.period_s > MAX_REFITS:
+            raise DataFormatError(f"simulation.estimation.period_s: "
+                                  f"{self.estimation.period_s:g} s over {duration_s:g} s is "
+                                  f"{duration_s / self.estimation.period_s:.3g} refits, more "
+                                  f"than the {MAX_REFITS:.0e} a run may have",
+                                  field="estimation.period_s")
+        mean = self.expected_requests(duration_s)
+        check_memory((mean + 5.0 * math.sqrt(mean) + 1.0) * BYTES_PER_REQUEST,
+                     f"{mean:.3g} expected requests over {duration_s:g} s")
 
     def check_horizon(self, duration_s: float) -> None:
         """Raise DataFormatError if a burst or outage lies outside [0, duration_s]."""
@@ -392,16 +439,7 @@ def _estimation(path: str, spec: Any) -> Estimation | None:
 
 
 def load_scenario(path: str | os.PathLike) -> Scenario:
-    """Read a scenario file (YAML or JSON)."""
-    import json
-
-    import yaml
-
+    """Read a scenario file (YAML or JSON; :func:`lbtheory.io.read_config_file`)."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise DataFormatError(f"not a valid scenario file: {exc}", path=str(p)) from None
-    sc = scenario_from_dict(data, path=str(p))
+    sc = scenario_from_dict(read_config_file(p, "scenario"), path=str(p))
     return sc if sc.name else dataclasses.replace(sc, name=p.stem)

@@ -13,10 +13,10 @@ reference otherwise, saying why in ``SimResult.engine_note``; ``"compiled"`` ref
 cannot run; ``"reference"`` always runs the reference. Same scenario, router, seed and arrivals
 ⇒ both engines give the same per-request records, bit for bit (they share the random streams).
 
-Limits, checked before anything is generated: at most :data:`MAX_REQUESTS` requests per run
-(≈ 200 bytes each in the compiled engine, ≈ 450 in the reference), at most
-:data:`MAX_SERIES_VALUES` sampled workloads, and a horizon the float64 clock can step through
-(``duration_s`` / ``probe_period_s`` below 2⁵⁰).
+Limits, checked before anything is generated (the house's, naming the limit):
+:meth:`Scenario.check_run` (probe rounds, refits, the clock's resolution, the memory of the
+expected arrivals under ``LBTHEORY_MAX_MEMORY_GB``) and the memory of the sampled workload
+series; the compiled engine also refuses a cost table beyond that memory limit.
 """
 
 from __future__ import annotations
@@ -25,26 +25,20 @@ import enum
 import time as _time
 from typing import Any
 
-from .._checks import check_int, check_option, check_real, check_seed
+from .._checks import check_int, check_memory, check_option, check_real, check_seed
 from ..errors import ParameterError
 from ..workloads import Workload
-from ._arrivals import MAX_REQUESTS, check_request_count, generate_arrivals, seed_streams
+from ._arrivals import generate_arrivals, seed_streams
 from ._compiled import run_compiled
 from ._engine import run_reference
 from ._kernel_plan import plan_kernel
 from ._result import SimResult, build_result
 from ._scenario import Scenario
 
-__all__ = ["simulate", "Engine", "MAX_REQUESTS", "MAX_SERIES_VALUES", "MAX_PERIODS",
-           "DEFAULT_SERIES_POINTS", "check_run_size"]
+__all__ = ["simulate", "Engine", "DEFAULT_SERIES_POINTS"]
 
 #: number of points of the sampled workload series when no period is given.
 DEFAULT_SERIES_POINTS = 400
-#: sampled workload values one run may record (points × cells, 8 bytes each: 400 MB).
-MAX_SERIES_VALUES = 50_000_000
-#: a horizon of more probe periods than this is refused: the float64 clock's step t + δ would
-#: lose the period's precision (2⁵⁰ periods leave 2 bits of it).
-MAX_PERIODS = 2 ** 50
 
 
 class Engine(enum.StrEnum):
@@ -85,8 +79,8 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
         ParameterError: a bad duration, seed, record period or engine, arrivals without sources,
             ``engine="compiled"`` for a router it cannot run (the reason), or a run over the
             limits of the module docstring (named). DataFormatError: a burst or outage outside
-            the horizon. TopologyError: a router that breaks residency. SolverError: a broken
-            conservation invariant (a simulator bug).
+            the horizon, too many probe rounds or refits. TopologyError: a router that breaks
+            residency. SolverError: a broken conservation invariant (a simulator bug).
     """
     T = check_real(duration_s, "duration_s", unit="s", low=0.0, low_open=True)
     seed = check_seed(seed)
@@ -95,7 +89,9 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
     scenario.check_horizon(T)
     period = record_period_s or T / DEFAULT_SERIES_POINTS
     check_real(period, "record_period_s", unit="s", low=0.0, low_open=True)
-    check_run_size(scenario, T, period, arrivals)
+    scenario.check_run(T)
+    check_memory(T / period * scenario.network.n * 8.0,
+                 f"a workload series sampled every {period:g} s over {T:g} s")
     wall0 = _time.perf_counter()
     if arrivals is None:
         arrivals = generate_arrivals(scenario, T, seed)
@@ -119,18 +115,3 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
                         policy=policy or getattr(router, "name", type(router).__name__),
                         seed=seed, wall=_time.perf_counter() - wall0,
                         engine="reference" if plan is None else "compiled", note=note)
-
-
-def check_run_size(scenario: Scenario, T: float, record_period_s: float,
-                   arrivals: Workload | None) -> None:
-    """Refuse, before anything is generated, a run over the limits of the module docstring."""
-    check_request_count(scenario, T, None if arrivals is None else float(len(arrivals)))
-    points = T / record_period_s
-    if points * scenario.network.n > MAX_SERIES_VALUES:
-        raise ParameterError(f"record_period_s: {points:,.0f} samples of {scenario.network.n} "
-                             f"cells exceed the limit of {MAX_SERIES_VALUES:,} values "
-                             f"(lbtheory.sim.MAX_SERIES_VALUES); use a longer period")
-    if T / scenario.probe_period_s > MAX_PERIODS:
-        raise ParameterError(f"duration_s: {T:g} s is {T / scenario.probe_period_s:.3g} probe "
-                             f"periods, more than the float64 clock can step through "
-                             f"({MAX_PERIODS:.3g}, lbtheory.sim.MAX_PERIODS)")

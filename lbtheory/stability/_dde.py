@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from ..errors import ModelError, SolverError
+from .._checks import check_int
+from ..errors import SolverError, SolveStatus, renamed_keywords
 
 __all__ = ["LinearDDE", "RootSet", "chebyshev_nodes", "collocation_matrix", "rightmost_roots",
            "newton_root"]
@@ -165,18 +166,20 @@ def collocation_matrix(dde: LinearDDE, n_nodes: int) -> np.ndarray:
     return big
 
 
+@renamed_keywords(max_iter="max_iterations")
 def newton_root(dde: LinearDDE, s0: complex, *, tol: float = 1e-13,
-                max_iter: int = 60) -> tuple[complex, bool]:
+                max_iterations: int = 60) -> tuple[complex, bool]:
     """Refine a root of det Δ(s) by Newton's method, ``s ← s − 1/tr(Δ⁻¹Δ')``.
 
     Returns:
         (root, converged). If Δ(s) is exactly singular (LU breaks down) the iterate is a root
         to working precision and is returned with ``converged=True``. ``converged`` is False
         when tr(Δ⁻¹Δ') is zero or not finite (no Newton step exists; the last iterate is
-        returned) or the step did not fall below ``tol``·max(1, |s|) within ``max_iter`` steps.
+        returned) or the step did not fall below ``tol``·max(1, |s|) within ``max_iterations``
+        steps (``max_iter=`` is its deprecated name).
     """
     s = complex(s0)
-    for _ in range(max_iter):
+    for _ in range(max_iterations):
         M = dde.characteristic_matrix(s)
         try:
             trace = np.trace(np.linalg.solve(M, dde.characteristic_derivative(s)))
@@ -223,12 +226,10 @@ def rightmost_roots(dde: LinearDDE, *, n_nodes: int = 16, count: int = 6, refine
             removed — callers should eliminate known zero modes by reduced coordinates first.
 
     Raises:
-        ModelError: ``n_nodes`` is not an integer ≥ 2.
+        ParameterError: ``n_nodes`` is not an integer ≥ 2.
         SolverError: the eigenvalue computation failed (names LAPACK's message).
     """
-    if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | float | np.integer) \
-            or int(n_nodes) != n_nodes or n_nodes < 2:
-        raise ModelError(f"n_nodes: expected an integer ≥ 2 (Chebyshev degree), got {n_nodes!r}")
+    n_nodes = check_int(n_nodes, "n_nodes", low=2, unit="Chebyshev degree", integral_float=True)
     if dde.dim == 0:
         return RootSet(np.zeros(0, complex), np.zeros(0), n_nodes, 0)
     k0 = structural_zero_count(dde) if structural_zeros is None else int(structural_zeros)
@@ -237,7 +238,7 @@ def rightmost_roots(dde: LinearDDE, *, n_nodes: int = 16, count: int = 6, refine
         ev = np.linalg.eigvals(mat)
     except np.linalg.LinAlgError as exc:  # pragma: no cover - LAPACK failure
         raise SolverError(f"collocation eigenvalues failed: {exc}", solver="LAPACK",
-                          status="failed") from exc
+                          status=SolveStatus.FAILED, detail=str(exc)) from exc
     if k0:
         ev = np.delete(ev, np.argsort(np.abs(ev))[:k0])
     ev = ev[np.argsort(-ev.real)]

@@ -5,6 +5,12 @@ finishes), so a sweep that is killed keeps every finished cell and a restart com
 missing ones. Backends: ``"serial"`` (in-process), ``"local"`` (a ``dask.distributed``
 LocalCluster, one single-threaded worker process per core) or a scheduler address
 (``"tcp://host:8786"``). Dask is the engine; nothing here pools processes or queues tasks.
+
+Cell functions from experiment files loaded by path (not importable on a worker) reach the
+workers by value: :func:`~lbtheory.sweep.load_experiments` registers their modules with
+``cloudpickle.register_pickle_by_value``, and the function is scattered once per sweep
+(``Client.scatter``: Dask serialises it with cloudpickle, which honours that registry, and keeps
+it in worker memory for every task of the sweep).
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SweepError
+from .._checks import check_bool, check_int
+from ..errors import RunStatus, SweepError
 from ..io import package_versions, run_manifest, to_jsonable, write_json_atomic
-from ._experiment import Experiment, _version, cache_key
+from ._experiment import Experiment, _guarded, _version, cache_key
 
 __all__ = ["SweepResult", "run_sweep", "pending_cells", "cell_path", "dask_client",
            "CONNECT_TIMEOUT_S"]
@@ -46,6 +53,12 @@ class SweepResult:
         out_dir: ``<out_dir>/<name>``, where cells and summaries are.
         wall_s: wall-clock seconds of the whole run, s.
         backend: the backend used (``"serial"``, ``"local"`` or the scheduler address).
+        status: :attr:`~lbtheory.errors.RunStatus.COMPLETED` (every cell has a result and
+            ``collect`` ran) or :attr:`~lbtheory.errors.RunStatus.FAILED` (cells raised under
+            ``run_sweep(..., throw=False)``: ``rows`` holds the others, ``errors`` the failures,
+            and ``collect`` did not run). No other member occurs: a sweep has no horizon to
+            truncate and nothing to diverge.
+        errors: ``(config, "ExceptionType: message")`` of each failed cell, in grid order.
     """
 
     experiment: str
@@ -56,6 +69,8 @@ class SweepResult:
     out_dir: Path
     wall_s: float
     backend: str
+    status: RunStatus = RunStatus.COMPLETED
+    errors: list[tuple[dict, str]] = field(default_factory=list, repr=False)
 
 
 def cell_path(out_dir: Path, name: str, key: str) -> Path:
@@ -63,29 +78,25 @@ def cell_path(out_dir: Path, name: str, key: str) -> Path:
     return Path(out_dir) / name / "cells" / f"{key}.json"
 
 
+class CellExit(Exception):
+    """A cell called ``sys.exit``: reported as a failed cell (it must not end the sweep, or a
+    Dask worker, with exit code 0)."""
+
+
 def _timed(cell: Any, config: dict) -> tuple[Any, float]:
     """Run one cell (on a worker or in-process); returns its result and wall time in s."""
     t0 = time.perf_counter()
-    out = cell(config)
+    try:
+        out = cell(config)
+    except SystemExit as exc:
+        raise CellExit(f"the cell called sys.exit({exc.code!r}); a cell must return a dict or "
+                       f"raise") from None
     return out, time.perf_counter() - t0
 
 
-#: cell functions unpickled on this (worker) process, by their cloudpickle bytes.
-_CELLS: dict[bytes, Any] = {}
-
-
-def _timed_batch(blob: bytes, configs: list[dict]) -> list[tuple[bool, Any, float]]:
-    """Run a batch of cells on a Dask worker, the cell function sent as cloudpickle bytes.
-
-    Dask pickles task arguments by reference (module + name), which a worker cannot resolve for a
-    function loaded from an experiment file; cloudpickle sends those modules by value. Returns
-    ``(ok, result or exception, wall s)`` per config, so one failing cell spoils no other.
-    """
-    cell = _CELLS.get(blob)
-    if cell is None:
-        import cloudpickle
-
-        cell = _CELLS[blob] = cloudpickle.loads(blob)
+def _timed_batch(cell: Any, configs: list[dict]) -> list[tuple[bool, Any, float]]:
+    """Run a batch of cells on a Dask worker; ``(ok, result or exception, wall s)`` per config,
+    so one failing cell spoils no other."""
     out: list[tuple[bool, Any, float]] = []
     for config in configs:
         try:
@@ -137,10 +148,8 @@ def _check_backend(backend: str, workers: int | None) -> None:
     if not isinstance(backend, str) or not (backend in ("serial", "local") or "://" in backend):
         raise SweepError(f"backend {backend!r}: expected 'serial', 'local' or a Dask scheduler "
                          f"address such as tcp://host:8786")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        raise SweepError(f"workers {workers!r}: expected a positive integer number of worker "
-                         f"processes (or None: one per core)")
+    if workers is not None:
+        check_int(workers, "workers", low=1, unit="worker processes; None: one per core")
 
 
 @contextlib.contextmanager
@@ -215,7 +224,8 @@ def pending_cells(experiment: Experiment, profile: str | None = None,
 
 def run_sweep(experiment: Experiment, profile: str | None = None, backend: str = "serial",
               workers: int | None = None, out_dir: str | os.PathLike = Path("experiments/results"),
-              progress: bool = False, *, client: Any = None, batch: int = 1) -> SweepResult:
+              progress: bool = False, *, client: Any = None, batch: int = 1,
+              throw: bool = True) -> SweepResult:
     """Run every cell of ``experiment``'s grid for ``profile`` that is not cached, then collect.
 
     Args:
@@ -231,21 +241,26 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
             ``backend`` (lets several sweeps share one cluster); ignored when nothing is missing.
         batch: cells per Dask task (default 1: each cell is saved as soon as it finishes); more
             amortises Dask's per-task cost over cheap cells, and a batch is saved when it ends.
+        throw: raise :class:`~lbtheory.errors.SweepError` when cells raise (after every other
+            cell ran and was saved); ``False`` returns a result with status ``FAILED`` listing
+            them instead (``collect`` does not run on a partial grid, so no summary and no
+            ``sweep_<profile>.json`` is written).
 
     Returns:
-        A :class:`SweepResult` with the rows given to ``collect`` and computed/cached counts.
+        A :class:`SweepResult` with the rows given to ``collect``, computed/cached counts and
+        the status.
 
     Raises:
         SweepError: a malformed grid, unknown profile or backend, unreachable scheduler, a result
-            that is not a JSON object, or cells that raised (every other cell is still saved).
+            that is not a JSON object, or (``throw``) cells that raised.
+        ParameterError: ``workers``, ``batch`` or ``throw`` of the wrong type or range.
     """
     if not isinstance(experiment, Experiment):
         raise SweepError(f"experiment: expected an lbtheory.sweep.Experiment, got "
                          f"{type(experiment).__name__}")
     _check_backend(backend, workers)
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise SweepError(f"batch {batch!r}: expected a positive integer number of cells per "
-                         f"Dask task")
+    check_int(batch, "batch", low=1, unit="cells per Dask task")
+    check_bool(throw, "throw")
     t_start = time.perf_counter()
     profile = experiment.default_profile if profile is None else profile
     configs = experiment.configs(profile)
@@ -295,11 +310,10 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
             with contextlib.ExitStack() as stack:
                 if client is None:
                     client = stack.enter_context(dask_client(backend, workers))
-                import cloudpickle
-
-                blob = cloudpickle.dumps(experiment.cell)
+                # by value (cloudpickle honours register_pickle_by_value), once per sweep
+                [cell] = client.scatter([experiment.cell], broadcast=True, hash=False)
                 chunks = [missing[k:k + batch] for k in range(0, len(missing), batch)]
-                fl = client.map(_timed_batch, [blob] * len(chunks),
+                fl = client.map(_timed_batch, [cell] * len(chunks),
                                 [[configs[i] for i in ch] for ch in chunks],
                                 key=[f"{name}-{keys[ch[0]]}-{len(ch)}" for ch in chunks],
                                 pure=False)
@@ -317,16 +331,24 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                                 failures.append((i, out))
                     bar.update(len(ch))
                     fut.release()
+                cell.release()
     finally:
         bar.close()
+    rows = [(c, r) for c, r in zip(configs, results, strict=True) if r is not None]
     if failures:
-        i, exc = min(failures, key=lambda f: f[0])  # the first in grid order, not in time
-        raise SweepError(f"experiment {name!r}: {len(failures)} of {len(missing)} cells failed "
-                         f"(the others are saved); first: config {configs[i]}: "
-                         f"{type(exc).__name__}: {exc}") from exc
-    rows = [(c, r) for c, r in zip(configs, results, strict=True)]
+        failures.sort(key=lambda f: f[0])  # grid order, not completion order
+        i, exc = failures[0]
+        if throw:
+            raise SweepError(f"experiment {name!r}: {len(failures)} of {len(missing)} cells "
+                             f"failed (the others are saved); first: config {configs[i]}: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        return SweepResult(experiment=name, profile=profile, rows=rows,
+                           computed=len(missing) - len(failures), cached=n_cached,
+                           out_dir=root / name, wall_s=time.perf_counter() - t_start,
+                           backend=backend, status=RunStatus.FAILED,
+                           errors=[(configs[j], f"{type(e).__name__}: {e}") for j, e in failures])
     exp_dir = root / name
-    experiment.collect(rows, exp_dir, profile)
+    _guarded(experiment.collect, f"experiment {name!r}: collect", rows, exp_dir, profile)
     write_json_atomic(exp_dir / f"sweep_{profile}.json", {
         "experiment": name, "profile": profile, "cells": len(configs),
         "computed": len(missing), "cached": n_cached, "backend": backend,

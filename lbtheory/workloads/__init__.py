@@ -11,9 +11,9 @@ from typing import Any
 
 from ._mix import mix_traces
 from ._workload import MAX_TOKENS, TraceOrderWarning, Workload, workload_from_arrays
-from .traces import COLUMN_ALIASES, read_trace, trace_from_arrays
+from .traces import COLUMN_ALIASES, TraceFormatWarning, read_trace, trace_from_arrays
 
-__all__ = ["Workload", "TraceOrderWarning", "read_trace", "trace_from_arrays",
+__all__ = ["Workload", "TraceOrderWarning", "TraceFormatWarning", "read_trace", "trace_from_arrays",
            "workload_from_arrays", "mix_traces", "COLUMN_ALIASES", "MAX_TOKENS"]
 
 

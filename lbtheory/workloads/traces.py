@@ -14,14 +14,20 @@ Accepted column names (case-insensitive; the first match wins):
 * optional key: ``prompt_hash``, ``prompt_id``, ``hash``, ``hash_ids``.
 
 **Mooncake format** (JSONL with ``timestamp`` in **milliseconds**, ``input_length``,
-``output_length`` and ``hash_ids``, the list of the prompt's prefix-block hashes): recognised by
-its ``hash_ids`` field; the timestamps are converted to seconds and the prompt key is the joined
-block-hash list, so ExactMatch keys on the prompt's prefix hashes.
+``output_length`` and, usually, ``hash_ids``, the list of the prompt's prefix-block hashes):
+recognised by its field names — ``timestamp`` with ``input_length`` and ``output_length`` (with or
+without ``hash_ids``); the timestamps are converted to seconds (a :class:`TraceFormatWarning` says
+so when ``hash_ids`` is absent) and the prompt key is the joined block-hash list, so ExactMatch
+keys on the prompt's prefix hashes.
 
 Errors are :class:`~lbtheory.errors.DataFormatError` naming the file, the 1-based line (the CSV
-header is line 1) and the field. **Unsorted timestamps**: by default the reader sorts the requests
-by arrival time (stable, so ties keep file order) and emits a :class:`TraceOrderWarning` naming the
-first out-of-order line; with ``on_unsorted="error"`` it refuses with a ``DataFormatError`` instead.
+header is line 1) and the field. Token counts must be numbers (a JSON ``true`` is refused, not
+read as 1); date-times must lie in years 1900–2200 (outside, numpy's calendar would wrap them); a
+UTF-8 byte-order mark is accepted and a UTF-16 one is named.
+
+**Unsorted timestamps**: by default the reader sorts the requests by arrival time (stable, so
+ties keep file order) and emits a :class:`TraceOrderWarning` naming the first out-of-order line;
+with ``on_unsorted="error"`` it refuses with a ``DataFormatError`` instead.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +45,11 @@ from ..errors import DataFormatError
 from ._workload import MAX_TOKENS, TraceOrderWarning, Workload, workload_from_arrays
 
 __all__ = ["read_trace", "trace_from_arrays", "COLUMN_ALIASES", "MAX_TOKENS",
-           "TraceOrderWarning"]
+           "TraceOrderWarning", "TraceFormatWarning"]
+
+
+class TraceFormatWarning(UserWarning):
+    """A trace's format was inferred (e.g. Mooncake millisecond timestamps without hash_ids)."""
 
 #: Accepted column names per field, lower-case.
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -72,8 +83,15 @@ def _find_column(names: list[str], field: str) -> str | None:
     return None
 
 
+#: date-times outside these years are refused (numpy's ns calendar wraps past 2262).
+_YEARS = (1900, 2200)
+
+
 def _parse_time(value: Any, path: str, line: int) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        raise DataFormatError(f"arrival time {value!r} is not a number or a date-time",
+                              path=path, line=line, field="arrival")
+    if isinstance(value, int | float):
         return float(value)
     text = str(value).strip()
     try:
@@ -81,17 +99,23 @@ def _parse_time(value: Any, path: str, line: int) -> float:
     except ValueError:
         pass
     try:
-        stamp = np.datetime64(text.replace(" ", "T", 1), "ns")
-    except ValueError:
+        year = int(str(np.datetime64(text.replace(" ", "T", 1)).astype("datetime64[Y]")))
+    except (ValueError, OverflowError):
         raise DataFormatError(f"cannot parse time {text!r}", path=path, line=line,
                               field="arrival") from None
-    return stamp.astype(np.int64) / 1e9
+    if not _YEARS[0] <= year <= _YEARS[1]:
+        raise DataFormatError(f"date-time {text!r} is outside the years {_YEARS[0]}–{_YEARS[1]}",
+                              path=path, line=line, field="arrival")
+    return np.datetime64(text.replace(" ", "T", 1), "ns").astype(np.int64) / 1e9
 
 
 def _parse_count(value: Any, path: str, line: int, field: str) -> float:
+    if isinstance(value, bool):  # JSON true/false: not a token count
+        raise DataFormatError(f"{field} value {value!r} is not a number", path=path, line=line,
+                              field=field)
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DataFormatError(f"{field} value {value!r} is not a number", path=path, line=line,
                               field=field) from None
 
@@ -111,8 +135,12 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
     """Header names and (line, record) pairs of a CSV or JSONL file."""
     if path.is_dir():
         raise DataFormatError("expected a trace file (CSV/JSONL), got a directory", path=str(path))
+    raw = path.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DataFormatError("the file is UTF-16 (it starts with a UTF-16 byte-order mark); "
+                              "save it as UTF-8", path=str(path))
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is dropped
     except UnicodeDecodeError as exc:
         raise DataFormatError(f"not a text file: byte {exc.start} is not UTF-8; expected a CSV "
                               f"or JSONL trace", path=str(path)) from None
@@ -172,7 +200,13 @@ def read_trace(path: str | os.PathLike, *,
                 f"(found {', '.join(names) or 'none'})", path=str(p), line=1, field=field)
         cols[field] = col
     key_col = _find_column(names, "key")
-    mooncake = key_col is not None and key_col.strip().lower() == "hash_ids"
+    lower = {nm.strip().lower() for nm in names}
+    mooncake = (key_col is not None and key_col.strip().lower() == "hash_ids") or \
+        {"timestamp", "input_length", "output_length"} <= lower
+    if mooncake and key_col is None:
+        warnings.warn(f"{p}: Mooncake schema (timestamp, input_length, output_length) without "
+                      f"hash_ids: timestamps read as milliseconds", TraceFormatWarning,
+                      stacklevel=2)
     n = len(rows)
     t = np.empty(n)
     s = np.empty(n)
@@ -190,7 +224,8 @@ def read_trace(path: str | os.PathLike, *,
         lines[j] = line
         if mooncake:
             t[j] /= 1000.0  # Mooncake timestamps are milliseconds
-            keys.append(_hash_key(rec.get(key_col), str(p), line, key_col))
+            if keys is not None:
+                keys.append(_hash_key(rec.get(key_col), str(p), line, key_col))
         elif keys is not None:
             keys.append(str(rec.get(key_col, "")))
     return trace_from_arrays(t, s, o, prompt_key=keys, path=str(p), on_unsorted=on_unsorted,

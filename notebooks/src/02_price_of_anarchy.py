@@ -11,8 +11,9 @@ bound for polynomials of degree d) and THEORY §5 (M/M/1 links, Braess).
 ("code", """
 import numpy as np
 import matplotlib.pyplot as plt
+from lbtheory.equilibrium import price_of_anarchy, solve_wardrop
 from lbtheory.games import (FWMethod, pigou, pigou_poa, mm1_two_link, mm1_two_link_poa, braess,
-                            price_of_anarchy, wardrop_equilibrium, frank_wolfe, load_tntp_game)
+                            frank_wolfe, load_tntp_game)
 from lbtheory.plotting import figure, POLICY_COLORS
 """),
 ("md", """
@@ -20,7 +21,8 @@ from lbtheory.plotting import figure, POLICY_COLORS
 Two parallel links with costs 1 and x^d, unit demand. Selfish users all take the x^d link; the
 optimum splits. For d = 1 the PoA is 4/3; for degree d it equals Roughgarden's bound
 (1 − d(d+1)^{−(d+1)/d})^{−1}, which no game with degree-d polynomial costs exceeds.
-`price_of_anarchy` returns the ratio together with both solutions and a status.
+`price_of_anarchy` (the same verb as for cell networks) returns the ratio together with both
+solutions and a status.
 """),
 ("code", """
 for d in [1, 2, 3, 4, 2.5]:
@@ -50,7 +52,7 @@ game = load_tntp_game("../examples/tntp/Braess-Example/Braess_net.tntp",
                       "../examples/tntp/Braess-Example/Braess_trips.tntp")
 poa = price_of_anarchy(game)
 ue, so = poa.wardrop, poa.optimum
-nb = wardrop_equilibrium(game.without_arcs([game.arc_index(3, 4)]))
+nb = solve_wardrop(game.without_arcs([game.arc_index(3, 4)]))
 for name, r in [("UE with bridge", ue), ("UE without bridge", nb), ("system optimum", so)]:
     print(f"{name:18} flows {np.round(r.arc_flow, 6)}  TSTT {r.total_travel_time:.6f}  "
           f"relative gap {r.relative_gap:.1e}")
