@@ -149,6 +149,6 @@ def test_engine_flag_picks_the_engine_and_both_give_the_same_numbers(capsys):
 
 
 def test_a_run_over_the_memory_limit_is_one_error_line(capsys):
-    assert main(["simulate", str(EXAMPLE), "--duration", "1e9"]) == 2
+    assert main(["simulate", str(EXAMPLE), "--duration", "1e6"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "LBTHEORY_MAX_MEMORY_GB" in err[0]

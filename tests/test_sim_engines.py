@@ -22,19 +22,17 @@ import pytest
 from lbtheory.errors import ParameterError, TopologyError
 from lbtheory.models import model_to_dict
 from lbtheory.registry import make_router, policy_names
-from lbtheory.routers import FlowRouter, JSQRouter, PowerOfDRouter
+from lbtheory.routers import FlowRouter, JSQRouter, PowerOfDRouter, integers_below
 from lbtheory.sim import (
     Affinity,
     Estimation,
     KernelRouter,
     _compiled,
     appendix_b_scenario,
-    generate_arrivals,
     scenario_from_dict,
     simulate,
 )
 from lbtheory.sim import _kernels_state as ks
-from lbtheory.sim._kernels_routers import _floyd_choice, draw_below
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_sim import _fluid_scenario, three_cells_with_residency  # noqa: E402
@@ -254,7 +252,7 @@ def test_runs_over_the_limits_are_refused_before_anything_is_generated(monkeypat
     for engine in ("compiled", "reference"):
         with pytest.raises(ParameterError, match="expected requests .* more than the 8 GiB "
                                                  "limit .LBTHEORY_MAX_MEMORY_GB"):
-            simulate(sc, make_router("rand"), duration_s=1e9, seed=0, engine=engine)
+            simulate(sc, make_router("rand"), duration_s=1e7, seed=0, engine=engine)
         with pytest.raises(ParameterError, match="a workload series sampled every 1e-09 s .* "
                                                  "more than the 8 GiB limit"):
             simulate(sc, make_router("rand"), duration_s=100.0, seed=0, record_period_s=1e-9,
@@ -273,23 +271,31 @@ def test_runs_over_the_limits_are_refused_before_anything_is_generated(monkeypat
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 7, 10, 1000, 2**20 + 3, 2**31, 2**32 - 1])
-def test_draw_below_is_numpys_integers(k):
-    """Interleaved with doubles (the 32-bit draws are buffered halves of 64-bit ones)."""
+def test_integers_below_is_numpys_integers(k):
+    """The shared kernels' allocation-free draw, interleaved with doubles (32-bit draws are
+    buffered halves of 64-bit ones)."""
     r1, r2 = np.random.default_rng(k), np.random.default_rng(k)
-    mine = [(draw_below(r1, k), r1.random()) for _ in range(200)]
+    mine = [(integers_below(r1, k), r1.random()) for _ in range(200)]
     numpys = [(int(r2.integers(k)), r2.random()) for _ in range(200)]
     assert mine == numpys
 
 
-@pytest.mark.parametrize("pop, size", [(2, 1), (2, 2), (3, 2), (7, 3), (50, 2), (200, 7),
-                                       (9999, 5)])
-def test_floyd_choice_is_numpys_choice_without_replacement(pop, size):
-    out, seen = np.zeros(size, np.int64), np.zeros(4 * size + 8, np.int64)
-    for seed in range(40):
+def test_sample_index_kernel_and_cumulative_kernel_are_the_python_helpers():
+    from lbtheory.routers import cumulative, cumulative_kernel, sample_index, sample_index_kernel
+
+    rng0 = np.random.default_rng(3)
+    for _ in range(300):
+        w = rng0.random(int(rng0.integers(1, 12))) * (rng0.random() < 0.8)
+        w[rng0.random(w.size) < 0.3] = 0.0
+        if not w.any():
+            w[-1] = 1.0
+        out = np.empty(w.size)
+        cumulative_kernel(w, out)
+        assert out.tolist() == cumulative(w)
+        seed = int(rng0.integers(1 << 30))
         r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
-        _floyd_choice(r1, pop, size, out, seen)
-        assert out.tolist() == r2.choice(pop, size=size, replace=False).tolist()
-        assert r1.random() == r2.random()
+        assert [sample_index_kernel(out, r1) for _ in range(5)] == \
+            [sample_index(cumulative(w), r2) for _ in range(5)]
 
 
 def test_heap_pops_in_heapq_order_with_ties():

@@ -31,6 +31,8 @@ _EXPORTS = {
     "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
     "round_robin_pick": "_baselines", "uniform_pick": "_baselines", "jsq_pick": "_baselines",
     "power_of_d_pick": "_baselines", "choice_without_replacement": "_baselines",
+    "integers_below": "_baselines", "power_of_d_pick_into": "_baselines",
+    "sample_index_kernel": "_contract", "cumulative_kernel": "_contract",
     "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",
     "cost_row": "_view", "cost_matrix": "_view",
     "DEFAULT_STEPSIZE_SCALE": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",

@@ -20,18 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from .. import simplex
 from .._checks import check_memory
 from ..costs import CostKind, cell_cost, static_cost
-from ..routers import CellView, MNLBState
+from ..routers import CellView, MNLBState, jsq_pick, sample_index_kernel
+from ..simplex import masked_sum_kernel
 from ..workloads import Workload
-from . import _kernels_loop, _kernels_routers, _kernels_servers
 from . import _kernels_state as ks
 from ._engine import residency_error
 from ._kernel_cache import drop_stale_kernel_caches
 from ._kernel_plan import KernelPlan
 from ._kernels_loop import run_events, run_events_user
-from ._kernels_routers import K_RECORD_EVERY, K_USES_F, K_USES_F_LAT
+from ._kernels_routers import K_RECORD_EVERY, K_USES_F, K_USES_F_LAT, route_request
+from ._kernels_servers import arrive_at_cell
 from ._probes import SeenModels
 from ._records import Event, check_conservation
 from ._result import RunRecords
@@ -46,7 +46,9 @@ _FIRST_ROWS = 1024
 _LEAF_BLOCK = 1 << 16
 _KINDS = {ServerKind.APPENDIX_B: 0, ServerKind.MMC: 1, ServerKind.RATE: 2}
 
-drop_stale_kernel_caches((simplex, ks, _kernels_servers, _kernels_routers, _kernels_loop))
+# every module whose kernels the loop compiles in (numba keys caches on one file each)
+drop_stale_kernel_caches((masked_sum_kernel, sample_index_kernel, jsq_pick, ks.heap_push,
+                          arrive_at_cell, route_request, run_events))
 
 
 def run_compiled(sc: Scenario, router: Any, plan: KernelPlan, T: float, streams: list,
@@ -210,7 +212,10 @@ class _Run:
                                           f"(the compiled engine; engine='reference' needs none)")
 
     def _tables(self, rows: int) -> None:
-        rows = max(rows, self.F.shape[0], self.F_lat.shape[0])
+        """Cost tables of the current models covering N = 0 … rows−1; a table that grows at
+        least doubles (as the reference's :class:`~lbtheory.routers.CostTables` do)."""
+        have = max(self.F.shape[0], self.F_lat.shape[0])
+        rows = max(rows, have, 2 * have if rows > have else 0)
         if self.plan.ip[K_USES_F]:
             self.F = self._cost_table(self.plan.cost, rows)
         if self.plan.ip[K_USES_F_LAT]:

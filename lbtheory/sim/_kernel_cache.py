@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 __all__ = ["drop_stale_kernel_caches"]
 
@@ -33,9 +35,11 @@ def _cache_dirs(modules: tuple[ModuleType, ...]) -> set[Path]:
     return dirs
 
 
-def drop_stale_kernel_caches(modules: tuple[ModuleType, ...]) -> None:
-    """Delete the numba cache files of ``modules`` unless they were written for exactly the
-    current sources of all of them (best effort: an unwritable cache is left alone)."""
+def drop_stale_kernel_caches(kernels: tuple[Any, ...]) -> None:
+    """Delete the numba cache files of the modules defining ``kernels`` (numba dispatchers)
+    unless they were written for exactly the current sources of all of them (best effort: an
+    unwritable cache is left alone)."""
+    modules = tuple(dict.fromkeys(sys.modules[k.py_func.__module__] for k in kernels))
     digest = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in modules)).hexdigest()
     names = tuple(Path(m.__file__).stem + "." for m in modules)
     for folder in _cache_dirs(modules):

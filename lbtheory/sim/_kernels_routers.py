@@ -1,14 +1,16 @@
 """The compiled engine's probes and root routers (issue 21): one probe round (stale workloads
 N_j(t − τ_ij) for every source), the per-round router kernels and the per-request decisions.
 
-Each kernel is the compiled twin of a router of :mod:`lbtheory.routers` (the reference), with
-the same random draws from the same ``numpy.random.Generator`` (numba advances the Python
-object's PCG64 stream), so both engines route every request to the same cell:
+Each kernel runs a router of :mod:`lbtheory.routers` (the reference) with the same random draws
+from the same ``numpy.random.Generator`` (numba advances the Python object's PCG64 stream), so
+both engines route every request to the same cell; the decisions themselves are the shared
+kernels next to the Python routers (:func:`~lbtheory.routers.sample_index_kernel`,
+:func:`~lbtheory.routers.round_robin_pick`, :func:`~lbtheory.routers.jsq_pick`,
+:func:`~lbtheory.routers.power_of_d_pick_into`), here only fed the cell view:
 
 * ``K_RAND`` — :class:`~lbtheory.routers.RandomRouter` (∝ probed replicas);
 * ``K_RR`` — :class:`~lbtheory.routers.RoundRobinRouter`; ``K_JSQ`` —
-  :class:`~lbtheory.routers.JSQRouter`; ``K_POD`` — :class:`~lbtheory.routers.PowerOfDRouter`
-  (numpy's ``choice(replace=False)``: Floyd's sampling then a shuffle, draw for draw);
+  :class:`~lbtheory.routers.JSQRouter`; ``K_POD`` — :class:`~lbtheory.routers.PowerOfDRouter`;
 * ``K_DISC`` / ``K_FLOW`` — DLB's discrete (1) and flow (2) routers: costs f_j(N̂_ij) + g_ij
   from tables the driver builds with :func:`lbtheory.costs.cell_cost` and
   :func:`lbtheory.costs.static_cost` (no formula here), then the compiled rules of
@@ -28,8 +30,14 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
+from ..routers import (
+    cumulative_kernel,
+    jsq_pick,
+    power_of_d_pick_into,
+    round_robin_pick,
+    sample_index_kernel,
+)
 from ..simplex import argmin_row_kernel, flow_update_row_kernel
 from ._kernels_state import (
     COUNTS,
@@ -87,15 +95,6 @@ def probe_workloads(ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray, nn_i: np.n
             W[i, j] = w
             top = max(top, w)
     return top
-
-
-@njit(cache=True, error_model="numpy")
-def _cumulate(w: np.ndarray, out: np.ndarray) -> None:
-    """``np.cumsum`` of one row into ``out``."""
-    acc = 0.0
-    for j in range(w.shape[0]):
-        acc = w[j] if j == 0 else acc + w[j]
-        out[j] = acc
 
 
 @njit(cache=True, error_model="numpy")
@@ -159,12 +158,12 @@ def observe_round(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.nda
             for i in sources:
                 for j in range(n):
                     row[j] = ce_f[PROBED_K, j] if mask[i, j] else 0.0
-                _cumulate(row, cum[i])
+                cumulative_kernel(row, cum[i])
     elif kernel == K_DISC:
         for i in sources:
             _cost_row(F, G, W, mask, i, row)
             argmin_row_kernel(row, mask[i], fp[R_RTOL], tmp)
-            _cumulate(tmp, cum[i])
+            cumulative_kernel(tmp, cum[i])
     elif kernel == K_FLOW:
         for i in sources:
             step = fp[R_ETA] * max(0.0, t - ce_f[LAST_T, i])
@@ -174,144 +173,47 @@ def observe_round(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.nda
                                        scratch_b[0], scratch_b[1])
                 for j in range(n):
                     X[i, j] = tmp[j]
-                _cumulate(tmp, cum[i])
+                cumulative_kernel(tmp, cum[i])
                 ce_f[LAST_T, i] = t
     elif kernel == K_USER and user_observe is not None:
         user_observe(t, W, ce_f[PROBED_K], tau, mask, sources, user_state)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _sample(cum: np.ndarray, i: int, rng: np.random.Generator) -> int:
-    """:func:`lbtheory.routers.sample_index` on row i (one uniform, bisect right, zero weights
-    skipped)."""
-    n = cum.shape[1]
-    u = rng.random() * cum[i, n - 1]
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if u < cum[i, mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    j = lo
-    if j > n - 1:
-        j = n - 1
-        while j > 0 and cum[i, j - 1] == cum[i, j]:
-            j -= 1
-    return j
-
-
-@njit(cache=True, error_model="numpy")
-def draw_below(rng: np.random.Generator, k: int) -> int:
-    """``rng.integers(0, k)`` for 1 ≤ k < 2³², the same draw as numpy's (Lemire's method on
-    the buffered 32-bit stream); numba's own ``integers`` allocates an array per draw."""
-    if k == 1:
-        return np.int64(0)
-    return np.int64(buffered_bounded_lemire_uint32(rng.bit_generator, k - 1))
-
-
-@njit(cache=True, error_model="numpy")
-def _floyd_choice(rng: np.random.Generator, pop: int, size: int, out: np.ndarray,
-                  seen: np.ndarray) -> None:
-    """``rng.choice(pop, size, replace=False)`` for pop ≤ 10,000 into ``out[:size]``: numpy's
-    Floyd sampling with a hash set (``seen``, scratch of ≥ 2.4·size + 2 entries), then its
-    Fisher–Yates shuffle of the draws (same bounded-integer draws)."""
-    mask = 1
-    while mask < int(1.2 * size):
-        mask = (mask << 1) | 1
-    for k in range(mask + 1):
-        seen[k] = -1
-    for j in range(pop - size, pop):
-        val = draw_below(rng, j + 1)
-        loc = val & mask
-        while seen[loc] != -1 and seen[loc] != val:
-            loc = (loc + 1) & mask
-        if seen[loc] == -1:
-            seen[loc] = val
-            out[j - pop + size] = val
-        else:
-            loc = j & mask
-            while seen[loc] != -1:
-                loc = (loc + 1) & mask
-            seen[loc] = j
-            out[j - pop + size] = j
-    for i in range(size - 1, 0, -1):
-        k = draw_below(rng, i + 1)
-        out[k], out[i] = out[i], out[k]
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _load(ce_f: np.ndarray, W: np.ndarray, per_replica: bool, i: int, j: int) -> float:
-    return W[i, j] / ce_f[PROBED_K, j] if per_replica else W[i, j]
-
-
 @njit(cache=True, error_model="numpy")
 def _route_least(ce_f: np.ndarray, W: np.ndarray, mask: np.ndarray, ip: np.ndarray,
-                 scratch_i: np.ndarray, i: int, rng: np.random.Generator) -> int:
-    """JSQ (least load, ties at random or lowest) or power of d (d distinct draws, the least
-    loaded wins, ties to the first drawn) for source i."""
-    n = W.shape[0]
-    per = ip[K_PER_REPLICA] != 0
+                 scratch_f: np.ndarray, scratch_i: np.ndarray, i: int,
+                 rng: np.random.Generator) -> int:
+    """JSQ or power of d for source i (the shared kernels of :mod:`lbtheory.routers`) on the
+    probed requests, per probed replica with ``K_PER_REPLICA``."""
+    load = W[i]
+    if ip[K_PER_REPLICA]:
+        load = scratch_f[0]
+        for j in range(W.shape[1]):
+            load[j] = W[i, j] / ce_f[PROBED_K, j]
     if ip[K_KERNEL] == K_JSQ:
-        vmin, ties, first = np.inf, 0, NONE
-        for j in range(n):
-            if mask[i, j]:
-                v = _load(ce_f, W, per, i, j)
-                if first == NONE or v < vmin:
-                    vmin, ties, first = v, 0, j
-                if v <= vmin:
-                    ties += 1
-        if ties <= 1 or not ip[K_TIES_RANDOM]:
-            return first
-        k = draw_below(rng, ties)
-        for j in range(n):
-            if mask[i, j] and _load(ce_f, W, per, i, j) <= vmin:
-                if k == 0:
-                    return j
-                k -= 1
-        return first
-    m = 0  # scratch_i rows: eligible cells, draws, the draws' hash set
-    for j in range(n):
-        if mask[i, j]:
-            scratch_i[0, m] = j
-            m += 1
-    if m <= 1:
-        return scratch_i[0, 0] if m else NONE
-    d = min(ip[K_D], m)
-    _floyd_choice(rng, m, d, scratch_i[1], scratch_i[2])
-    best = scratch_i[0, scratch_i[1, 0]]
-    for k in range(1, d):
-        g = scratch_i[0, scratch_i[1, k]]
-        if _load(ce_f, W, per, i, g) < _load(ce_f, W, per, i, best):
-            best = g
-    return best
+        return jsq_pick(load, mask[i], ip[K_TIES_RANDOM] != 0, rng)
+    return power_of_d_pick_into(load, mask[i], ip[K_D], rng, scratch_i[0], scratch_i[1])
 
 
 @njit(cache=True, error_model="numpy")
 def _route_base(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
                 cum: np.ndarray, mask: np.ndarray, ip: np.ndarray, cf: np.ndarray,
-                scratch_i: np.ndarray, user_state: np.ndarray, i: int,
+                scratch_f: np.ndarray, scratch_i: np.ndarray, user_state: np.ndarray, i: int,
                 rng: np.random.Generator, user_route) -> int:
     """The wrapped router's decision for a request of source i (NONE: no eligible cell)."""
     kernel = ip[K_KERNEL]
     if kernel == K_RAND or kernel == K_DISC or kernel == K_FLOW:
-        return _sample(cum, i, rng)
+        return sample_index_kernel(cum[i], rng)
     if kernel == K_MNLB:
         if cf[F_PROBE_T] >= cf[F_NEXT_SOLVE]:
             return NEED_SOLVE
         ce_f[COUNTS, i] += 1.0
-        return _sample(cum, i, rng)
+        return sample_index_kernel(cum[i], rng)
     if kernel == K_RR:
-        n = W.shape[0]
-        start = ce_i[POINTER, i] % n
-        for k in range(n):
-            g = (start + k) % n
-            if mask[i, g]:
-                ce_i[POINTER, i] = (g + 1) % n
-                return g
-        return NONE
+        g, ce_i[POINTER, i] = round_robin_pick(mask[i], ce_i[POINTER, i])
+        return g
     if kernel == K_JSQ or kernel == K_POD:
-        return _route_least(ce_f, W, mask, ip, scratch_i, i, rng)
+        return _route_least(ce_f, W, mask, ip, scratch_f, scratch_i, i, rng)
     if user_route is not None:
         return user_route(cf[F_PROBE_T], i, W[i], ce_f[PROBED_K], tau, mask, user_state, rng)
     return NONE
@@ -323,8 +225,8 @@ def _route_averse(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.nda
                   cf: np.ndarray, scratch_f: np.ndarray, scratch_i: np.ndarray,
                   user_state: np.ndarray, i: int, rng: np.random.Generator, user_route) -> int:
     """:meth:`~lbtheory.routers.ErrorAversion.route` around the base decision."""
-    j = _route_base(ce_f, ce_i, tau, W, cum, mask, ip, cf, scratch_i, user_state, i, rng,
-                    user_route)
+    j = _route_base(ce_f, ce_i, tau, W, cum, mask, ip, cf, scratch_f, scratch_i, user_state, i,
+                    rng, user_route)
     if j < 0 or not ip[K_AVERSION]:
         return j
     if av[i, j] <= 0 or rng.random() >= av[i, j]:
@@ -337,11 +239,8 @@ def _route_averse(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.nda
         total += w
     if not total > 0:  # no other admissible cell, or all fully averse
         return j
-    acc = 0.0
-    for k in range(n):
-        acc = scratch_f[0, k] if k == 0 else acc + scratch_f[0, k]
-        scratch_f[1, k] = acc
-    return _sample(scratch_f, 1, rng)
+    cumulative_kernel(scratch_f[0], scratch_f[1])
+    return sample_index_kernel(scratch_f[1], rng)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
