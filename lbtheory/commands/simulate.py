@@ -204,8 +204,9 @@ def run(args: argparse.Namespace) -> int:
                                                              for r in results}}))
         _warn_in_flight(results, len(arrivals))
         return 0
+    engines = "/".join(sorted({r.engine for r in results}))
     print(f"scenario {sc.name}: {sc.network.n} cells, {args.duration:g} s, seed {args.seed}, "
-          f"{len(arrivals)} requests")
+          f"{len(arrivals)} requests, {engines} engine")
     extra = f" {'mean/rand':>9} {'p90/rand':>9}" if args.normalise else ""
     print(f"{'policy':<10} {'mean':>8} {'p50':>8} {'p90':>8} {'p99':>8} {'errors':>7} "
           f"{'err%':>6} {'in flight':>9}{extra}  (latency s)")
