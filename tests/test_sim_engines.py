@@ -320,3 +320,15 @@ def test_heap_pops_in_heapq_order_with_ties():
             heap_pop(h_t, h_i, ci)
         assert ci[I_HEAP_N] == len(ref)
     assert mine == theirs and len(mine) > 1000
+
+
+def test_routing_records_are_a_flow_routers_wrapped_or_not_and_nobody_elses():
+    sc = dataclasses.replace(APPB, affinity=Affinity())
+    wrapped = both(sc, lambda: make_router("flow-grad", error_aversion=True, affinity=True),
+                   20.0, record_routing_every=7)
+    assert_same_run(*wrapped)
+    # a round at 0 and every 10 ms: every 7th of ≈ 2,000 rounds
+    assert wrapped[0].routing_t.size in (285, 286) and wrapped[0].routing_sources == (0, 1, 2, 3)
+    plain = both(sc, lambda: make_router("rand"), 20.0, record_routing_every=7)
+    assert_same_run(*plain)
+    assert plain[0].routing_t.size == 0

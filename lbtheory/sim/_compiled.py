@@ -30,7 +30,14 @@ from ._engine import residency_error
 from ._kernel_cache import drop_stale_kernel_caches
 from ._kernel_plan import KernelPlan
 from ._kernels_loop import run_events, run_events_user
-from ._kernels_routers import K_RECORD_EVERY, K_USES_F, K_USES_F_LAT, route_request
+from ._kernels_routers import (
+    K_FLOW,
+    K_KERNEL,
+    K_RECORD_EVERY,
+    K_USES_F,
+    K_USES_F_LAT,
+    route_request,
+)
 from ._kernels_servers import arrive_at_cell
 from ._probes import SeenModels
 from ._records import Event, check_conservation
@@ -102,12 +109,13 @@ class _Run:
         self.nn_i[ks.CURSOR] = ks.NONE
         self.hist_t, self.hist_n = np.zeros((n, 64)), np.zeros((n, 64), dtype=np.int64)
         self.src_arr = np.array(self.sources, dtype=np.int64)
-        plan.ip[K_RECORD_EVERY] = record_every
+        # routing rows are a flow router's (the reference records none for the others)
+        plan.ip[K_RECORD_EVERY] = record_every if plan.ip[K_KERNEL] == K_FLOW else 0
         self._router_arrays(state)
         est = sc.estimation
         m = min(int(T / record_period) + 3, _FIRST_ROWS)  # then doubled as needed
-        cap_r = min(int(T / sc.probe_period_s / record_every) + 3, _FIRST_ROWS) \
-            if record_every else 0
+        every = plan.ip[K_RECORD_EVERY]
+        cap_r = min(int(T / sc.probe_period_s / every) + 3, _FIRST_ROWS) if every else 0
         self.series_t, self.series_N = np.zeros(m), np.zeros((m, n), dtype=np.int64)
         self.est = np.zeros((2, n, est.window if est else 0))
         self.route_t = np.zeros(cap_r)
