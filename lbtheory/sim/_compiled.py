@@ -33,6 +33,7 @@ from ._kernels_loop import run_events, run_events_user
 from ._kernels_routers import (
     K_FLOW,
     K_KERNEL,
+    K_NEEDS_W,
     K_RECORD_EVERY,
     K_USES_F,
     K_USES_F_LAT,
@@ -107,7 +108,8 @@ class _Run:
         self.W, self.cum, self.X, self.av = (np.zeros((n, n)) for _ in range(4))
         self.nn_i = np.zeros((2, n, n), dtype=np.int64)
         self.nn_i[ks.CURSOR] = ks.NONE
-        self.hist_t, self.hist_n = np.zeros((n, 64)), np.zeros((n, 64), dtype=np.int64)
+        cols = 64 if plan.ip[K_NEEDS_W] else 1  # a router that reads no probe: no history
+        self.hist_t, self.hist_n = np.zeros((n, cols)), np.zeros((n, cols), dtype=np.int64)
         self.src_arr = np.array(self.sources, dtype=np.int64)
         # routing rows are a flow router's (the reference records none for the others)
         plan.ip[K_RECORD_EVERY] = record_every if plan.ip[K_KERNEL] == K_FLOW else 0

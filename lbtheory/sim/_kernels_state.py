@@ -182,6 +182,8 @@ def set_workload(ce_i: np.ndarray, hist_t: np.ndarray, hist_n: np.ndarray, ci: n
     """N_j += delta at time t (s), kept in the history probes read (one entry per time)."""
     Nj = ce_i[N, j] + delta
     ce_i[N, j] = Nj
+    if hist_t.shape[1] == 1:  # no probe reads the history (the driver keeps one column)
+        return
     L = ce_i[HIST_LEN, j]
     if hist_t[j, L - 1] == t:
         hist_n[j, L - 1] = Nj
