@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint figures experiments benchmarks clean
+.PHONY: demo test lint figures experiments benchmarks notebooks clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ experiments: $(STAMP)
 figures: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/lbtheory sweep --all --if-missing --scheduler local $(SWEEP)
 	@for f in paper_figures/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# Executed copies of the notebooks, with outputs, for reading on the repository page
+# (docs/notebooks/); the sources in notebooks/ stay without outputs.
+notebooks: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python tools/render_notebooks.py
 
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; OPENBLAS_NUM_THREADS=1 $(BIN)/python $$f || exit 1; done

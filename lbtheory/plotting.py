@@ -95,7 +95,7 @@ def plot_equilibria(net: Any, poa: Any, sweep: dict[str, Any]):
                     label=f"{_EQ_LABELS[key]}: {eq.mean_latency * 1e3:.0f} ms")
         ax0.set_xticks(x, net.names)
         ax0.set_xlabel("cell")
-        ax0.set_ylabel(r"utilisation $z_j/\bar\mu_j$")
+        ax0.set_ylabel(r"utilisation $z_j/\bar\mu_j$" + "\n(inflow / capacity)")
         ax0.set_title("equilibrium load per cell")
         ax0.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1,
                    title="equilibrium: mean end-to-end latency", title_fontsize=8)
@@ -104,6 +104,11 @@ def plot_equilibria(net: Any, poa: Any, sweep: dict[str, Any]):
         ax1.plot(sweep["utilisation"], sweep["rif_ratio"], color=POLICY_COLORS["rif"],
                  marker=".", ms=3, label="C(RIF)/C(opt)")
         ax1.axhline(1.0, color="k", lw=0.8)
+        now = float(np.sum(net.arrival_rates) / np.sum(net.max_rates))
+        ax1.axvline(now, color="0.4", ls=":", lw=1.0)
+        ax1.plot([now], [poa.price_of_anarchy], marker="o", color=POLICY_COLORS["wardrop"],
+                 ms=6, zorder=5, label=f"this topology's demand: PoA {poa.price_of_anarchy:.4f} "
+                                       f"at Λ/Σμ̄ = {now:.2f}")
         ax1.set_xlabel(r"total demand / total capacity ($\Lambda\,/\,\Sigma\bar\mu$)")
         ax1.set_ylabel("ratio of mean latencies (dimensionless)")
         ax1.set_title("price of anarchy as demand grows")

@@ -8,12 +8,12 @@ The harness is :func:`test_bad_input._check_bad` semantics, restated here for th
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
+from test_bad_input import check_one_error_line
 
 from lbtheory.cli import main
 
@@ -149,30 +149,10 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
 }
 
 
-def _tree(path: Path) -> dict[str, int]:
-    return {str(p.relative_to(path)): p.stat().st_size for p in sorted(path.rglob("*"))}
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_is_one_error_line(case, tmp_path, capsys):
     build, fragments = CASES[case]
-    argv = build(tmp_path)
-    before = _tree(tmp_path)
-    capsys.readouterr()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 2, (case, err)
-    assert out == "", f"{case}: printed before failing: {out[:200]!r}"
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for frag in fragments:
-        assert frag in lines[0], f"{case}: {frag!r} not in {lines[0]!r}"
-    assert ".tmp" not in lines[0]
-    assert not [str(w.message) for w in caught if not issubclass(w.category,
-                                                                 DeprecationWarning)], case
-    assert _tree(tmp_path) == before, f"{case}: wrote files"
+    check_one_error_line(case, build(tmp_path), fragments, tmp_path, capsys)
 
 
 def test_a_utf8_bom_trace_is_read(tmp_path, capsys):
@@ -235,3 +215,73 @@ def test_help_has_an_example_and_no_doubled_defaults(argv, capsys):
         len(set(line for line in text.splitlines() if "(default:" in line))
     for line in text.splitlines():
         assert line.count("(default:") <= 1, line
+
+
+BAD_EXPERIMENTS = '''
+import sys
+from lbtheory.sweep import Experiment
+
+
+def _raise(p):
+    raise KeyError("no such profile data")
+
+
+def _exit(c):
+    sys.exit(0)
+
+
+def _collect_fails(rows, out, profile):
+    raise ValueError("collect broken")
+
+
+def _collect(rows, out, profile):
+    pass
+
+
+EXPERIMENTS = [
+    Experiment(name="bad-grid", description="d", grid=_raise, cell=lambda c: {}, collect=_collect,
+               profiles=("full",)),
+    Experiment(name="bad-cell", description="d", grid=lambda p: [{"a": 1}], cell=_exit,
+               collect=_collect, profiles=("full",)),
+    Experiment(name="bad-collect", description="d", grid=lambda p: [{"a": 1}],
+               cell=lambda c: {"x": 1}, collect=_collect_fails, profiles=("full",)),
+]
+'''
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("bad-grid", "grid('full') raised KeyError"),
+    ("bad-cell", "the cell called sys.exit(0)"),
+    ("bad-collect", "collect raised ValueError: collect broken"),
+])
+def test_experiment_code_that_raises_or_exits_is_one_error_line(name, fragment, tmp_path,
+                                                                  capsys):
+    d = tmp_path / "exps"
+    d.mkdir()
+    (d / "bad.py").write_text(BAD_EXPERIMENTS)
+    code = main(["sweep", name, "--experiments-dir", str(d), "--scheduler", "serial",
+                 "--out", str(tmp_path / "res"), "--no-progress"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and fragment in err[0]
+
+
+def test_sys_exit_at_import_is_an_error_not_a_silent_exit(tmp_path, capsys):
+    d = tmp_path / "exps"
+    d.mkdir()
+    (d / "quits.py").write_text("import sys\nsys.exit(0)\n")
+    for argv in (["sweep", "--list"], ["sweep", "anything"]):
+        assert main([*argv, "--experiments-dir", str(d)]) == 2
+        err = capsys.readouterr().err
+        assert "called sys.exit(0) at import" in err and err.count("\n") == 1
+
+
+def test_a_quick_run_never_writes_the_committed_results(tmp_path, monkeypatch, capsys):
+    committed = ROOT / "experiments" / "results"
+    before = {p: p.stat().st_mtime_ns for p in committed.rglob("*") if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
+    assert main(["sweep", "poa-braess", "--quick", "--scheduler", "serial", "--no-progress"]) == 0
+    assert "-> out/results/poa-braess" in capsys.readouterr().out
+    assert (tmp_path / "out" / "results" / "poa-braess" / "sweep_quick.json").is_file()
+    after = {p: p.stat().st_mtime_ns for p in committed.rglob("*") if p.is_file()}
+    assert after == before  # nothing under experiments/results was written or touched

@@ -46,11 +46,12 @@ def test_json_contract_on_the_azure_mix(capsys):
         assert r["ttft"]["mean"] < r["latency"]["mean"]
 
 
-def test_one_request_by_hand_with_the_documented_defaults(tmp_path, capsys):
+@pytest.mark.parametrize("engine", ["auto", "reference"])
+def test_one_request_by_hand_with_the_documented_defaults(tmp_path, capsys, engine):
     # default model: 15 ms + 0.2 ms/prefill token + 8e-9 s/token² + 0.1 ms/seq + 0.6 µs/ctx token
     trace = _csv(tmp_path, "0.0,4,3\n")
     rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "1", "--rate",
-                                 "0", "--json", "--routers", "rr"])
+                                 "0", "--json", "--routers", "rr", "--engine", engine])
     assert rc == 0, err
     r = json.loads(out)["routers"]["rr"]
     t1 = 0.015 + 2e-4 * 4 + 8e-9 * 16
@@ -79,6 +80,8 @@ def test_out_file_written_atomically_with_manifest(tmp_path, capsys):
     ([], "0.0,-4,3\n", "negative token count -4 in prompt_tokens"),
     ([], "0.0,,3\n", "empty prompt_tokens"),
     ([], "0.0,4,-1\n", "negative token count -1 in output_tokens"),
+    (["--engine", "numba"], "0.0,4,3\n", "--engine must be one of 'auto', 'compiled', "
+                                         "'reference', got 'numba'"),
 ])
 def test_bad_input_one_error_line_exit_2_nothing_written(tmp_path, capsys, extra, rows, match):
     trace = _csv(tmp_path, rows)

@@ -39,10 +39,13 @@ CODE = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_code.csv"
 CONV = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv"
 
 
-def _env(wl, m=1, **kw) -> RoutingEnv:
+ENGINES = ["compiled", "reference"]
+
+
+def _env(wl, m=1, engine="compiled", **kw) -> RoutingEnv:
     cfg = ClusterConfig(n_instances=m, kv_budget_tokens=1000, max_batch=8, timing=SIMPLE)
     ec = EnvConfig(reward_scale=1.0, completion_reward=1.0, impact=IMPACT, **kw)
-    return RoutingEnv(lambda s: wl, cfg, ec)
+    return RoutingEnv(lambda s: wl, cfg, ec, engine=engine)
 
 
 def test_guidance_weight_schedules_by_hand():
@@ -61,8 +64,9 @@ def test_guidance_weight_schedules_by_hand():
         guidance_weight("annealed", g, b, 1, "other")
 
 
-def test_reward_route_then_finish_by_hand():
-    env = _env(workload_from_arrays([0.0], [4], [3]))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reward_route_then_finish_by_hand(engine):
+    env = _env(workload_from_arrays([0.0], [4], [3]), engine=engine)
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     obs, r, term, trunc, info = env.step(0)  # route; the queue empties; the instance drains
@@ -71,8 +75,9 @@ def test_reward_route_then_finish_by_hand():
     assert info["completed"] == 1
 
 
-def test_reward_of_waiting_one_epoch_by_hand():
-    env = _env(workload_from_arrays([0.0], [4], [3]))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reward_of_waiting_one_epoch_by_hand(engine):
+    env = _env(workload_from_arrays([0.0], [4], [3]), engine=engine)
     env.reset(seed=0)
     _, r, term, _, _ = env.step(1)  # wait (a = m = 1)
     # T̂ = t([4]) + 2 t((), 1, 4 + 3/2) = 0.014 + 2 (0.01 + 0.002 + 0.00055) = 0.0391 s; f = 0
@@ -80,8 +85,9 @@ def test_reward_of_waiting_one_epoch_by_hand():
     assert r == pytest.approx(-1 / 0.0391)
 
 
-def test_wait_is_masked_after_max_wait():
-    env = _env(workload_from_arrays([0.0], [4], [3]), max_wait_s=0.03)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_wait_is_masked_after_max_wait(engine):
+    env = _env(workload_from_arrays([0.0], [4], [3]), engine=engine, max_wait_s=0.03)
     _, info = env.reset(seed=0)
     assert info["action_mask"].tolist() == [True, True]
     _, _, _, _, info = env.step(1)  # t = 0.02 s: waited 0.02 < 0.03
@@ -90,12 +96,13 @@ def test_wait_is_masked_after_max_wait():
     assert info["action_mask"].tolist() == [True, False]
     assert obs[-1] == pytest.approx(0.04 / 0.03)
     _, _, term, _, _ = env.step(1)  # an invalid wait routes (to the only instance)
-    assert term and env.sim.dispatch_s[0] == pytest.approx(0.04)
+    assert term and env.sim.records()["dispatch_s"][0] == pytest.approx(0.04)
 
 
-def test_guidance_term_and_state_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_guidance_term_and_state_by_hand(engine):
     wl = workload_from_arrays([0.0, 0.0, 0.0], [10, 10, 300], [20, 20, 5])
-    env = _env(wl, m=2, guidance="static", gamma=0.99)
+    env = _env(wl, m=2, engine=engine, guidance="static", gamma=0.99)
     env.reset(seed=0)
     _, r1, *_ = env.step(0)  # loads (0, 0): greedy either way, h = 0
     assert r1 == 0.0
@@ -110,13 +117,14 @@ def test_guidance_term_and_state_by_hand():
     assert P.tolist() == [[2 / 16, 0, 0, 0], [0, 0, 0, 0]]
 
 
-def test_env_passes_the_gymnasium_checker():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_env_passes_the_gymnasium_checker(engine):
     from gymnasium.utils.env_checker import check_env
 
     rng = np.random.default_rng(0)
     wl = workload_from_arrays(np.sort(rng.uniform(0, 1, 30)), rng.integers(1, 200, 30),
                               rng.integers(1, 30, 30))
-    check_env(_env(wl, m=2), skip_render_check=True)
+    check_env(_env(wl, m=2, engine=engine), skip_render_check=True)
 
 
 def _tiny_wf(seed: int):
@@ -262,3 +270,16 @@ def test_train_bad_input_writes_nothing(tmp_path, capsys, extra, match):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: ") and match in err[0]
     assert not out.exists()
+
+
+def test_split_networks_hash_once_and_share_compiled_functions():
+    from lbtheory.intelligent._dqn import Structure, combine, split_net
+
+    a = make_q_network(6, 3, (8, 8), jax.random.PRNGKey(0))
+    b = make_q_network(6, 3, (8, 8), jax.random.PRNGKey(1))
+    c = make_q_network(6, 3, (16, 16), jax.random.PRNGKey(0))
+    (pa, sa), (_, sb), (_, sc) = split_net(a), split_net(b), split_net(c)
+    assert isinstance(sa, Structure) and sa == sb and hash(sa) == hash(sb)  # same layout
+    assert sa != sc  # another width is another structure (another compiled function)
+    obs = jnp.linspace(0, 1, 6)
+    np.testing.assert_array_equal(q_values(combine(pa, sa), obs), q_values(a, obs))

@@ -1,5 +1,6 @@
 """Instance simulator of the Intelligent Router: hand-computed timelines, conservation, KV budget,
-preemption by recomputation, determinism, iteration-time calibration."""
+preemption by recomputation, determinism, iteration-time calibration — on both engines (the
+compiled one and the Python reference)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 from lbtheory.errors import DataFormatError, LBTheoryError, ModelError, ParameterError
 from lbtheory.intelligent import (
     ClusterConfig,
-    ClusterSim,
     IterationTimeModel,
     fit_iteration_model,
+    make_sim,
+    result_of,
     run_router,
     simulate,
 )
@@ -21,6 +23,9 @@ from lbtheory.workloads import mix_traces, trace_from_arrays, workload_from_arra
 
 def make_heuristic(name):
     return make_router(name, "instances")
+
+
+ENGINES = ["compiled", "reference"]
 
 # base 10 ms, 1 ms per prefill token, 2 ms per decoding request, 0.1 ms per context token.
 SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
@@ -34,10 +39,11 @@ def _cfg(**kw) -> ClusterConfig:
     return ClusterConfig(**base)
 
 
-def test_single_request_timeline_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_single_request_timeline_by_hand(engine):
     # p = 4, d = 3, arrives at 5 ms; routed at the epoch t = 20 ms.
     wl = workload_from_arrays([0.005], [4], [3])
-    r = simulate(wl, make_heuristic("rr"), _cfg())
+    r = simulate(wl, make_heuristic("rr"), _cfg(), engine=engine)
     # prefill [4]: 10 + 4 = 14 ms -> 34 ms; decode ctx 5: 12.5 ms -> 46.5; ctx 6: 12.6 -> 59.1
     assert r.router_wait_s[0] == pytest.approx(0.015, abs=1e-12)
     assert r.ttft_s[0] == pytest.approx(0.029, abs=1e-12)
@@ -48,10 +54,11 @@ def test_single_request_timeline_by_hand():
     assert r.iterations.tolist() == [3]
 
 
-def test_two_request_interference_timeline_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_request_interference_timeline_by_hand(engine):
     # A (p=4, d=3) at 0; B (p=6, d=2) at 1 ms, routed at 20 ms while A's 2nd iteration runs.
     wl = workload_from_arrays([0.0, 0.001], [4, 6], [3, 2])
-    r = simulate(wl, make_heuristic("rr"), _cfg())
+    r = simulate(wl, make_heuristic("rr"), _cfg(), engine=engine)
     # A: prefill 0->14 ms; decode ctx 5 14->26.5 ms; then A decodes (ctx 6) while B prefills 6:
     # 10 + 6 + 2 + 0.6 = 18.6 ms -> 45.1 ms (A done, B's first token); B decodes ctx 7: 12.7 ms.
     assert r.finish_s[0] == pytest.approx(0.0451, abs=1e-12)
@@ -63,20 +70,22 @@ def test_two_request_interference_timeline_by_hand():
     assert r.summary()["latency"]["mean"] == pytest.approx((0.0451 + 0.0568) / 2, abs=1e-12)
 
 
-def test_co_scheduled_prefills_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_co_scheduled_prefills_by_hand(engine):
     # both at t = 0: prefill [4, 6] = 20 ms; decode ctx 5 + 7 = 12: 10 + 4 + 1.2 = 15.2 ms.
     wl = workload_from_arrays([0.0, 0.0], [4, 6], [2, 2])
-    r = simulate(wl, make_heuristic("rr"), _cfg())
+    r = simulate(wl, make_heuristic("rr"), _cfg(), engine=engine)
     np.testing.assert_allclose(r.first_token_s, [0.02, 0.02], atol=1e-12)
     np.testing.assert_allclose(r.finish_s, [0.0352, 0.0352], atol=1e-12)
     assert r.peak_kv_tokens.tolist() == [4 + 2 + 6 + 2]
 
 
-def test_preemption_by_recomputation_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_preemption_by_recomputation_by_hand(engine):
     # budget 10: A and B (p=4, d=4) both admitted (KV 5 + 5); next iteration needs 12 > 10, so B
     # (admitted last) is preempted, A finishes alone, then B re-prefills 4 + 1 tokens and resumes.
     wl = workload_from_arrays([0.0, 0.0], [4, 4], [4, 4])
-    r = simulate(wl, make_heuristic("rr"), _cfg(kv_budget_tokens=10))
+    r = simulate(wl, make_heuristic("rr"), _cfg(kv_budget_tokens=10), engine=engine)
     assert r.preempted.tolist() == [0, 1]
     assert r.generated_tokens.tolist() == [4, 4]  # no token emitted twice
     # A: 18, +12.5, +12.6, +12.7 ms -> 55.8 ms; B: prefill [5] 15 ms -> 70.8, +12.6, +12.7
@@ -93,12 +102,14 @@ def _random_workload(seed: int, n: int = 300):
                                 task=rng.integers(0, 2, n), task_names=("a", "b"))
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("router", ["rr", "jsq", "minmin", "maxcap", "heuristic"])
-def test_conservation_and_kv_budget_under_pressure(router):
+def test_conservation_and_kv_budget_under_pressure(router, engine):
     wl = _random_workload(1)
     cfg = ClusterConfig(n_instances=3, kv_budget_tokens=1200, max_batch=16,
                         max_prefill_tokens=1024, epoch_s=0.02)
-    r = simulate(wl, make_heuristic(router), cfg)
+    r = simulate(wl, make_heuristic(router), cfg, engine=engine)
+    assert r.engine == engine
     n = len(wl)
     assert r.completed == n
     assert np.array_equal(r.generated_tokens, wl.output_tokens)  # each token exactly once
@@ -112,20 +123,34 @@ def test_conservation_and_kv_budget_under_pressure(router):
     assert set(np.unique(r.instance)) <= set(range(3))
 
 
-def test_every_request_finishes_exactly_once():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_request_finishes_exactly_once(engine):
     wl = _random_workload(2, 200)
-    sim = ClusterSim(wl, ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8))
+    sim = make_sim(wl, ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8),
+                   engine=engine, record=True)
     run_router(sim, make_heuristic("jsq"))
-    assert sorted(sim.completed_log) == list(range(len(wl)))
+    # a request finishes in the iteration where it emits its last token: count, from the log,
+    # the iterations in which each request emits its d-th token
+    emitted = np.zeros(len(wl), dtype=int)
+    finished_in = np.zeros(len(wl), dtype=int)
+    for _, _, end, reqs in sim.iterations_log:
+        emitted[list(reqs)] += 1
+        for v in reqs:
+            if emitted[v] == max(int(wl.output_tokens[v]), 1):
+                finished_in[v] += 1
+                assert result_of(sim, "jsq").finish_s[v] == end
+    assert finished_in.tolist() == [1] * len(wl)
+    assert sim.n_done == len(wl) and sim.done
 
 
-def test_kv_budget_recomputed_independently_from_the_iteration_log():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_kv_budget_recomputed_independently_from_the_iteration_log(engine):
     # Rebuild every request's context from the log alone (its prompt + tokens emitted so far,
     # zero while preempted) and check the budget, one token per scheduled request per iteration,
     # and non-overlapping iterations per instance.
     wl = _random_workload(3, 150)
     cfg = ClusterConfig(n_instances=2, kv_budget_tokens=900, max_batch=8)
-    sim = ClusterSim(wl, cfg, record=True)
+    sim = make_sim(wl, cfg, engine=engine, record=True)
     run_router(sim, make_heuristic("rr"))
     emitted = np.zeros(len(wl), dtype=int)
     last_end = [0.0, 0.0]
@@ -144,7 +169,8 @@ def test_kv_budget_recomputed_independently_from_the_iteration_log():
     assert preemptions == sim.preemptions > 0
 
 
-def test_deterministic_and_seeded():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_deterministic_and_seeded(engine):
     tr1 = trace_from_arrays(np.arange(50) * 0.1, np.arange(1, 51) * 7, np.arange(50) % 9 + 1)
     tr2 = trace_from_arrays(np.arange(40) * 0.3, np.arange(1, 41) * 11, np.arange(40) % 5 + 3)
     a = mix_traces([tr1, tr2], n_requests=60, seed=3, rate_rps=10.0)
@@ -153,8 +179,8 @@ def test_deterministic_and_seeded():
     assert np.array_equal(a.arrival_s, b.arrival_s) and np.array_equal(a.task, b.task)
     assert not np.array_equal(a.arrival_s, c.arrival_s)
     assert set(np.unique(a.task)) == {0, 1}
-    r1 = simulate(a, make_heuristic("minmin"), _cfg(n_instances=2))
-    r2 = simulate(b, make_heuristic("minmin"), _cfg(n_instances=2))
+    r1 = simulate(a, make_heuristic("minmin"), _cfg(n_instances=2), engine=engine)
+    r2 = simulate(b, make_heuristic("minmin"), _cfg(n_instances=2), engine=engine)
     np.testing.assert_array_equal(r1.finish_s, r2.finish_s)
     assert r1.summary() == r2.summary()
 
@@ -167,13 +193,14 @@ def test_trace_timestamps_mode_merges_in_time_order():
     assert w.task.tolist() == [0, 1, 0, 1]
 
 
-def test_zero_output_counts_as_one_token():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_zero_output_counts_as_one_token(engine):
     # the workload keeps the trace's 0; the simulator serves it as one token (the prefill emits
     # one), exactly like a request of output 1
     w0 = workload_from_arrays([0.0], [3], [0])
     w1 = workload_from_arrays([0.0], [3], [1])
     assert w0.output_tokens.tolist() == [0]
-    r0, r1 = (simulate(w, make_heuristic("rr"), _cfg()) for w in (w0, w1))
+    r0, r1 = (simulate(w, make_heuristic("rr"), _cfg(), engine=engine) for w in (w0, w1))
     assert r0.generated_tokens.tolist() == r1.generated_tokens.tolist() == [1]
     np.testing.assert_array_equal(r0.finish_s, r1.finish_s)
 
@@ -216,11 +243,13 @@ def test_fit_refuses_degenerate_samples():
         fit_iteration_model(z, z, z, z, np.ones(3))
 
 
-def test_shortest_prompt_first_admission_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_shortest_prompt_first_admission_by_hand(engine):
     # one slot per iteration; A (50 tokens), B (5), C (20) all at t = 0, one output token each.
     wl = workload_from_arrays([0.0, 0.0, 0.0], [50, 5, 20], [1, 1, 1])
-    fcfs = simulate(wl, make_heuristic("rr"), _cfg(max_batch=1))
-    spf = simulate(wl, make_heuristic("rr"), _cfg(max_batch=1, admission="spf"))
+    fcfs = simulate(wl, make_heuristic("rr"), _cfg(max_batch=1), engine=engine)
+    spf = simulate(wl, make_heuristic("rr"), _cfg(max_batch=1, admission="spf"),
+                   engine=engine)
     # FCFS: A 60 ms, B +15 ms, C +30 ms; SPF: B 15 ms, C +30 ms, A +60 ms
     np.testing.assert_allclose(fcfs.finish_s, [0.06, 0.075, 0.105], atol=1e-12)
     np.testing.assert_allclose(spf.finish_s, [0.105, 0.015, 0.045], atol=1e-12)

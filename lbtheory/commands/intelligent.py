@@ -33,6 +33,9 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
                    help="KV-cache budget per instance (tokens)")
     p.add_argument("--max-batch", type=int, default=256, help="max requests per iteration")
     p.add_argument("--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    p.add_argument("--engine", default="auto",
+                   help="instance simulator: auto / compiled (numba), or reference (the Python "
+                        "engine: same results, slower)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -133,6 +136,10 @@ def _setup(args: argparse.Namespace):
     _positive_int(args.requests, "--requests")
     _positive_int(args.kv_budget, "--kv-budget")
     _positive_int(args.max_batch, "--max-batch")
+    from .._checks import check_option
+    from ..intelligent import Engine
+
+    args.engine = check_option(Engine, args.engine, "--engine").value
     if not args.rate >= 0:
         raise ParameterError(f"--rate must be >= 0 (req/s), got {args.rate}")
     traces = [read_trace(p) for p in args.trace]
@@ -177,7 +184,8 @@ def _evaluate(args: argparse.Namespace) -> int:
              for name, ck in routers}  # checkpoints are read (and checked) before any run
     results: dict[str, Any] = {}
     for name, _ in routers:
-        res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed)
+        res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed,
+                       engine=args.engine)
         results[name] = res.summary()
     if args.out:
         write_json_atomic(args.out, {"routers": results, "manifest": _manifest(args)})
@@ -242,7 +250,7 @@ def _train(args: argparse.Namespace) -> int:
         bar.set_postfix(e2e=f"{stats['mean_e2e_s']:.2f}s", ret=f"{stats['return']:.1f}")
         bar.update(1)
 
-    result = train_dqn(workload_fn, cfg, dq, progress=progress)
+    result = train_dqn(workload_fn, cfg, dq, progress=progress, engine=args.engine)
     bar.close()
     out = save_checkpoint(result, args.out)
     write_json_atomic(out / "manifest.json", _manifest(args))

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         dask_client,
         describe_result,
         discover_experiments,
+        out_from_args,
         pending_cells,
         profile_from_args,
         run_sweep,
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     profile = profile_from_args(args)
+    args.out = out_from_args(args, profile)
     if args.list:
         print(format_list(discover_experiments(args.experiments_dir)))
         return 0

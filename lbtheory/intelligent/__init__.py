@@ -8,25 +8,29 @@ mixes task traces); routers follow the one contract of :mod:`lbtheory.routers` a
 
 * ``_timing``: :class:`IterationTimeModel` and :func:`fit_iteration_model` (least squares);
 * ``_engine``: :class:`ClusterConfig`, :class:`ClusterSim` (continuous batching, KV budget,
-  preemption by recomputation, router queue with decision epochs), :class:`InstanceView`;
-* ``_simulate``: :func:`simulate`, :func:`run_router`, :class:`InstanceResult` (E2E, TTFT, TBT,
-  router wait, ...);
+  preemption by recomputation, router queue with decision epochs) — the Python reference
+  engine — and :class:`InstanceView`;
+* ``_compiled`` (with the numba kernels of ``_core``, ``_rkernels``): :class:`CompiledClusterSim`,
+  the compiled engine (the default; same per-request outcomes as the reference, bit for bit),
+  :class:`KernelSpec` and :func:`kernel_spec` (routers that run inside its loop);
+* ``_simulate``: :func:`simulate` (``engine="auto"|"compiled"|"reference"``), :func:`run_router`,
+  :func:`make_sim`, :class:`InstanceResult` (E2E, TTFT, TBT, router wait, ..., the engine);
 * ``_impact``: the workload-impact estimator (T_p, r_p, r_d, r_mix, h) and its calibration;
 * ``_predictor``: the output-length bucket classifier (histogram, with backoff) and its report;
 * ``_routers``: Min-Min, Maximum Capacity Usage, greedy mixing heuristic, small/large partition
   (round robin, JSQ and JSQ-tokens are the shared baselines of :mod:`lbtheory.routers`);
-* ``_env``: the routing MDP as a ``gymnasium.Env`` (:class:`RoutingEnv`) and its
-  :func:`observation` of a view;
+* ``_env``: the routing MDP as a ``gymnasium.Env`` (:class:`RoutingEnv`; its step is one
+  compiled kernel call, ``_envkernels``) and its :func:`observation` of a view;
 * ``_dqn``: Double-DQN routers (JAX + optax + equinox), :class:`DQNRouter`, checkpoints.
 
 The RL names (``_env``, ``_dqn``) load lazily, so the heuristics do not import JAX.
 """
 
 import importlib
-import warnings
 from typing import Any
 
 from ..workloads import Workload, mix_traces, workload_from_arrays
+from ._compiled import CompiledClusterSim, KernelSpec, kernel_spec
 from ._engine import Admission, ClusterConfig, ClusterSim, InstanceView
 from ._impact import (
     ImpactParams,
@@ -52,14 +56,16 @@ from ._routers import (
     SizePartitionRouter,
     estimated_completion_s,
 )
-from ._simulate import InstanceResult, result_of, run_router, simulate
+from ._simulate import Engine, InstanceResult, make_sim, result_of, run_router, simulate
 from ._timing import ITERATION_FEATURES, IterationTimeModel, fit_iteration_model
 
 _LAZY = {
     "EnvConfig": "_env", "RoutingEnv": "_env", "guidance_weight": "_env",
     "observation_size": "_env", "ideal_time_s": "_env", "observation": "_env",
     "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env",
+    "episode_labels": "_env",
     "DQNConfig": "_dqn", "TrainResult": "_dqn", "train_dqn": "_dqn", "greedy_rollout": "_dqn",
+    "double_dqn_step": "_dqn",
     "save_checkpoint": "_dqn", "load_checkpoint": "_dqn", "GUIDANCE_OF": "_dqn",
     "q_values": "_dqn", "split_net": "_dqn", "greedy_action": "_dqn", "RLKind": "_dqn",
     "DQNRouter": "_dqn", "dqn_router": "_dqn", "ReplayBuffer": "_dqn",
@@ -72,8 +78,9 @@ _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
-        warnings.warn(f"lbtheory.intelligent.{name} is deprecated; use "
-                      f"lbtheory.intelligent.{new}", DeprecationWarning, stacklevel=2)
+        from ..errors import warn_deprecated
+
+        warn_deprecated(f"lbtheory.intelligent.{name}", f"lbtheory.intelligent.{new}")
         return globals()[new]
     mod = _LAZY.get(name)
     if mod is None:
@@ -86,6 +93,7 @@ __all__ = [*_LAZY,
     "calibrate_impact", "decode_reward", "guidance_penalty", "mixing_reward", "prompt_impact_s",
     "prompt_reward", "MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
     "estimated_completion_s", "InstanceResult", "result_of", "run_router", "simulate",
+    "CompiledClusterSim", "KernelSpec", "kernel_spec", "Engine", "make_sim",
     "ITERATION_FEATURES", "IterationTimeModel", "fit_iteration_model", "Workload", "mix_traces",
     "workload_from_arrays", "BucketSpec", "LengthPredictor", "PredictorReport",
     "evaluate_length_predictor", "fit_length_predictor", "history_feature",

@@ -31,7 +31,7 @@ import optax
 from .._checks import check_int, check_option, check_real, check_seed
 from ..errors import DataFormatError, ParameterError, RunStatus
 from ..io import write_json_atomic, write_text_atomic
-from ._engine import ClusterConfig, ClusterSim, InstanceView
+from ._engine import ClusterConfig, InstanceView
 from ._env import (
     EnvConfig,
     Guidance,
@@ -41,12 +41,13 @@ from ._env import (
     observation_size,
     wait_allowed,
 )
-from ._simulate import InstanceResult, result_of, run_router
+from ._simulate import InstanceResult, make_sim, result_of, run_router
 from ._timing import IterationTimeModel
 
-__all__ = ["make_q_network", "double_dqn_update", "DQNConfig", "TrainResult", "train_dqn",
-           "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF", "q_values",
-           "split_net", "RLKind", "DQNRouter", "dqn_router", "ReplayBuffer", "greedy_action"]
+__all__ = ["make_q_network", "double_dqn_update", "double_dqn_step", "DQNConfig", "TrainResult",
+           "train_dqn", "greedy_rollout", "save_checkpoint", "load_checkpoint", "GUIDANCE_OF",
+           "q_values", "split_net", "RLKind", "DQNRouter", "dqn_router", "ReplayBuffer",
+           "greedy_action"]
 
 
 class RLKind(enum.StrEnum):
@@ -136,16 +137,42 @@ def q_values(net: Any, obs: jax.Array) -> jax.Array:
     return net(obs)
 
 
+class Structure:
+    """The static part of a network (``eqx.partition``'s second half) as a ``jax.jit`` static
+    argument, hashed once: ``jax.jit`` hashes its static arguments at every call, and an
+    equinox module hashes field by field (tens of µs, on every decision and every update).
+    Equal structures compare equal, so trainings share compiled functions."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Structure) and self._hash == other._hash
+                                 and self.value == other.value)
+
+
+def combine(params: Any, static: Structure) -> Any:
+    """The network from its arrays and :class:`Structure` (:func:`split_net`'s inverse)."""
+    return eqx.combine(params, static.value)
+
+
 @functools.partial(jax.jit, static_argnums=1)
-def _q_split(params: Any, static: Any, obs: jax.Array) -> jax.Array:
-    return eqx.combine(params, static)(obs)
+def _q_split(params: Any, static: Structure, obs: jax.Array) -> jax.Array:
+    return combine(params, static)(obs)
 
 
-def split_net(net: Any) -> tuple[Any, Any]:
-    """(arrays, static structure) of a Q-network, for the fast decision path of
-    :func:`greedy_action` (``jax.jit`` with the structure static: several times less dispatch
-    overhead than ``eqx.filter_jit`` per call)."""
-    return eqx.partition(net, eqx.is_array)
+def split_net(net: Any) -> tuple[Any, Structure]:
+    """(arrays, :class:`Structure`) of a Q-network, for the fast decision path of
+    :func:`greedy_action` and the training step (``jax.jit`` with the structure static:
+    several times less dispatch overhead than ``eqx.filter_jit`` per call)."""
+    params, static = eqx.partition(net, eqx.is_array)
+    return params, Structure(static)
 
 
 def greedy_action(split: tuple[Any, Any], obs: np.ndarray, mask: np.ndarray) -> int:
@@ -183,20 +210,20 @@ class ReplayBuffer:
 
 
 @functools.lru_cache(maxsize=8)
-def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
-    """(optimizer, jitted Double-DQN update) for Adam with learning rate ``lr`` (cached, so
-    repeated trainings reuse the compiled update).
-
-    ``update(net, target, opt_state, s, a, r, s2, done, mask2, gamma) -> (net, opt_state, loss)``:
-    one Adam step on the Huber loss of ``Q(s, a)`` against
-    ``y = r + γ (1 − done) target(s2, argmax_{a' valid} Q(s2, a'))`` — the action chosen by the
-    online network, valued by the target network (van Hasselt et al. 2016); ``loss`` is the loss
-    before the step."""
+def double_dqn_step(lr: float) -> tuple[Any, Callable[..., Any]]:
+    """(optimizer, jitted Double-DQN step on a split network) for Adam with learning rate
+    ``lr`` (cached): ``step(static, params, target_params, opt_state, s, a, r, s2, done, mask2,
+    gamma) -> (params, opt_state, loss)`` is :func:`double_dqn_update` on the network's arrays
+    (``split_net``), its structure a static argument of ``jax.jit`` — what :func:`train_dqn`
+    calls, without equinox's per-call filtering (same arithmetic, same results)."""
     opt = optax.adam(lr)
 
-    @eqx.filter_jit
-    def update(net, target, opt_state, s, a, r, s2, done, mask2, gamma):
-        def loss_fn(model):
+    @functools.partial(jax.jit, static_argnums=0)
+    def step(static, params, target_params, opt_state, s, a, r, s2, done, mask2, gamma):
+        target = combine(target_params, static)
+
+        def loss_fn(p):
+            model = combine(p, static)
             q = jax.vmap(model)(s)
             qa = jnp.take_along_axis(q, a[:, None], axis=1)[:, 0]
             a2 = jnp.argmax(jnp.where(mask2, jax.vmap(model)(s2), -jnp.inf), axis=1)
@@ -204,9 +231,28 @@ def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
             y = r + gamma * (1.0 - done) * jax.lax.stop_gradient(q2)
             return jnp.mean(optax.huber_loss(qa, y))
 
-        loss, grads = eqx.filter_value_and_grad(loss_fn)(net)
-        updates, opt_state = opt.update(grads, opt_state, eqx.filter(net, eqx.is_array))
-        return eqx.apply_updates(net, updates), opt_state, loss
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return eqx.apply_updates(params, updates), opt_state, loss
+    return opt, step
+
+
+def double_dqn_update(lr: float) -> tuple[Any, Callable[..., Any]]:
+    """(optimizer, Double-DQN update) for Adam with learning rate ``lr`` (the compiled step is
+    cached, so repeated trainings reuse it).
+
+    ``update(net, target, opt_state, s, a, r, s2, done, mask2, gamma) -> (net, opt_state, loss)``:
+    one Adam step on the Huber loss of ``Q(s, a)`` against
+    ``y = r + γ (1 − done) target(s2, argmax_{a' valid} Q(s2, a'))`` — the action chosen by the
+    online network, valued by the target network (van Hasselt et al. 2016); ``loss`` is the loss
+    before the step."""
+    opt, step = double_dqn_step(lr)
+
+    def update(net, target, opt_state, s, a, r, s2, done, mask2, gamma):
+        params, static = split_net(net)
+        params, opt_state, loss = step(static, params, eqx.filter(target, eqx.is_array),
+                                       opt_state, s, a, r, s2, done, mask2, gamma)
+        return combine(params, static), opt_state, loss
     return opt, update
 
 
@@ -228,7 +274,8 @@ class TrainResult:
 
 def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config: DQNConfig, *,
               env_config: EnvConfig | None = None,
-              progress: Callable[[int, dict[str, float]], None] | None = None) -> TrainResult:
+              progress: Callable[[int, dict[str, float]], None] | None = None,
+              engine: str = "auto") -> TrainResult:
     """Train a Double-DQN router on ``RoutingEnv(workload_fn, cluster)``.
 
     Args:
@@ -237,16 +284,18 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         config: training options.
         env_config: base state/reward options (guidance set from ``config.router``).
         progress: called after each episode with ``(k, stats)`` (a command's progress bar).
+        engine: the environment's simulator (``"auto"``/``"compiled"`` or ``"reference"``;
+            the same episodes and parameters either way).
     """
     ec = config.env_config(env_config)
-    env = RoutingEnv(workload_fn, cluster, ec)
+    env = RoutingEnv(workload_fn, cluster, ec, engine=engine)
     m = cluster.n_instances
     obs_dim, n_act = observation_size(m, ec), m + 1
     key = jax.random.PRNGKey(config.seed)
-    net = make_q_network(obs_dim, n_act, config.hidden, key)
-    target = net
-    opt, update = double_dqn_update(float(config.lr))
-    opt_state = opt.init(eqx.filter(net, eqx.is_array))
+    params, static = split_net(make_q_network(obs_dim, n_act, config.hidden, key))
+    target = params
+    opt, update = double_dqn_step(float(config.lr))
+    opt_state = opt.init(params)
     rng = np.random.default_rng(config.seed)
     buf = ReplayBuffer(config.buffer_size, obs_dim, n_act)
     # ε-greedy schedule (optax's linear schedule, tabulated once: no JAX dispatch per step)
@@ -258,7 +307,6 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         return float(eps_table[min(step, config.eps_decay_steps)])
 
     steps = n_updates = 0
-    split = split_net(net)
     history: list[dict[str, float]] = []
     status = RunStatus.COMPLETED
     for k in range(config.episodes):
@@ -272,19 +320,21 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
             if rng.random() < eps:
                 a = int(rng.choice(np.flatnonzero(mask)))
             else:
-                a = greedy_action(split, obs, mask)
+                a = greedy_action((params, static), obs, mask)
             obs2, r, done, trunc, info = env.step(a)
             buf.add(obs, a, r, obs2, done, info["action_mask"])
             mask = info["action_mask"]
             obs, ret, steps = obs2, ret + r, steps + 1
             if buf.size >= config.learning_starts and steps % config.train_every == 0:
-                net, opt_state, loss = update(net, target, opt_state,
-                                              *buf.sample(rng, config.batch_size), config.gamma)
-                split = split_net(net)
-                losses.append(float(loss))
+                params, opt_state, loss = update(static, params, target, opt_state,
+                                                 *buf.sample(rng, config.batch_size),
+                                                 config.gamma)
+                losses.append(loss)  # a JAX scalar: read once per episode (no sync per step)
                 n_updates += 1
                 if n_updates % config.target_every == 0:
-                    target = net
+                    target = params
+        net = combine(params, static)
+        losses = [float(x) for x in losses]
         res = result_of(env.sim, config.router.value)
         stats = {"episode": k, "return": ret, "steps": env.steps,
                  "mean_e2e_s": float(np.nanmean(res.e2e_s)), "completed": res.completed,
@@ -296,7 +346,7 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         if (losses and not np.all(np.isfinite(losses))) or not _finite_params(net):
             status = RunStatus.DIVERGED
             break
-    return TrainResult(net, config, ec, cluster, history, status)
+    return TrainResult(combine(params, static), config, ec, cluster, history, status)
 
 
 def _finite_params(net: Any) -> bool:
@@ -345,7 +395,7 @@ def greedy_rollout(net: Any, env: RoutingEnv, seed: int, name: str = "dqn") -> I
     (a :class:`DQNRouter` driven by :func:`~lbtheory.intelligent.run_router`)."""
     wl = env.workload_fn(int(seed))
     pred = None if env.predict_fn is None else np.asarray(env.predict_fn(wl))
-    sim = ClusterSim(wl, env.cfg, pred)
+    sim = make_sim(wl, env.cfg, pred, engine=env.engine)
     run_router(sim, DQNRouter(net, env.env_cfg, name), seed=seed)
     return result_of(sim, name)
 

@@ -109,7 +109,8 @@ class InstanceView(IdenticalTargets):
     ``load_tokens`` is Σ (prompt + predicted output) over the requests on an instance (running and
     waiting): the Σ_j (p_j^m + d_j^m) of THEORY §10. ``queue_prompt`` / ``queue_output_pred`` are
     the first ``len`` router-queue requests (head first); ``queue_wait_s`` their time waited.
-    ``instance_requests[m]`` are the ids of the requests on instance m (running, then waiting);
+    ``instance_requests[m]`` are the ids of the requests on instance m (running, then waiting in
+    the order the batcher admits them);
     ``earliest_completion_s`` is T̂_c [R], the estimated time until the first running request
     finishes: min over instances of (fewest predicted output tokens left among its decoding
     requests) × (its current decode iteration time), ``inf`` when nothing decodes;
@@ -169,7 +170,8 @@ class _Instance:
 
 
 class ClusterSim:
-    """Step-by-step simulator (the engine behind :func:`simulate` and the gymnasium env).
+    """Step-by-step simulator in Python: the reference engine (the compiled engine,
+    :class:`~lbtheory.intelligent.CompiledClusterSim`, reproduces it bit for bit).
 
     Args:
         workload: the requests.
@@ -180,6 +182,8 @@ class ClusterSim:
         record: keep a log of every iteration, ``(instance, start_s, end_s, request ids)`` in
             :attr:`iterations_log` (for independent checks; costs memory).
     """
+
+    engine = "reference"
 
     def __init__(self, workload: Workload, config: ClusterConfig,
                  predicted_output: np.ndarray | None = None, *, queue_view: int = 32,
@@ -317,6 +321,26 @@ class ClusterSim:
         """True when every request has finished."""
         return self.n_done == len(self.p)
 
+    @property
+    def queue_length(self) -> int:
+        """Requests in the router queue."""
+        return len(self.queue)
+
+    def records(self) -> dict[str, np.ndarray]:
+        """Per-request records (workload order) and per-instance counters, as arrays:
+        ``arrival_s``, ``dispatch_s``, ``admit_s``, ``first_token_s``, ``finish_s``,
+        ``tbt_sum_s``, ``tbt_max_s`` (s), ``generated_tokens``, ``preempted``, ``instance``;
+        ``peak_kv_tokens``, ``iterations`` per instance."""
+        f = np.array
+        return {"arrival_s": f(self.arrival, dtype=float), "dispatch_s": f(self.dispatch_s),
+                "admit_s": f(self.admit_s), "first_token_s": f(self.first_token_s),
+                "finish_s": f(self.finish_s), "tbt_sum_s": f(self.tbt_sum),
+                "tbt_max_s": f(self.tbt_max), "generated_tokens": f(self.gen, dtype=np.int64),
+                "preempted": f(self.preempted, dtype=np.int64),
+                "instance": f(self.instance_of, dtype=np.int64),
+                "peak_kv_tokens": f([i.peak_kv for i in self.inst], dtype=np.int64),
+                "iterations": f([i.n_iter for i in self.inst], dtype=np.int64)}
+
     def advance(self) -> bool:
         """Move to the next decision epoch with a non-empty router queue (s); run the instances
         up to it. When no request is left to route, run the instances to the end and return
@@ -360,6 +384,15 @@ class ClusterSim:
         ins.n_on += 1
         return v
 
+    def _admission_order(self, ins: _Instance) -> list[int]:
+        """The waiting requests of an instance in the order its batcher admits them (under
+        shortest-prompt-first: resumed requests, then fresh ones by (prompt, id))."""
+        if self.cfg.admission is not Admission.SPF:
+            return list(ins.waiting)
+        p, gen = self.p, self.gen
+        return ([v for v in ins.waiting if gen[v] > 0]
+                + sorted((v for v in ins.waiting if gen[v] == 0), key=lambda v: (p[v], v)))
+
     def view(self) -> InstanceView:
         """The router's view at the current epoch."""
         ins = self.inst
@@ -378,7 +411,7 @@ class ClusterSim:
             queue_wait_s=np.array([self.now - self.arrival[v] for v in q]),
             queue_length=len(self.queue),
             config=self.cfg,
-            instance_requests=tuple(np.array(i.running + i.admitted + list(i.waiting),
+            instance_requests=tuple(np.array(i.running + i.admitted + self._admission_order(i),
                                              dtype=np.int64) for i in ins),
             earliest_completion_s=min(
                 (min(max(pred[v] - gen[v], 1) for v in i.running)

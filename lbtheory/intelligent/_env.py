@@ -28,6 +28,15 @@
   RL) → ``γ − λ_k γ`` with ``λ_k = 1 − e^{−β_d k}`` (reading ``"hurl"``, Cheng et al. 2021:
   the guidance vanishes) or ``λ_k = e^{−β_d k}`` (reading ``"literal"``, the seed's formula: the
   guidance *grows* to γ). ``γ`` is the MDP discount.
+
+**Engines.** On the compiled simulator (the default) a step is one call of the kernel
+:func:`~lbtheory.intelligent._envkernels.env_step` — dispatch, advance, the progress-penalty
+terms — and one of :func:`~lbtheory.intelligent._envkernels.observe_state`, which keeps the
+per-instance bucket counts P and D up to date instead of rebuilding a view; the reward is
+assembled here, in Python. The state vector has one definition,
+:func:`~lbtheory.intelligent._envkernels.fill_observation`, which :func:`observation` of a
+view calls too. ``engine="reference"`` runs the Python :class:`ClusterSim`; both give the same
+observations, rewards and episodes bit for bit (``tests/test_intelligent_engines.py``).
 """
 
 from __future__ import annotations
@@ -44,15 +53,24 @@ import numpy as np
 from .._checks import check_option
 from ..errors import ParameterError
 from ..workloads import Workload
+from . import _core
+from ._compiled import CompiledClusterSim
 from ._engine import ClusterConfig, ClusterSim, InstanceView
+from ._envkernels import (
+    MAX_WAIT_TOL,
+    OBS_HIGH,
+    env_step,
+    fill_observation,
+    guidance_h,
+    observe_state,
+)
 from ._impact import ImpactParams, calibrate_impact, guidance_penalty
 from ._predictor import BucketSpec
+from ._simulate import Engine, make_sim
 
 __all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s",
            "observation", "wait_allowed", "Guidance", "Reading"]
 
-#: upper bound of every observation entry (the entries are scaled to O(1); clipped here).
-OBS_HIGH = 1.0e4
 
 class Guidance(enum.StrEnum):
     """The guidance term's weight schedule (module docstring)."""
@@ -128,40 +146,43 @@ def observation_size(n_instances: int, env: EnvConfig) -> int:
 
 def observation(view: InstanceView, env: EnvConfig) -> np.ndarray:
     """The state vector of a decision (module docstring), from the router's view — the one
-    definition the environment and the trained routers share."""
+    definition the environment and the trained routers share (the vector itself is written
+    by :func:`~lbtheory.intelligent._envkernels.fill_observation`, which the compiled
+    environment calls too)."""
     cfg = view.config
     m, n_p, n_d = cfg.n_instances, len(env.prompt_edges) + 1, env.buckets.n_buckets
     obs = np.zeros(observation_size(m, env), dtype=np.float32)
-    obs[0] = view.queue_length / 64.0
-    if view.queue_length:
-        obs[1] = view.queue_prompt[0] / 4096.0
-        obs[2 + int(env.buckets.bucket(np.array([view.queue_output_pred[0]]))[0])] = 1.0
-    P = np.zeros((m, n_p))
-    D = np.zeros((m, n_d))
+    counts = np.zeros((n_p + n_d, m), dtype=np.int64)
     for i, ids in enumerate(view.instance_requests):
         if ids.size:
-            P[i] = np.bincount(np.searchsorted(env.prompt_edges, view.request_prompt[ids],
-                                               side="right"), minlength=n_p)
-            D[i] = np.bincount(env.buckets.bucket(view.request_pred[ids]), minlength=n_d)
-    cap = np.minimum(1.0 - (view.n_running + view.n_waiting) / cfg.max_batch,
-                     1.0 - view.kv_committed / cfg.kv_budget_tokens)
-    k = 2 + n_d
-    obs[k:k + m * n_p] = P.ravel() / 16.0
-    k += m * n_p
-    obs[k:k + m * n_d] = D.ravel() / 16.0
-    k += m * n_d
-    obs[k:k + m] = np.maximum(cap, -4.0)
-    t_min = view.earliest_completion_s
-    obs[k + m] = 0.0 if t_min == math.inf else t_min / 10.0
-    if view.queue_length:
-        obs[k + m + 1] = view.queue_wait_s[0] / env.max_wait_s
-    return np.minimum(obs, OBS_HIGH)
+            counts[:n_p, i] = np.bincount(np.searchsorted(env.prompt_edges,
+                                                          view.request_prompt[ids],
+                                                          side="right"), minlength=n_p)
+            counts[n_p:, i] = np.bincount(env.buckets.bucket(view.request_pred[ids]),
+                                          minlength=n_d)
+    q = view.queue_length
+    head_bucket = int(env.buckets.bucket(np.array([view.queue_output_pred[0]]))[0]) if q else 0
+    fill_observation(obs, q, int(view.queue_prompt[0]) if q else 0, head_bucket, counts, n_p,
+                     np.asarray(view.n_running + view.n_waiting, dtype=np.int64),
+                     np.asarray(view.kv_committed, dtype=np.int64), cfg.max_batch,
+                     cfg.kv_budget_tokens, float(view.earliest_completion_s),
+                     float(view.queue_wait_s[0]) if q else 0.0, float(env.max_wait_s))
+    return obs
+
+
+def episode_labels(prompt: np.ndarray, pred: np.ndarray, env: EnvConfig) -> np.ndarray:
+    """Per-request histogram labels of the compiled environment (:mod:`._envkernels`): row 0
+    the prompt bucket (of the prompt served, ``max(·, 1)`` tokens), row 1 ``n_p`` + the
+    decode bucket of the predicted output."""
+    n_p = len(env.prompt_edges) + 1
+    return np.stack([np.searchsorted(env.prompt_edges, np.maximum(prompt, 1), side="right"),
+                     n_p + env.buckets.bucket(np.asarray(pred, dtype=np.int64))])
 
 
 def wait_allowed(view: InstanceView, env: EnvConfig) -> bool:
     """The action mask's wait entry [R]: waiting is allowed only while the head request has
     waited less than ``max_wait_s``."""
-    return not view.queue_length or view.queue_wait_s[0] < env.max_wait_s - 1e-12
+    return not view.queue_length or view.queue_wait_s[0] < env.max_wait_s - MAX_WAIT_TOL
 
 
 def ideal_time_s(config: ClusterConfig, prompt: np.ndarray, output_pred: np.ndarray) -> np.ndarray:
@@ -172,30 +193,38 @@ def ideal_time_s(config: ClusterConfig, prompt: np.ndarray, output_pred: np.ndar
 
 
 class RoutingEnv(gym.Env):
-    """Routing MDP over :class:`ClusterSim` (module docstring).
+    """Routing MDP over the instance simulator (module docstring).
 
     Args:
         workload_fn: ``seed -> Workload`` (a new workload per episode; seeded).
         config: the cluster.
         env_config: state/reward options.
         predict_fn: ``Workload -> predicted output tokens`` (default: the true lengths).
+        engine: ``"auto"`` / ``"compiled"`` (default): a step is one call of the compiled
+            kernel :func:`~lbtheory.intelligent._envkernels.env_step` (no view is built);
+            ``"reference"``: the Python :class:`ClusterSim` and :func:`observation` of its view.
+            Both give the same observations, rewards and episodes.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, workload_fn: Callable[[int], Workload], config: ClusterConfig,
                  env_config: EnvConfig | None = None,
-                 predict_fn: Callable[[Workload], np.ndarray] | None = None) -> None:
+                 predict_fn: Callable[[Workload], np.ndarray] | None = None, *,
+                 engine: Engine | str = Engine.AUTO) -> None:
         self.workload_fn, self.cfg = workload_fn, config
         self.env_cfg = env_config or EnvConfig()
         self.predict_fn = predict_fn
+        self.engine = check_option(Engine, engine, "engine")
         self.impact = self.env_cfg.impact or calibrate_impact(config.timing)
         m = config.n_instances
-        self.observation_space = gym.spaces.Box(-4.0, OBS_HIGH,
-                                                (observation_size(m, self.env_cfg),), np.float32)
+        self._obs_dim = observation_size(m, self.env_cfg)
+        self.observation_space = gym.spaces.Box(-4.0, OBS_HIGH, (self._obs_dim,), np.float32)
         self.action_space = gym.spaces.Discrete(m + 1)
         self.episode = 0
-        self.sim: ClusterSim | None = None
+        self.sim: ClusterSim | CompiledClusterSim | None = None
+        self._n_p = len(self.env_cfg.prompt_edges) + 1
+        self._n_bins = self._n_p + self.env_cfg.buckets.n_buckets
 
     def set_episode(self, k: int) -> None:
         """Training episode index k (drives the guidance weight w_k)."""
@@ -212,26 +241,51 @@ class RoutingEnv(gym.Env):
         super().reset(seed=seed)
         wl = self.workload_fn(0 if seed is None else int(seed))
         pred = None if self.predict_fn is None else np.asarray(self.predict_fn(wl))
-        self.sim = ClusterSim(wl, self.cfg, pred)
-        sim = self.sim
-        self._pred = np.asarray(sim.pred, dtype=float)
+        if self.engine is Engine.REFERENCE:
+            self.sim = make_sim(wl, self.cfg, pred, engine=Engine.REFERENCE)
+            self._pred = np.asarray(self.sim.pred, dtype=float)
+        else:
+            self.sim = CompiledClusterSim(wl, self.cfg, pred, n_bins=self._n_bins, labels=(
+                episode_labels(wl.prompt_tokens, np.maximum(wl.output_tokens, 1) if pred is None
+                               else pred, self.env_cfg)))
+            self._pred = self.sim.state.ri[_core.PRED].astype(float)
+            self._active = np.zeros(2, np.int64)
+            self._terms = np.empty(len(wl))
         self._inv_ideal = 1.0 / ideal_time_s(self.cfg, wl.prompt_tokens, self._pred)
         self._arrival = wl.arrival_s
         self.steps = 0
-        self._done = not sim.advance()
-        return self.observe(), {"action_mask": self.action_mask()}
+        self._done = not self.sim.advance()
+        obs, mask = self._observe()
+        self._mask = mask
+        return obs, {"action_mask": mask}
+
+    def _observe(self) -> tuple[np.ndarray, np.ndarray]:
+        """(observation, action mask) of the current decision."""
+        if isinstance(self.sim, CompiledClusterSim):
+            obs = np.empty(self._obs_dim, np.float32)
+            mask = np.empty(self.cfg.n_instances + 1, np.bool_)
+            observe_state(self.sim.state, obs, mask, self._n_p, self._n_bins,
+                          float(self.env_cfg.max_wait_s))
+            return obs, mask
+        return self.observe(), self.action_mask()
 
     def observe(self) -> np.ndarray:
-        """The state vector at the current decision (:func:`observation` of the view)."""
+        """The state vector at the current decision (:func:`observation` of the view; the
+        compiled engine writes the same vector from its state)."""
+        if isinstance(self.sim, CompiledClusterSim):
+            return self._observe()[0]
         return observation(self.sim.view(), self.env_cfg)
 
     def action_mask(self) -> np.ndarray:
         """Valid actions now (bool, length m + 1): every instance; wait while the head request
         has waited less than ``max_wait_s``."""
-        mask = np.ones(self.cfg.n_instances + 1, dtype=bool)
         sim = self.sim
+        if isinstance(sim, CompiledClusterSim):
+            return self._observe()[1]
+        mask = np.ones(self.cfg.n_instances + 1, dtype=bool)
         if sim is not None and sim.queue:
-            mask[-1] = sim.now - sim.arrival[sim.queue[0]] < self.env_cfg.max_wait_s - 1e-12
+            mask[-1] = (sim.now - sim.arrival[sim.queue[0]]
+                        < self.env_cfg.max_wait_s - MAX_WAIT_TOL)
         return mask
 
     def _progress_penalty(self) -> float:
@@ -243,6 +297,42 @@ class RoutingEnv(gym.Env):
         f = np.minimum(1.0, gen[active] / np.maximum(self._pred[active], 1.0))
         return float(np.sum(self._inv_ideal[active] * (1.0 - f)))
 
+    def _head_and_loads(self) -> tuple[int, int, np.ndarray]:
+        """(prompt, predicted output) of the head request and the instances' token loads."""
+        sim = self.sim
+        if isinstance(sim, CompiledClusterSim):
+            st = sim.state
+            h = int(st.ri[_core.RQ, st.gi[_core.QH]])
+            return (int(st.ri[_core.P, h]), int(st.ri[_core.PRED, h]),
+                    st.mi[_core.LOAD].astype(float))
+        h = sim.queue[0]
+        return sim.p[h], sim.pred[h], np.array([i.load_tokens for i in sim.inst], dtype=float)
+
+    def _guidance_h(self, a: int) -> float:
+        """h of sending the head request to instance ``a`` (:func:`guidance_penalty`)."""
+        if isinstance(self.sim, CompiledClusterSim):
+            imp = self.impact
+            return float(guidance_h(self.sim.state, a, np.array(
+                [imp.grad1, imp.grad2, imp.epsilon_s, imp.alpha])))
+        p, d, load = self._head_and_loads()
+        return guidance_penalty(a, p, d, load, self.impact)
+
+    def _apply(self, a: int) -> tuple[bool, bool, float]:
+        """Dispatch (``a`` an instance) or wait (``a = -1``), advancing when the action waits
+        or the queue emptied: ``(advanced, alive, progress penalty)``."""
+        sim = self.sim
+        if isinstance(sim, CompiledClusterSim):
+            advanced, alive = env_step(sim.state, a, self._inv_ideal, self._pred, self._active,
+                                       self._terms)
+            pen = float(np.sum(self._terms[:self._active[1]])) if advanced else 0.0
+            return bool(advanced), bool(alive), pen
+        if a >= 0:
+            sim.dispatch(0, a)
+        if a >= 0 and sim.queue:
+            return False, True, 0.0
+        alive = sim.advance()
+        return True, alive, self._progress_penalty()
+
     def step(self, action: int):
         """Apply ``action``; returns (obs, reward, terminated, truncated, info)."""
         sim, e, m = self.sim, self.env_cfg, self.cfg.n_instances
@@ -253,23 +343,22 @@ class RoutingEnv(gym.Env):
         if not 0 <= a <= m:
             raise ParameterError(f"action {a} out of range [0, {m}]")
         reward = 0.0
-        if a == m and not self.action_mask()[m]:
-            a = int(np.argmin([ins.load_tokens for ins in sim.inst]))
+        if a == m and not self._mask[m]:
+            a = int(np.argmin(self._head_and_loads()[2]))
         if a < m:
-            h = sim.queue[0]
-            view_load = np.array([ins.load_tokens for ins in sim.inst], dtype=float)
             w = self.guidance_w
             if w:
-                reward += w * guidance_penalty(a, sim.p[h], sim.pred[h], view_load, self.impact)
-            sim.dispatch(0, a)
-        if a == m or not sim.queue:
-            t0, done0 = sim.now, sim.n_done
-            alive = sim.advance()
+                reward += w * self._guidance_h(a)
+        t0, done0 = sim.now, sim.n_done
+        advanced, alive, penalty = self._apply(a if a < m else -1)
+        if advanced:
             epochs = max(1, round((sim.now - t0) / self.cfg.epoch_s)) if alive else 1
-            reward -= epochs * self._progress_penalty()
+            reward -= epochs * penalty
             reward += e.completion_reward * (sim.n_done - done0)
             self._done = not alive
         self.steps += 1
         truncated = not self._done and self.steps >= e.max_steps
-        info = {"completed": sim.n_done, "time_s": sim.now, "action_mask": self.action_mask()}
-        return self.observe(), float(reward * e.reward_scale), self._done, truncated, info
+        obs, mask = self._observe()
+        self._mask = mask
+        info = {"completed": sim.n_done, "time_s": sim.now, "action_mask": mask}
+        return obs, float(reward * e.reward_scale), self._done, truncated, info

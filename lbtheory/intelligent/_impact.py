@@ -25,13 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .._checks import check_real
 from ..errors import ModelError
 from ._timing import IterationTimeModel
 
 __all__ = ["ImpactParams", "prompt_impact_s", "prompt_reward", "decode_reward", "mixing_reward",
-           "guidance_penalty", "calibrate_impact"]
+           "guidance_penalty", "calibrate_impact", "mixing_reward_scalar"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,18 @@ def mixing_reward(p_i: float, d_i: float, load_tokens: np.ndarray | float,
     r_p = prompt_reward(prompt_impact_s(p_i, load_tokens, params), params)
     r_d = decode_reward(p_i, d_i, load_tokens, params)
     return params.alpha * r_p + (1.0 - params.alpha) * r_d
+
+
+@njit(cache=True)
+def mixing_reward_scalar(p_i: float, d_i: float, load_tokens: float, grad1: float, grad2: float,
+                         epsilon_s: float, alpha: float) -> float:
+    """:func:`mixing_reward` for one instance, in the compiled engine's kernels: the same
+    operations in the same order (``tests/test_intelligent_engines.py`` checks the two agree
+    bit for bit)."""
+    t_p = grad1 * (p_i * p_i + load_tokens)
+    r_p = 1.0 if t_p <= epsilon_s else 1.0 - t_p / epsilon_s
+    r_d = -grad2 * (load_tokens + p_i + d_i)
+    return alpha * r_p + (1.0 - alpha) * r_d
 
 
 def guidance_penalty(choice: int, p_i: float, d_i: float, load_tokens: np.ndarray,

@@ -5,23 +5,43 @@ token − arrival), TBT (mean gap between consecutive tokens; NaN for one-token 
 (dispatch − arrival), instance queueing (first admission − dispatch), preemptions (count).
 Cluster: total preemptions, throughput (completed requests / makespan, req/s; output tokens /
 makespan, tokens/s), the peak KV-cache usage per instance (tokens).
+
+Two engines give the same per-request outcomes, bit for bit: the compiled one
+(:class:`~lbtheory.intelligent.CompiledClusterSim`, the default) and the Python reference
+(:class:`~lbtheory.intelligent.ClusterSim`, ``engine="reference"``). On the compiled engine the
+registry's routers run inside the compiled loop; any other router of the contract is driven
+from Python by :func:`run_router` over the compiled simulator's views.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import stats
-from .._checks import check_seed
+from .._checks import check_option, check_seed
 from ..errors import ParameterError, RunStatus
 from ..routers import Assignment
 from ..workloads import Workload
+from ._compiled import CompiledClusterSim, kernel_spec
 from ._engine import ClusterConfig, ClusterSim
 
-__all__ = ["InstanceResult", "simulate", "run_router", "result_of"]
+__all__ = ["InstanceResult", "simulate", "run_router", "result_of", "Engine", "make_sim"]
+
+
+class Engine(enum.StrEnum):
+    """Which instance simulator runs (both give the same per-request outcomes)."""
+
+    #: the compiled engine (the default).
+    AUTO = "auto"
+    #: :class:`~lbtheory.intelligent.CompiledClusterSim`: numba kernels; the registry's
+    #: routers (and users' compiled ones) run inside its loop, other routers in Python.
+    COMPILED = "compiled"
+    #: :class:`~lbtheory.intelligent.ClusterSim`, the Python reference.
+    REFERENCE = "reference"
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,7 @@ class InstanceResult:
     iterations: np.ndarray
     config: ClusterConfig
     status: RunStatus = RunStatus.COMPLETED
+    engine: str = "reference"
 
     @property
     def completed(self) -> int:
@@ -90,6 +111,7 @@ class InstanceResult:
             "requests": int(self.arrival_s.size),
             "completed": int(done.sum()),
             "status": self.status.value,
+            "engine": self.engine,
             "preemptions": int(self.preempted.sum()),
             "latency": {"mean": stats.mean(e2e), "p50": stats.percentile(e2e, 50),
                         "p99": stats.percentile(e2e, 99)},
@@ -102,32 +124,35 @@ class InstanceResult:
         }
 
 
-def result_of(sim: ClusterSim, name: str) -> InstanceResult:
-    """Freeze a finished (or stopped) :class:`ClusterSim` into an :class:`InstanceResult`."""
-    f = np.array
-    n_gaps = np.maximum(f(sim.gen) - 1, 0)
-    tbt = np.where(n_gaps > 0, f(sim.tbt_sum) / np.maximum(n_gaps, 1), np.nan)
+def result_of(sim: ClusterSim | CompiledClusterSim, name: str) -> InstanceResult:
+    """Freeze a finished (or stopped) simulator of either engine into an
+    :class:`InstanceResult`."""
+    r = sim.records()
+    gen = r["generated_tokens"]
+    n_gaps = np.maximum(gen - 1, 0)
+    tbt = np.where(n_gaps > 0, r["tbt_sum_s"] / np.maximum(n_gaps, 1), np.nan)
     return InstanceResult(
-        router=name, arrival_s=f(sim.arrival), dispatch_s=f(sim.dispatch_s),
-        admit_s=f(sim.admit_s), first_token_s=f(sim.first_token_s), finish_s=f(sim.finish_s),
-        tbt_mean_s=tbt, tbt_max_s=f(sim.tbt_max), generated_tokens=f(sim.gen),
-        preempted=f(sim.preempted), instance=f(sim.instance_of),
-        peak_kv_tokens=f([i.peak_kv for i in sim.inst]), iterations=f([i.n_iter for i in sim.inst]),
-        config=sim.cfg, status=RunStatus.COMPLETED if sim.done else RunStatus.TRUNCATED)
+        router=name, arrival_s=r["arrival_s"], dispatch_s=r["dispatch_s"],
+        admit_s=r["admit_s"], first_token_s=r["first_token_s"], finish_s=r["finish_s"],
+        tbt_mean_s=tbt, tbt_max_s=r["tbt_max_s"], generated_tokens=gen,
+        preempted=r["preempted"], instance=r["instance"], peak_kv_tokens=r["peak_kv_tokens"],
+        iterations=r["iterations"], config=sim.cfg,
+        status=RunStatus.COMPLETED if sim.done else RunStatus.TRUNCATED, engine=sim.engine)
 
 
-def run_router(sim: ClusterSim, router: Any, *, seed: int = 0) -> None:
-    """Drive ``sim`` to the end with ``router`` (the contract of :mod:`lbtheory.routers`): at
-    each epoch it is asked until it waits (``None``) or the queue empties. An ``int`` sends the
-    head of the queue to that instance; an :class:`~lbtheory.routers.Assignment` sends queue
-    positions to instances. ``seed`` seeds the ``rng`` the router draws from."""
+def run_router(sim: ClusterSim | CompiledClusterSim, router: Any, *, seed: int = 0) -> None:
+    """Drive ``sim`` (either engine) to the end with ``router`` (the contract of
+    :mod:`lbtheory.routers`) in Python: at each epoch it is asked until it waits (``None``) or
+    the queue empties. An ``int`` sends the head of the queue to that instance; an
+    :class:`~lbtheory.routers.Assignment` sends queue positions to instances. ``seed`` seeds
+    the ``rng`` the router draws from."""
     rng = np.random.default_rng(check_seed(seed))
     state = router.init(seed)
     name = getattr(router, "name", "router")
     while sim.advance():
         view = sim.view()
         state = router.observe(state, view)
-        while sim.queue:
+        while sim.queue_length:
             decision, state = router.route(state, view, rng)
             if decision is None:
                 break
@@ -138,18 +163,29 @@ def run_router(sim: ClusterSim, router: Any, *, seed: int = 0) -> None:
                 pairs = [(0, decision)]
             if not pairs:
                 break
-            n = len(sim.queue)
+            n = sim.queue_length
             pos_list = [p for p, _ in pairs]
             if len(set(pos_list)) != len(pos_list) or not all(0 <= p < n for p in pos_list):
                 raise ParameterError(f"router {name} chose queue positions {pos_list} of {n}")
             for p, m in sorted(pairs, key=lambda pm: -pm[0]):  # later positions first
                 sim.dispatch(p, int(m))
-            if sim.queue:
+            if sim.queue_length:
                 view = sim.view()
 
 
+def make_sim(workload: Workload, config: ClusterConfig, predicted_output: np.ndarray | None = None,
+             *, engine: Engine | str = Engine.AUTO, **options: Any
+             ) -> ClusterSim | CompiledClusterSim:
+    """A simulator of ``engine`` (``"auto"``/``"compiled"``: :class:`CompiledClusterSim`;
+    ``"reference"``: :class:`ClusterSim`); ``options`` go to its constructor."""
+    engine = check_option(Engine, engine, "engine")
+    cls = ClusterSim if engine is Engine.REFERENCE else CompiledClusterSim
+    return cls(workload, config, predicted_output, **options)
+
+
 def simulate(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
-             predicted_output: np.ndarray | None = None, seed: int = 0) -> InstanceResult:
+             predicted_output: np.ndarray | None = None, seed: int = 0,
+             engine: Engine | str = Engine.AUTO) -> InstanceResult:
     """Serve ``workload`` on ``config`` (default :class:`ClusterConfig`) routed by ``router``.
 
     Args:
@@ -158,10 +194,23 @@ def simulate(workload: Workload, router: Any, config: ClusterConfig | None = Non
         config: the cluster.
         predicted_output: output lengths the router sees (tokens; default the true ones).
         seed: seed of the router's random draws.
+        engine: ``"auto"`` (default) or ``"compiled"``: the compiled engine — the registry's
+            routers (and routers with a ``kernel_spec``) run inside its loop, any other router
+            of the contract in Python on the compiled simulator; ``"reference"``: the Python
+            :class:`ClusterSim`. Both give the same per-request outcomes; the result records
+            which ran (:attr:`InstanceResult.engine`).
 
     Raises:
-        ParameterError: a request larger than the KV budget, or a router decision out of range.
+        ParameterError: a request larger than the KV budget, a router decision out of range, an
+            unknown engine, or a run too large for the available memory.
     """
-    sim = ClusterSim(workload, config or ClusterConfig(), predicted_output)
-    run_router(sim, router, seed=seed)
-    return result_of(sim, getattr(router, "name", "router"))
+    cfg = config or ClusterConfig()
+    seed = check_seed(seed)
+    sim = make_sim(workload, cfg, predicted_output, engine=engine)
+    name = getattr(router, "name", "router")
+    spec = kernel_spec(router, cfg) if isinstance(sim, CompiledClusterSim) else None
+    if spec is not None:
+        sim.run(spec, seed=seed, name=name)
+    else:
+        run_router(sim, router, seed=seed)
+    return result_of(sim, name)

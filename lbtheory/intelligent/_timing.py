@@ -26,15 +26,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .._checks import check_real
 from ..errors import ModelError
 
-__all__ = ["IterationTimeModel", "fit_iteration_model", "ITERATION_FEATURES"]
+__all__ = ["IterationTimeModel", "fit_iteration_model", "ITERATION_FEATURES", "iteration_seconds"]
 
 #: Names of the model's coefficients, in the column order :func:`fit_iteration_model` uses.
 ITERATION_FEATURES: tuple[str, ...] = ("base_s", "prefill_s_per_token", "attention_s_per_token2",
                                        "decode_s_per_seq", "context_s_per_token")
+
+
+@njit(cache=True)
+def iteration_seconds(coef: np.ndarray, sum_q: float, sum_q2: float, n_decode: float,
+                      context_tokens: float) -> float:
+    """The iteration-time formula (module docstring), the one definition: ``coef`` are the five
+    coefficients in :data:`ITERATION_FEATURES` order, ``sum_q`` = Σ q_k and ``sum_q2`` = Σ q_k²
+    the prefill tokens (tokens, tokens²), ``n_decode`` the decoding requests and
+    ``context_tokens`` their context (tokens); seconds. Compiled for the compiled engine's
+    kernels; :meth:`IterationTimeModel.iteration_time` calls its Python body, so both engines
+    evaluate the same expression in the same order."""
+    return (coef[0] + coef[1] * sum_q + coef[2] * sum_q2 + coef[3] * n_decode
+            + coef[4] * context_tokens)
+
+
+_iteration_seconds_py = iteration_seconds.py_func
 
 
 @dataclass(frozen=True)
@@ -60,16 +77,20 @@ class IterationTimeModel:
                    error=ModelError)
         for name in ITERATION_FEATURES[1:]:
             check_real(getattr(self, name), f"IterationTimeModel.{name}", low=0.0, error=ModelError)
+        object.__setattr__(self, "_coef", tuple(float(getattr(self, n))
+                                                for n in ITERATION_FEATURES))
 
     def iteration_time(self, prefill_tokens: Sequence[int] = (), n_decode: int = 0,
                        context_tokens: int = 0) -> float:
         """Seconds of one iteration prefilling ``prefill_tokens`` (tokens per request) while
         ``n_decode`` requests with ``context_tokens`` total context decode one token each."""
-        q = [float(x) for x in prefill_tokens]
-        return float(self.base_s + self.prefill_s_per_token * sum(q)
-                     + self.attention_s_per_token2 * sum(x * x for x in q)
-                     + self.decode_s_per_seq * n_decode
-                     + self.context_s_per_token * context_tokens)
+        sum_q = sum_q2 = 0.0
+        for x in prefill_tokens:
+            x = float(x)
+            sum_q += x
+            sum_q2 += x * x
+        return float(_iteration_seconds_py(self._coef, sum_q, sum_q2, float(n_decode),
+                                           float(context_tokens)))
 
     def coefficients(self) -> np.ndarray:
         """The five coefficients in :data:`ITERATION_FEATURES` order."""

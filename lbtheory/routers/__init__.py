@@ -3,7 +3,8 @@
 * :mod:`._contract` — the contract (a frozen config with pure ``init`` / ``observe`` /
   ``route``), :class:`Assignment` and the :class:`TargetView` every simulator's view implements;
 * :mod:`._baselines` — random (DLB's Rand), round robin, JSQ (by requests or tokens) and power of
-  d, written once for all three simulators;
+  d, written once for all three simulators, with their numba kernels for compiled engines
+  (``round_robin_pick``, ``uniform_pick``, ``jsq_pick``, ``power_of_d_pick``);
 * :mod:`._view` — the DLB cell view (:class:`CellView`) and the cost helpers of the cell routers;
 * :mod:`._dlb` — DLB's six algorithms (discrete / flow × RIF / latency / gradient);
 * :mod:`._mnlb`, :mod:`._aversion`, :mod:`._affinity`, :mod:`._estimation` — MNLB, error aversion,
@@ -18,7 +19,6 @@ facade) so that ``lbtheory --help`` stays fast.
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import Any
 
 _EXPORTS = {
@@ -28,10 +28,15 @@ _EXPORTS = {
     "IdenticalTargets": "_contract",
     "RandomRouter": "_baselines", "RoundRobinRouter": "_baselines", "JSQRouter": "_baselines",
     "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
+    "round_robin_pick": "_baselines", "uniform_pick": "_baselines", "jsq_pick": "_baselines",
+    "power_of_d_pick": "_baselines", "choice_without_replacement": "_baselines",
+    "integers_below": "_baselines", "power_of_d_pick_into": "_baselines",
+    "sample_index_kernel": "_contract", "cumulative_kernel": "_contract",
     "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",
     "cost_row": "_view", "cost_matrix": "_view",
     "DEFAULT_STEPSIZE_SCALE": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",
-    "MNLBProgram": "_mnlb", "MNLBRouter": "_mnlb", "ErrorAversion": "_aversion",
+    "MNLBProgram": "_mnlb", "MNLBRouter": "_mnlb", "MNLBState": "_mnlb",
+    "ErrorAversion": "_aversion",
     "AffinityRouter": "_affinity",
     "fit_latency_model": "_estimation", "perturb_model": "_estimation",
     "scale_to_replicas": "_estimation", "FitFamily": "_estimation",
@@ -45,8 +50,9 @@ __all__ = [*_EXPORTS]
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
-        warnings.warn(f"lbtheory.routers.{name} is deprecated; use lbtheory.routers.{new}",
-                      DeprecationWarning, stacklevel=2)
+        from ..errors import warn_deprecated
+
+        warn_deprecated(f"lbtheory.routers.{name}", f"lbtheory.routers.{new}")
         return __getattr__(new)
     if name in ("make_router", "POLICY_NAMES"):  # moved up to the one registry (0.2)
         raise AttributeError(f"lbtheory.routers.{name} moved to lbtheory.registry.{name} (the "

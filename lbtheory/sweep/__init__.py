@@ -37,7 +37,13 @@ from ._runner import (
     pending_cells,
     run_sweep,
 )
-from ._script import add_run_arguments, describe_result, profile_from_args, script_main
+from ._script import (
+    add_run_arguments,
+    describe_result,
+    out_from_args,
+    profile_from_args,
+    script_main,
+)
 
 __all__ = [
     "Experiment",
@@ -54,6 +60,7 @@ __all__ = [
     "select_experiments",
     "add_run_arguments",
     "profile_from_args",
+    "out_from_args",
     "describe_result",
     "CONNECT_TIMEOUT_S",
 ]

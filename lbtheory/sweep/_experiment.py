@@ -141,7 +141,7 @@ class Experiment:
         if profile not in self.profiles:
             raise SweepError(f"experiment {self.name!r}: unknown profile {profile!r}; expected "
                              f"one of {', '.join(self.profiles)}")
-        grid = self.grid(profile)
+        grid = _guarded(self.grid, f"experiment {self.name!r}: grid({profile!r})", profile)
         if not isinstance(grid, (list, tuple)):
             raise SweepError(f"experiment {self.name!r}: grid({profile!r}) must return a list "
                              f"of config dicts, got {type(grid).__name__}")
@@ -192,6 +192,21 @@ def register_by_value(directory: Path) -> None:
                 pass
 
 
+def _guarded(fn: Any, what: str, *args: Any) -> Any:
+    """``fn(*args)`` with an exception — or a ``sys.exit`` — in experiment code turned into a
+    :class:`SweepError` naming ``what`` (the user sees one ``error:`` line, not a traceback or a
+    silent exit 0)."""
+    try:
+        return fn(*args)
+    except SweepError:
+        raise
+    except SystemExit as exc:
+        raise SweepError(f"{what} called sys.exit({exc.code!r}); experiment code must return "
+                         f"or raise") from None
+    except Exception as exc:
+        raise SweepError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+
+
 def load_experiments(path: str | Path) -> list[Experiment]:
     """Import one experiment file and return its ``EXPERIMENT`` or ``EXPERIMENTS``.
 
@@ -215,6 +230,11 @@ def load_experiments(path: str | Path) -> list[Experiment]:
         except SweepError:
             del sys.modules[modname]
             raise
+        except SystemExit as exc:
+            del sys.modules[modname]
+            raise SweepError(f"{path}: the experiment file called sys.exit({exc.code!r}) at "
+                             f"import (guard a script's entry point with "
+                             f"`if __name__ == \"__main__\":`)") from None
         except Exception as exc:
             del sys.modules[modname]
             raise SweepError(f"{path}: cannot import the experiment file "

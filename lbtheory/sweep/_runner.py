@@ -31,7 +31,7 @@ from typing import Any
 from .._checks import check_bool, check_int
 from ..errors import RunStatus, SweepError
 from ..io import package_versions, run_manifest, to_jsonable, write_json_atomic
-from ._experiment import Experiment, _version, cache_key
+from ._experiment import Experiment, _guarded, _version, cache_key
 
 __all__ = ["SweepResult", "run_sweep", "pending_cells", "cell_path", "dask_client",
            "CONNECT_TIMEOUT_S"]
@@ -78,10 +78,19 @@ def cell_path(out_dir: Path, name: str, key: str) -> Path:
     return Path(out_dir) / name / "cells" / f"{key}.json"
 
 
+class CellExit(Exception):
+    """A cell called ``sys.exit``: reported as a failed cell (it must not end the sweep, or a
+    Dask worker, with exit code 0)."""
+
+
 def _timed(cell: Any, config: dict) -> tuple[Any, float]:
     """Run one cell (on a worker or in-process); returns its result and wall time in s."""
     t0 = time.perf_counter()
-    out = cell(config)
+    try:
+        out = cell(config)
+    except SystemExit as exc:
+        raise CellExit(f"the cell called sys.exit({exc.code!r}); a cell must return a dict or "
+                       f"raise") from None
     return out, time.perf_counter() - t0
 
 
@@ -339,7 +348,7 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                            backend=backend, status=RunStatus.FAILED,
                            errors=[(configs[j], f"{type(e).__name__}: {e}") for j, e in failures])
     exp_dir = root / name
-    experiment.collect(rows, exp_dir, profile)
+    _guarded(experiment.collect, f"experiment {name!r}: collect", rows, exp_dir, profile)
     write_json_atomic(exp_dir / f"sweep_{profile}.json", {
         "experiment": name, "profile": profile, "cells": len(configs),
         "computed": len(missing), "cached": n_cached, "backend": backend,

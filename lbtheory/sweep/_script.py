@@ -16,10 +16,13 @@ from ..errors import LBTheoryError
 from ._experiment import Experiment, register_by_value
 from ._runner import SweepResult, run_sweep
 
-__all__ = ["add_run_arguments", "profile_from_args", "describe_result", "script_main"]
+__all__ = ["add_run_arguments", "profile_from_args", "out_from_args", "describe_result",
+           "script_main", "DEFAULT_OUT", "QUICK_OUT"]
 
 #: Default results root (relative to the working directory).
 DEFAULT_OUT = Path("experiments/results")
+#: Default results root of a ``quick`` (CI smoke) run: never the committed results.
+QUICK_OUT = Path("out/results")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, *, default_scheduler: str) -> None:
@@ -39,9 +42,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, default_scheduler: str
     parser.add_argument("--batch", type=int, default=1, metavar="N",
                         help="cells per Dask task: >1 amortises Dask's per-task cost over cheap "
                              "cells; a batch is saved when it ends (default 1)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
-                        help=f"results root; cells cached under DIR/<name>/cells/ "
-                             f"(default {DEFAULT_OUT})")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help=f"results root; cells cached under DIR/<name>/cells/ (default "
+                             f"{DEFAULT_OUT}, and {QUICK_OUT} for a quick run, so a smoke run "
+                             f"never overwrites committed results)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar on stderr")
 
@@ -61,6 +65,14 @@ def profile_from_args(args: argparse.Namespace) -> str | None:
         check_int(args.workers, "--workers", low=1)
     check_int(args.batch, "--batch", low=1)
     return "quick" if args.quick else args.profile
+
+
+def out_from_args(args: argparse.Namespace, profile: str | None) -> Path:
+    """The results root: ``--out``, else :data:`QUICK_OUT` for the quick profile and
+    :data:`DEFAULT_OUT` otherwise."""
+    if args.out is not None:
+        return Path(args.out)
+    return QUICK_OUT if profile == "quick" else DEFAULT_OUT
 
 
 def describe_result(res: SweepResult) -> str:
@@ -89,6 +101,7 @@ def script_main(experiments: Experiment | Sequence[Experiment],
     args = parser.parse_args(argv)
     try:
         profile = profile_from_args(args)
+        args.out = out_from_args(args, profile)
         for e in exps:
             res = run_sweep(e, profile=profile, backend=args.scheduler, workers=args.workers,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(),

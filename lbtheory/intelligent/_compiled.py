@@ -1,0 +1,298 @@
+"""The compiled instance simulator: :class:`CompiledClusterSim` (numba kernels of
+:mod:`._core`, routers of :mod:`._rkernels`) behind the interface of the reference
+:class:`~lbtheory.intelligent.ClusterSim`.
+
+Both engines offer ``advance()``, ``dispatch(pos, m)``, ``view()``, ``queue_length``, ``now``,
+``n_done``, ``done``, ``preemptions`` and ``records()``, so :func:`~lbtheory.intelligent.run_router`
+drives either with any router of the contract. A router with a compiled kernel
+(:func:`kernel_spec`: the registry's instance policies, or a user's :class:`KernelSpec`) runs
+entirely inside the compiled loop (:meth:`CompiledClusterSim.run`).
+
+**Writing a compiled router.** Keep the Python router of the contract (it runs on both
+engines and is the kernel's oracle) and give it a method ``kernel_spec(config) -> KernelSpec``
+whose ``kernel`` is a numba ``@njit`` function ``kernel(s, code, params, rstate, rng) ->
+(pos, target)`` (the contract of :mod:`._rkernels`): it reads the state ``s``
+(:class:`~lbtheory.intelligent._core.CoreState`; e.g. ``s.mi[LOAD, m]``, the committed tokens
+of instance ``m``, with the row constants of :mod:`._core`) and answers a router-queue position
+and an instance, or ``pos = -1`` to wait for the next epoch; its options are ``params``
+(float64), its state ``rstate`` (int64, updated in place), ``rng`` the run's
+``numpy.random.Generator`` (draw from it as the Python router does, and the two engines stay
+bit-identical). Example, "the less loaded of instances 0 and 1"::
+
+    from lbtheory.intelligent._core import LOAD
+
+    @njit
+    def first_two(s, code, params, rstate, rng):
+        return 0, 0 if s.mi[LOAD, 0] <= s.mi[LOAD, 1] else 1
+
+    class FirstTwo:  # ... init / observe / route as the contract asks, plus:
+        def kernel_spec(self, config):
+            return KernelSpec(first_two, 0, np.zeros(0), np.zeros(1, np.int64))
+
+Check it as ``tests/test_intelligent_engines.py`` checks the registry's: the same outcomes on
+both engines. The loop is compiled with the kernel once per process (numba cannot cache a
+function that takes another); the registry's policies are compiled once and cached on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._checks import check_memory, check_ticks
+from ..errors import ParameterError
+from ..routers import JSQRouter, Load, PowerOfDRouter, RandomRouter, RoundRobinRouter, Ties
+from ..workloads import Workload
+from . import _core
+from ._core import QH, QT, CoreState
+from ._engine import Admission, ClusterConfig, InstanceView
+from ._impact import calibrate_impact
+from ._rkernels import CODES, routing_loop, run_builtin
+from ._routers import MaxCapacityRouter, MinMinRouter, MixingRouter, SizePartitionRouter
+
+__all__ = ["CompiledClusterSim", "KernelSpec", "kernel_spec"]
+
+#: bytes per request of the compiled state (17 int64/float64 columns) plus the result arrays.
+_BYTES_PER_REQUEST = 8 * (17 + 12)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A router compiled for :class:`CompiledClusterSim` (module docstring).
+
+    Attributes:
+        kernel: the numba kernel, or ``None`` for one of the registry's (``code``).
+        code: the registry kernel's code (:data:`~._rkernels.CODES`); ignored by user kernels.
+        params: the router's options (float64).
+        state: the router's initial state (int64; a copy is updated in place during a run).
+    """
+
+    kernel: Any
+    code: int
+    params: np.ndarray
+    state: np.ndarray
+
+
+def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | None:
+    """The compiled form of ``router`` on ``config``: the registry's instance policies (matched
+    by exact type, so a subclass that changes ``route`` is not taken for its parent), a router
+    with its own ``kernel_spec(config)``, or ``None`` (the router runs in Python)."""
+    own = getattr(router, "kernel_spec", None)
+    if callable(own):
+        return own(config)
+    t = type(router)
+    f = np.array
+    if t is RoundRobinRouter:
+        return KernelSpec(None, CODES["rr"], f([], float), f([0]))
+    if t is JSQRouter:
+        return KernelSpec(None, CODES["jsq"], f([router.load is Load.TOKENS,
+                                                 router.ties is Ties.RANDOM], float), f([0]))
+    if t is RandomRouter:
+        return KernelSpec(None, CODES["random"], f([], float), f([0]))
+    if t is PowerOfDRouter:
+        m = config.n_instances
+        if m > 10_000 and min(router.d, m) > m // 50:
+            return None  # numpy draws these by a tail shuffle the kernel does not reproduce
+        return KernelSpec(None, CODES["p2c"], f([router.d, router.load is Load.TOKENS], float),
+                          f([0]))
+    if t is MinMinRouter:
+        return KernelSpec(None, CODES["minmin"], f([], float), f([0]))
+    if t is MaxCapacityRouter:
+        return KernelSpec(None, CODES["maxcap"], f([], float), f([0]))
+    if t is MixingRouter:
+        prm = router.params or calibrate_impact(config.timing)
+        return KernelSpec(None, CODES["heuristic"],
+                          f([prm.grad1, prm.grad2, prm.epsilon_s, prm.alpha], float), f([0]))
+    if t is SizePartitionRouter:
+        return KernelSpec(None, CODES["small-large"], f([router.threshold_tokens], float),
+                          f([0, 0]))
+    return None
+
+
+def _check_size(wl: Workload, cfg: ClusterConfig, n_labels: int, n_bins: int,
+                record: bool, out_tokens: np.ndarray) -> None:
+    """Refuse up front a run beyond the house limits (:func:`~lbtheory._checks.check_memory`,
+    :func:`~lbtheory._checks.check_ticks`, the reference engine's clock limit)."""
+    n, m = len(wl), cfg.n_instances
+    check_ticks(float(wl.arrival_s[-1]), cfg.epoch_s,
+                "instance simulator: the workload's arrival span")
+    cap = max(min(cfg.max_batch, n), 1)
+    need = n * (_BYTES_PER_REQUEST + 8 * n_labels) + 8 * m * (cap + n_bins + 16)
+    if record:
+        need += 8 * 5 * int(out_tokens.sum())  # one id per emitted token, ≤ one iteration each
+    check_memory(need, f"the compiled instance simulator ({n:,} requests on {m:,} instances"
+                       f"{', iteration log' if record else ''})")
+
+
+class CompiledClusterSim:
+    """The compiled engine (module docstring); arguments as
+    :class:`~lbtheory.intelligent.ClusterSim`, plus:
+
+    Args:
+        labels: optional (L × requests) int64 histogram bins per request, counted per instance
+            over the requests on it (``hist``, see :mod:`._core`).
+        n_bins: number of histogram bins.
+
+    Raises:
+        ParameterError: a request larger than the KV budget, bad predictions, or a run over
+            the memory limit (``LBTHEORY_MAX_MEMORY_GB``) or the clock's tick limit (named).
+    """
+
+    engine = "compiled"
+
+    def __init__(self, workload: Workload, config: ClusterConfig,
+                 predicted_output: np.ndarray | None = None, *, queue_view: int = 32,
+                 record: bool = False, labels: np.ndarray | None = None,
+                 n_bins: int = 0) -> None:
+        config.check_workload(workload)
+        n = len(workload)
+        output = np.maximum(workload.output_tokens, 1).astype(np.int64)
+        pred = output if predicted_output is None else np.asarray(predicted_output)
+        if pred.shape != (n,) or not np.all(np.isfinite(pred)) or np.any(pred < 0):
+            raise ParameterError(f"predicted_output must have shape ({n},) and be finite and "
+                                 f">= 0")
+        labels = np.zeros((0, n), np.int64) if labels is None else np.asarray(labels, np.int64)
+        _check_size(workload, config, labels.shape[0], n_bins, record, output)
+        self.cfg, self.wl, self.queue_view = config, workload, int(queue_view)
+        self.state = _new_state(workload, config, output, pred.astype(np.int64), labels,
+                                int(n_bins), self.queue_view, record)
+        st = self.state
+        self._ri, self._rf, self._mi, self._gi, self._gf = st.ri, st.rf, st.mi, st.gi, st.gf
+        self._busy = st.gf[_core.BUSY0:]
+        self._hist = st.mi[st.gi[_core.HIST0]:]
+
+    # -- the engine interface ---------------------------------------------------------------
+    @property
+    def queue_length(self) -> int:
+        """Requests in the router queue."""
+        g = self._gi
+        return int(g[QT] - g[QH])
+
+    @property
+    def now(self) -> float:
+        """The current decision epoch (s)."""
+        return float(self._gf[_core.NOW])
+
+    @property
+    def n_done(self) -> int:
+        """Requests finished."""
+        return int(self._gi[_core.N_DONE])
+
+    @property
+    def done(self) -> bool:
+        """True when every request has finished."""
+        return self.n_done == self._ri.shape[1]
+
+    @property
+    def preemptions(self) -> int:
+        """Preemptions so far (all instances)."""
+        return int(self._gi[_core.PREEMPTIONS])
+
+    def advance(self) -> bool:
+        """As :meth:`ClusterSim.advance <lbtheory.intelligent.ClusterSim.advance>`."""
+        return bool(_core.advance(self.state))
+
+    def dispatch(self, pos: int, m: int) -> int:
+        """As :meth:`ClusterSim.dispatch <lbtheory.intelligent.ClusterSim.dispatch>`."""
+        if not 0 <= m < self.cfg.n_instances:
+            raise ParameterError(f"instance {m} out of range [0, {self.cfg.n_instances})")
+        if not 0 <= pos < self.queue_length:
+            raise ParameterError(f"queue position {pos} out of range [0, {self.queue_length})")
+        return int(_core.dispatch(self.state, int(pos), int(m)))
+
+    def run(self, spec: KernelSpec, *, seed: int = 0, name: str = "router") -> None:
+        """Run to the end with a compiled router (``rng = default_rng(seed)``)."""
+        loop = run_builtin if spec.kernel is None else routing_loop(spec.kernel)
+        rng = np.random.default_rng(seed)
+        if loop(self.state, spec.code, np.asarray(spec.params, float),
+                np.array(spec.state, np.int64), rng) < 0:
+            raise ParameterError(f"router {name} chose a queue position or instance out of "
+                                 f"range")
+
+    def queue_ids(self, k: int | None = None) -> np.ndarray:
+        """Ids of the first ``k`` (default all) requests of the router queue, head first."""
+        qh, qt = int(self._gi[QH]), int(self._gi[QT])
+        return self._ri[_core.RQ, qh:qt if k is None else min(qt, qh + k)]
+
+    def view(self) -> InstanceView:
+        """The router's view at the current epoch (the fields of the reference's view)."""
+        ri, mi, m = self._ri, self._mi, self.cfg.n_instances
+        q = self.queue_ids(self.queue_view)
+        now = self.now
+        n_sched = mi[_core.N_RUN] + mi[_core.N_ADM]
+        fewest = np.zeros(m, np.int64)
+        _core.fewest_left(self.state, fewest)
+        buf = np.empty(ri.shape[1], np.int64)
+        on = []
+        for i in range(m):
+            k = _core.waiting_ids(self.state, i, buf)
+            on.append(np.concatenate([mi[_core.BATCH0:_core.BATCH0 + n_sched[i], i], buf[:k]]))
+        prompt, pred = ri[_core.P], ri[_core.PRED]
+        kv, wait = mi[_core.KV_USED], mi[_core.WAIT_TOK]
+        return InstanceView(
+            time_s=now, n_running=n_sched, n_waiting=mi[_core.N_WAIT].copy(),
+            kv_used=kv.copy(), kv_committed=kv + wait, load_tokens=mi[_core.LOAD].copy(),
+            waiting_prefill_tokens=wait.copy(), queue_prompt=prompt[q],
+            queue_output_pred=pred[q], queue_wait_s=now - self._rf[_core.ARRIVAL][q],
+            queue_length=self.queue_length, config=self.cfg, instance_requests=tuple(on),
+            earliest_completion_s=float(_core.earliest_completion_s(
+                self._gf, mi[_core.N_RUN], kv, fewest)),
+            request_prompt=prompt, request_pred=pred)
+
+    def records(self) -> dict[str, np.ndarray]:
+        """Per-request records and per-instance counters (copies), as the reference's."""
+        ri, rf, mi = self._ri, self._rf, self._mi
+        c = _core
+        return {"arrival_s": rf[c.ARRIVAL].copy(), "dispatch_s": rf[c.DISPATCH].copy(),
+                "admit_s": rf[c.ADMIT].copy(), "first_token_s": rf[c.FIRST].copy(),
+                "finish_s": rf[c.FINISH].copy(), "tbt_sum_s": rf[c.TBT_SUM].copy(),
+                "tbt_max_s": rf[c.TBT_MAX].copy(), "generated_tokens": ri[c.GEN].copy(),
+                "preempted": ri[c.PREEMPTED].copy(), "instance": ri[c.INSTANCE].copy(),
+                "peak_kv_tokens": mi[c.PEAK_KV].copy(), "iterations": mi[c.N_ITER].copy()}
+
+    @property
+    def iterations_log(self) -> list[tuple[int, float, float, tuple[int, ...]]] | None:
+        """With ``record=True``, every iteration ``(instance, start_s, end_s, request ids)``."""
+        g = self._gi
+        if not g[_core.RECORD]:
+            return None
+        k, ids0 = int(g[_core.N_LOG_ITER]), int(g[_core.LOG_IDS0])
+        li, lf = self.state.log_i, self.state.log_f
+        ends = li[ids0 // 2:ids0 // 2 + k].tolist()
+        ids = li[ids0:].tolist()
+        starts = [0, *ends[:-1]]
+        return [(int(li[i]), float(lf[2 * i]), float(lf[2 * i + 1]),
+                 tuple(ids[starts[i]:ends[i]])) for i in range(k)]
+
+
+def _new_state(wl: Workload, cfg: ClusterConfig, output: np.ndarray, pred: np.ndarray,
+               labels: np.ndarray, n_bins: int, queue_view: int, record: bool) -> CoreState:
+    """The initial :class:`CoreState` (nothing dispatched; clock before epoch 0)."""
+    c = _core
+    n, m = len(wl), cfg.n_instances
+    n_lab = labels.shape[0]
+    ri = np.zeros((c.LABEL0 + n_lab, n), np.int64)
+    ri[c.P] = np.maximum(wl.prompt_tokens, 1)
+    ri[c.D] = output
+    ri[c.PRED] = pred
+    ri[[c.INSTANCE, c.NXT, c.PRV]] = -1
+    ri[c.LABEL0:] = labels
+    rf = np.zeros((c.N_RF, n))
+    rf[c.ARRIVAL] = wl.arrival_s
+    rf[[c.DISPATCH, c.ADMIT, c.FIRST, c.LAST, c.FINISH]] = np.nan
+    cap = max(min(cfg.max_batch, n), 1)
+    mi = np.zeros((c.BATCH0 + cap + n_bins, m), np.int64)
+    mi[[c.WHEAD, c.WTAIL]] = -1
+    gi = np.zeros(c.N_GI, np.int64)
+    gi[c.EPOCH_K] = -1
+    n_log = int(output.sum()) if record else 0
+    gi[[c.BUDGET, c.MAX_BATCH, c.MAX_PREFILL, c.ADMISSION, c.QUEUE_VIEW, c.RECORD, c.HIST0,
+        c.N_LABELS, c.LOG_IDS0]] = [
+        cfg.kv_budget_tokens, cfg.max_batch, cfg.max_prefill_tokens,
+        int(cfg.admission is Admission.SPF), queue_view, int(record), c.BATCH0 + cap, n_lab,
+        2 * n_log]
+    gf = np.concatenate([cfg.timing.coefficients(), [0.0, cfg.epoch_s], np.full(m, np.inf)])
+    return CoreState(ri, rf, mi, gi, gf, np.zeros(3 * n_log, np.int64),
+                     np.zeros(2 * n_log))

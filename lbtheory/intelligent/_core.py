@@ -1,0 +1,369 @@
+"""The compiled instance simulator's state and its numba kernels (the engine of
+:class:`~lbtheory.intelligent.CompiledClusterSim`).
+
+Same semantics as the reference :class:`~lbtheory.intelligent.ClusterSim` (its module docstring
+states them; the cross-engine tests check the two bit for bit). The state is a
+:class:`CoreState` of seven arrays, indexed by the row constants below:
+
+* ``ri[row, v]`` (int64, per request ``v`` in workload order): prompt ``P`` and output ``D``
+  (each ``max(·, 1)``), predicted output ``PRED``, tokens emitted ``GEN``, ``PREEMPTED``
+  (count), ``INSTANCE`` (−1 until dispatched), the links ``NXT`` / ``PRV`` of the instance
+  waiting queues (−1: none), the router queue ``RQ`` (``ri[RQ, gi[QH]:gi[QT]]``: request ids,
+  head first), then ``gi[N_LABELS]`` rows of histogram labels from ``LABEL0``;
+* ``rf[row, v]`` (float64, s): ``ARRIVAL``, ``DISPATCH``, ``ADMIT`` (first admission),
+  ``FIRST`` / ``LAST`` (token times), ``FINISH`` (NaN until they happen), ``TBT_SUM`` /
+  ``TBT_MAX`` (gaps between tokens);
+* ``mi[row, m]`` (int64, per instance ``m``): ``N_RUN`` running requests and ``N_ADM`` admitted
+  into the current iteration (the batch ``mi[BATCH0 + i, m]``, running first), ``N_WAIT``
+  waiting requests (a linked list ``WHEAD`` → ``ri[NXT]`` → … ``WTAIL``), ``KV_USED`` (KV of the
+  running requests), ``WAIT_TOK`` (prompt + generated tokens of the waiting requests), ``LOAD``
+  (Σ prompt + predicted output of the requests on it), ``N_ON`` (requests on it), ``PEAK_KV``,
+  ``N_ITER``; from row ``gi[HIST0]``, how many requests on the instance carry each label (the
+  environment's prompt and decode buckets; none for a plain simulation);
+* ``gi`` (int64) and ``gf`` (float64): counters, clock, configuration, the iteration-time
+  coefficients (``gf[:5]``) and each instance's end of iteration
+  ``gf[BUSY0 + m]`` (s; inf when idle);
+* ``log_i`` / ``log_f``: the iteration log when recording (instance, id offsets and ids;
+  start and end times).
+
+Few arrays on purpose: numba counts references to every array of a tuple at each call
+boundary. Shortest-prompt-first keeps each waiting queue ordered at all times (preempted
+requests first, then fresh ones by (prompt, id)): the reference sorts at every iteration start,
+and the two agree because resumed requests only ever enter at the front and fresh ones only by
+dispatch, between two starts.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ._timing import iteration_seconds
+
+__all__ = ["CoreState", "advance", "dispatch", "queue_length", "earliest_completion_s",
+           "fewest_left", "waiting_ids"]
+
+# ri rows
+P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LABEL0 = range(10)
+# rf rows
+ARRIVAL, DISPATCH, ADMIT, FIRST, LAST, FINISH, TBT_SUM, TBT_MAX = range(8)
+N_RF = 8
+# mi rows
+N_RUN, N_ADM, N_WAIT, WHEAD, WTAIL, KV_USED, WAIT_TOK, LOAD, N_ON, PEAK_KV, N_ITER, BATCH0 = \
+    range(12)
+# gi entries: counters, then configuration
+(NEXT_ARRIVAL, EPOCH_K, N_DONE, PREEMPTIONS, QH, QT, N_LOG_ITER, N_LOG_IDS, BUDGET, MAX_BATCH,
+ MAX_PREFILL, ADMISSION, QUEUE_VIEW, RECORD, HIST0, N_LABELS, LOG_IDS0) = range(17)
+N_GI = 17
+# gf entries: the five iteration-time coefficients (so ``gf`` is the ``coef`` argument of
+# :func:`iteration_seconds`), the clock, the epoch, then per-instance busy times
+NOW, EPOCH_S, BUSY0 = 5, 6, 7
+_EPS = 1e-12
+
+
+class CoreState(NamedTuple):
+    """The compiled simulator's arrays (module docstring)."""
+
+    ri: np.ndarray
+    rf: np.ndarray
+    mi: np.ndarray
+    gi: np.ndarray
+    gf: np.ndarray
+    log_i: np.ndarray
+    log_f: np.ndarray
+
+
+# -- the waiting queues (doubly linked lists) ---------------------------------------------------
+@njit(cache=True)
+def _push_front(ri, mi, m, v):
+    h = mi[WHEAD, m]
+    ri[NXT, v] = h
+    ri[PRV, v] = -1
+    if h < 0:
+        mi[WTAIL, m] = v
+    else:
+        ri[PRV, h] = v
+    mi[WHEAD, m] = v
+    mi[N_WAIT, m] += 1
+
+
+@njit(cache=True)
+def _insert_after(ri, mi, m, u, v):
+    """Link ``v`` after ``u`` in instance ``m``'s waiting queue (``u = -1``: at the front)."""
+    if u < 0:
+        _push_front(ri, mi, m, v)
+        return
+    w = ri[NXT, u]
+    ri[PRV, v] = u
+    ri[NXT, v] = w
+    ri[NXT, u] = v
+    if w < 0:
+        mi[WTAIL, m] = v
+    else:
+        ri[PRV, w] = v
+    mi[N_WAIT, m] += 1
+
+
+@njit(cache=True)
+def _pop_front(ri, mi, m):
+    v = mi[WHEAD, m]
+    h = ri[NXT, v]
+    mi[WHEAD, m] = h
+    if h < 0:
+        mi[WTAIL, m] = -1
+    else:
+        ri[PRV, h] = -1
+    ri[NXT, v] = -1
+    mi[N_WAIT, m] -= 1
+    return v
+
+
+# -- one instance --------------------------------------------------------------------------------
+@njit(cache=True)
+def _start(ri, rf, mi, gi, gf, m, t):
+    """Form and start the next iteration of instance ``m`` at time ``t`` (s): preempt by
+    recomputation (the most recently admitted first) while the running requests' next tokens
+    do not fit the budget, else admit waiting requests (the reference's ``_start``)."""
+    budget = gi[BUDGET]
+    nr = mi[N_RUN, m]
+    need = mi[KV_USED, m] + nr
+    preempted = False
+    while need > budget and nr > 0:
+        nr -= 1
+        v = mi[BATCH0 + nr, m]
+        kv = ri[P, v] + ri[GEN, v]
+        mi[KV_USED, m] -= kv
+        need -= kv + 1
+        _push_front(ri, mi, m, v)
+        mi[WAIT_TOK, m] += kv
+        ri[PREEMPTED, v] += 1
+        gi[PREEMPTIONS] += 1
+        preempted = True
+    mi[N_RUN, m] = nr
+    na = 0
+    sum_q = 0.0
+    sum_q2 = 0.0
+    if not preempted or nr == 0:
+        qtok = 0
+        while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH]:
+            v = mi[WHEAD, m]
+            nv = ri[P, v] + ri[GEN, v]
+            if na > 0 and qtok + nv > gi[MAX_PREFILL]:
+                break
+            if need + nv + 1 > budget:
+                break
+            _pop_front(ri, mi, m)
+            mi[WAIT_TOK, m] -= nv
+            mi[BATCH0 + nr + na, m] = v
+            na += 1
+            x = float(nv)
+            sum_q += x
+            sum_q2 += x * x
+            qtok += nv
+            need += nv + 1
+            if np.isnan(rf[ADMIT, v]):
+                rf[ADMIT, v] = t
+    mi[N_ADM, m] = na
+    if nr == 0 and na == 0:
+        gf[BUSY0 + m] = np.inf
+        return
+    if need > mi[PEAK_KV, m]:
+        mi[PEAK_KV, m] = need
+    mi[N_ITER, m] += 1
+    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(nr), float(mi[KV_USED, m]))
+
+
+@njit(cache=True)
+def _finish(ri, rf, mi, gi, gf, m):
+    """End the current iteration of instance ``m``: every scheduled request emits one token,
+    finished ones leave (freeing their KV); returns the end time (s)."""
+    t = gf[BUSY0 + m]
+    nr = mi[N_RUN, m]
+    nb = nr + mi[N_ADM, m]
+    kv = mi[KV_USED, m] + nr
+    for i in range(nr, nb):
+        v = mi[BATCH0 + i, m]
+        kv += ri[P, v] + ri[GEN, v] + 1
+    still = 0
+    done = 0
+    freed = 0
+    hist0 = gi[HIST0]
+    for i in range(nb):
+        v = mi[BATCH0 + i, m]
+        g = ri[GEN, v] + 1
+        ri[GEN, v] = g
+        if np.isnan(rf[FIRST, v]):
+            rf[FIRST, v] = t
+        else:
+            gap = t - rf[LAST, v]
+            rf[TBT_SUM, v] += gap
+            if gap > rf[TBT_MAX, v]:
+                rf[TBT_MAX, v] = gap
+        rf[LAST, v] = t
+        if g >= ri[D, v]:
+            kv -= ri[P, v] + g
+            rf[FINISH, v] = t
+            done += 1
+            freed += ri[P, v] + ri[PRED, v]
+            for c in range(gi[N_LABELS]):
+                mi[hist0 + ri[LABEL0 + c, v], m] -= 1
+        else:
+            mi[BATCH0 + still, m] = v
+            still += 1
+    gi[N_DONE] += done
+    mi[LOAD, m] -= freed
+    mi[N_ON, m] -= done
+    mi[N_RUN, m] = still
+    mi[N_ADM, m] = 0
+    mi[KV_USED, m] = kv
+    return t
+
+
+@njit(cache=True)
+def _log(mi, gi, gf, log_i, log_f, m, t):
+    """Record the iteration just started: ``log_i[k]`` its instance, ``log_i[K + k]`` the end
+    of its ids in ``log_i[2K:]`` (``K = gi[LOG_IDS0] // 2``), ``log_f[2k:2k + 2]`` its times."""
+    k = gi[N_LOG_ITER]
+    j = gi[N_LOG_IDS]
+    ids0 = gi[LOG_IDS0]
+    log_i[k] = m
+    log_f[2 * k] = t
+    log_f[2 * k + 1] = gf[BUSY0 + m]
+    for i in range(mi[N_RUN, m] + mi[N_ADM, m]):
+        log_i[ids0 + j] = mi[BATCH0 + i, m]
+        j += 1
+    log_i[ids0 // 2 + k] = j
+    gi[N_LOG_ITER] = k + 1
+    gi[N_LOG_IDS] = j
+
+
+@njit(cache=True)
+def _run_instance(s, m, t_start, t_until):
+    """Instance ``m``: start an iteration at ``t_start`` when it is ≥ 0, then end and start
+    iterations while the current one ends by ``t_until`` (s; ``inf``: until idle)."""
+    ri, rf, mi, gi, gf = s.ri, s.rf, s.mi, s.gi, s.gf
+    record = gi[RECORD] != 0
+    if t_start >= 0.0:
+        _start(ri, rf, mi, gi, gf, m, t_start)
+        if record and gf[BUSY0 + m] < np.inf:
+            _log(mi, gi, gf, s.log_i, s.log_f, m, t_start)
+    while gf[BUSY0 + m] < np.inf and gf[BUSY0 + m] <= t_until + _EPS:
+        t = _finish(ri, rf, mi, gi, gf, m)
+        _start(ri, rf, mi, gi, gf, m, t)
+        if record and gf[BUSY0 + m] < np.inf:
+            _log(mi, gi, gf, s.log_i, s.log_f, m, t)
+
+
+# -- the cluster and the router queue -----------------------------------------------------------
+@njit(cache=True)
+def queue_length(s):
+    """Requests in the router queue."""
+    return s.gi[QT] - s.gi[QH]
+
+
+@njit(cache=True)
+def advance(s):
+    """Move to the next decision epoch with a non-empty router queue and run the instances up
+    to it (True); when no request is left to route, run the instances to the end (False). The
+    reference's ``ClusterSim.advance``."""
+    ri, rf, mi, gi, gf = s.ri, s.rf, s.mi, s.gi, s.gf
+    n = ri.shape[1]
+    n_inst = mi.shape[1]
+    for m in range(n_inst):  # requests routed at the last epoch start together
+        if gf[BUSY0 + m] == np.inf and mi[N_WAIT, m] > 0:
+            _run_instance(s, m, gf[NOW], -np.inf)
+    epoch = gf[EPOCH_S]
+    if gi[QT] == gi[QH]:
+        nxt = gi[NEXT_ARRIVAL]
+        if nxt >= n:
+            for m in range(n_inst):
+                _run_instance(s, m, -1.0, np.inf)
+            return False
+        k_arr = np.int64(np.ceil(rf[ARRIVAL, nxt] / epoch - 1e-9))
+        gi[EPOCH_K] = max(gi[EPOCH_K] + 1, k_arr)
+    else:
+        gi[EPOCH_K] += 1
+    t = gi[EPOCH_K] * epoch
+    gf[NOW] = t
+    for m in range(n_inst):
+        if gf[BUSY0 + m] <= t + _EPS:
+            _run_instance(s, m, -1.0, t)
+    nxt = gi[NEXT_ARRIVAL]
+    qt = gi[QT]
+    while nxt < n and rf[ARRIVAL, nxt] <= t + _EPS:
+        ri[RQ, qt] = nxt
+        qt += 1
+        nxt += 1
+    gi[NEXT_ARRIVAL] = nxt
+    gi[QT] = qt
+    return True
+
+
+@njit(cache=True)
+def dispatch(s, pos, m):
+    """Route the request at router-queue position ``pos`` to instance ``m``; return its id (the
+    caller checks the ranges)."""
+    ri, mi, gi = s.ri, s.mi, s.gi
+    qh = gi[QH]
+    v = ri[RQ, qh + pos]
+    for i in range(qh + pos, qh, -1):  # close the gap: earlier requests move back one place
+        ri[RQ, i] = ri[RQ, i - 1]
+    gi[QH] = qh + 1
+    s.rf[DISPATCH, v] = s.gf[NOW]
+    ri[INSTANCE, v] = m
+    u = mi[WTAIL, m]
+    if gi[ADMISSION] == 1:  # shortest prompt first: behind resumed and smaller fresh requests
+        p = ri[P, v]
+        while u >= 0 and ri[GEN, u] == 0 and (ri[P, u] > p or (ri[P, u] == p and u > v)):
+            u = ri[PRV, u]
+    _insert_after(ri, mi, m, u, v)
+    mi[WAIT_TOK, m] += ri[P, v]
+    mi[LOAD, m] += ri[P, v] + ri[PRED, v]
+    mi[N_ON, m] += 1
+    for c in range(gi[N_LABELS]):
+        mi[gi[HIST0] + ri[LABEL0 + c, v], m] += 1
+    return v
+
+
+@njit(cache=True)
+def earliest_completion_s(coef, n_decode, kv_used, fewest):
+    """T̂_c [R]: min over instances with decoding requests (``n_decode[m] > 0``) of
+    ``fewest[m]`` (the fewest predicted output tokens left, at least 1) × the instance's
+    current decode iteration time (s); inf when nothing decodes."""
+    best = np.inf
+    for m in range(len(n_decode)):
+        if n_decode[m] > 0:
+            t = fewest[m] * iteration_seconds(coef, 0.0, 0.0, float(n_decode[m]),
+                                              float(kv_used[m]))
+            if t < best:
+                best = t
+    return best
+
+
+@njit(cache=True)
+def fewest_left(s, out):
+    """Per instance, the fewest predicted output tokens left (at least 1) among its running
+    (decoding) requests, into ``out``; 0 where none runs."""
+    ri, mi = s.ri, s.mi
+    for m in range(mi.shape[1]):
+        best = 0
+        for i in range(mi[N_RUN, m]):
+            v = mi[BATCH0 + i, m]
+            left = max(ri[PRED, v] - ri[GEN, v], 1)
+            if best == 0 or left < best:
+                best = left
+        out[m] = best
+
+
+@njit(cache=True)
+def waiting_ids(s, m, out):
+    """The waiting requests of instance ``m``, head first, into ``out``; returns how many."""
+    k = 0
+    v = s.mi[WHEAD, m]
+    while v >= 0:
+        out[k] = v
+        k += 1
+        v = s.ri[NXT, v]
+    return k
