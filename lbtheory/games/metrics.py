@@ -164,7 +164,7 @@ def reduced_cost_bounds(game: RoutingGame, origin_flow: np.ndarray, cost: np.nda
         pos = f > dust * dem[k]
         if np.any(pos):
             heaviest = max(heaviest, float(np.max(f[pos] * (red[pos] - slack * ref))))
-    return lowest / ref, (heaviest / tstt if tstt > 0 else heaviest)
+    return (lowest / ref if ref > 0 else lowest), (heaviest / tstt if tstt > 0 else heaviest)
 
 
 def used_arc_spread(game: RoutingGame, origin_flow: np.ndarray, cost: np.ndarray, *,
