@@ -148,6 +148,19 @@ def _setup(args: argparse.Namespace):
     return cfg, traces, (args.rate if args.rate > 0 else None)
 
 
+def _offered_load(wl: Any, cfg: Any) -> Any:
+    """The run's offered load (:func:`lbtheory.intelligent.offered_load`); its overload
+    warning goes to stderr (the exit code does not change)."""
+    import sys
+
+    from ..intelligent import offered_load
+
+    load = offered_load(wl, cfg)
+    if load.warning():
+        print(load.warning(), file=sys.stderr)
+    return load
+
+
 def _manifest(args: argparse.Namespace) -> dict[str, Any]:
     from ..io import run_manifest
 
@@ -179,6 +192,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                         window=(0.5, 1.0))
         pred = model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
     cfg.check_workload(wl)
+    load = _offered_load(wl, cfg)
     built = {name: make_router(name, "instances", **({"checkpoint": ck, "cluster": cfg}
                                                      if ck else {}))
              for name, ck in routers}  # checkpoints are read (and checked) before any run
@@ -188,13 +202,16 @@ def _evaluate(args: argparse.Namespace) -> int:
                        engine=args.engine)
         results[name] = res.summary()
     if args.out:
-        write_json_atomic(args.out, {"routers": results, "manifest": _manifest(args)})
+        write_json_atomic(args.out, {"routers": results, "offered_load": load.as_dict(),
+                                     "manifest": _manifest(args)})
     if args.json:
         print(dumps_json({"routers": {n: {k: r[k] for k in JSON_KEYS}
-                                      for n, r in results.items()}}))
+                                      for n, r in results.items()},
+                          "offered_load": load.as_dict()}))
         return 0
     tasks = ", ".join(f"{Path(t.path).stem}" for t in traces)
     print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
+    print(load.describe())
     print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
           f"{'TBT':>7} {'wait':>7} {'preempt':>7}")
     # the reference of the Δ column: round robin when it ran (the paper's baseline), else the

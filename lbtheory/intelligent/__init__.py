@@ -15,6 +15,7 @@ mixes task traces); routers follow the one contract of :mod:`lbtheory.routers` a
   :class:`KernelSpec` and :func:`kernel_spec` (routers that run inside its loop);
 * ``_simulate``: :func:`simulate` (``engine="auto"|"compiled"|"reference"``), :func:`run_router`,
   :func:`make_sim`, :class:`InstanceResult` (E2E, TTFT, TBT, router wait, ..., the engine);
+* ``_load``: :func:`offered_load` (prefill and decode demand against capacity; overload);
 * ``_impact``: the workload-impact estimator (T_p, r_p, r_d, r_mix, h) and its calibration;
 * ``_predictor``: the output-length bucket classifier (histogram, with backoff) and its report;
 * ``_routers``: Min-Min, Maximum Capacity Usage, greedy mixing heuristic, small/large partition
@@ -42,6 +43,7 @@ from ._impact import (
     prompt_impact_s,
     prompt_reward,
 )
+from ._load import OfferedLoad, offered_load
 from ._predictor import (
     BucketSpec,
     LengthPredictor,
@@ -96,5 +98,6 @@ __all__ = [*_LAZY,
     "CompiledClusterSim", "KernelSpec", "kernel_spec", "Engine", "make_sim",
     "ITERATION_FEATURES", "IterationTimeModel", "fit_iteration_model", "Workload", "mix_traces",
     "workload_from_arrays", "BucketSpec", "LengthPredictor", "PredictorReport",
-    "evaluate_length_predictor", "fit_length_predictor", "history_feature",
+    "evaluate_length_predictor", "fit_length_predictor", "history_feature", "OfferedLoad",
+    "offered_load",
 ]
