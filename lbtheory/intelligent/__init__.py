@@ -22,7 +22,11 @@ mixes task traces); routers follow the one contract of :mod:`lbtheory.routers` a
   (round robin, JSQ and JSQ-tokens are the shared baselines of :mod:`lbtheory.routers`);
 * ``_env``: the routing MDP as a ``gymnasium.Env`` (:class:`RoutingEnv`; its step is one
   compiled kernel call, ``_envkernels``) and its :func:`observation` of a view;
-* ``_dqn``: Double-DQN routers (JAX + optax + equinox), :class:`DQNRouter`, checkpoints.
+* ``_calibrate``: :func:`calibrate_env` (the reward's horizon and scales from a round-robin
+  run) and :func:`bucket_spec_for` (decode buckets at the cluster's decode speed);
+* ``_qnet``: the Q-networks (:class:`SymmetricQNetwork`, the plain MLP);
+* ``_dqn``: Double-DQN training (JAX + optax + equinox), :class:`DQNRouter`;
+* ``_checkpoint``: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`dqn_router`.
 
 The RL names (``_env``, ``_dqn``) load lazily, so the heuristics do not import JAX.
 """
@@ -36,6 +40,7 @@ from ._compiled import CompiledClusterSim, KernelSpec, kernel_spec
 from ._engine import Admission, ClusterConfig, ClusterSim, InstanceView
 from ._impact import (
     ImpactParams,
+    MixReading,
     calibrate_impact,
     decode_reward,
     guidance_penalty,
@@ -65,14 +70,17 @@ from ._timing import ITERATION_FEATURES, IterationTimeModel, fit_iteration_model
 _LAZY = {
     "EnvConfig": "_env", "RoutingEnv": "_env", "guidance_weight": "_env",
     "observation_size": "_env", "ideal_time_s": "_env", "observation": "_env",
-    "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env",
-    "episode_labels": "_env",
+    "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env", "Progress": "_env",
+    "episode_labels": "_env", "observation_layout": "_env",
+    "calibrate_env": "_calibrate", "bucket_spec_for": "_calibrate", "Calibration": "_calibrate",
     "DQNConfig": "_dqn", "TrainResult": "_dqn", "train_dqn": "_dqn", "greedy_rollout": "_dqn",
-    "double_dqn_step": "_dqn",
-    "save_checkpoint": "_dqn", "load_checkpoint": "_dqn", "GUIDANCE_OF": "_dqn",
-    "q_values": "_dqn", "split_net": "_dqn", "greedy_action": "_dqn", "RLKind": "_dqn",
-    "DQNRouter": "_dqn", "dqn_router": "_dqn", "ReplayBuffer": "_dqn",
-    "make_q_network": "_dqn", "double_dqn_update": "_dqn",
+    "double_dqn_step": "_dqn", "GUIDANCE_OF": "_dqn", "RLKind": "_dqn", "Network": "_dqn",
+    "DQNRouter": "_dqn", "ReplayBuffer": "_dqn", "double_dqn_update": "_dqn",
+    "build_network": "_dqn",
+    "save_checkpoint": "_checkpoint", "load_checkpoint": "_checkpoint",
+    "dqn_router": "_checkpoint",
+    "q_values": "_qnet", "split_net": "_qnet", "greedy_action": "_qnet",
+    "make_q_network": "_qnet", "SymmetricQNetwork": "_qnet",
 }
 #: old name -> new name: deprecated aliases kept for one release.
 _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}
@@ -94,7 +102,7 @@ __all__ = [*_LAZY,
     "Admission", "ClusterConfig", "ClusterSim", "InstanceView", "ImpactParams",
     "calibrate_impact", "decode_reward", "guidance_penalty", "mixing_reward", "prompt_impact_s",
     "prompt_reward", "MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
-    "estimated_completion_s", "InstanceResult", "result_of", "run_router", "simulate",
+    "estimated_completion_s", "MixReading", "InstanceResult", "result_of", "run_router", "simulate",
     "CompiledClusterSim", "KernelSpec", "kernel_spec", "Engine", "make_sim",
     "ITERATION_FEATURES", "IterationTimeModel", "fit_iteration_model", "Workload", "mix_traces",
     "workload_from_arrays", "BucketSpec", "LengthPredictor", "PredictorReport",

@@ -103,8 +103,7 @@ def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | None:
         return KernelSpec(None, CODES["maxcap"], f([], float), f([0]))
     if t is MixingRouter:
         prm = router.params or calibrate_impact(config.timing)
-        return KernelSpec(None, CODES["heuristic"],
-                          f([prm.grad1, prm.grad2, prm.epsilon_s, prm.alpha], float), f([0]))
+        return KernelSpec(None, CODES["heuristic"], prm.kernel_params(), f([0]))
     if t is SizePartitionRouter:
         return KernelSpec(None, CODES["small-large"], f([router.threshold_tokens], float),
                           f([0, 0]))
