@@ -92,6 +92,9 @@ CASES = {
     "prefill-limited": lambda adm: (_synthetic(3), ClusterConfig(
         n_instances=2, kv_budget_tokens=4000, max_batch=6, max_prefill_tokens=700,
         admission=adm)),
+    "chunked": lambda adm: (_synthetic(4), ClusterConfig(
+        n_instances=2, kv_budget_tokens=1500, max_batch=16, max_prefill_tokens=200,
+        chunked_prefill=True, admission=adm)),
 }
 
 

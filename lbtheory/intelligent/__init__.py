@@ -65,7 +65,13 @@ from ._routers import (
     estimated_completion_s,
 )
 from ._simulate import Engine, InstanceResult, make_sim, result_of, run_router, simulate
-from ._timing import ITERATION_FEATURES, IterationTimeModel, fit_iteration_model
+from ._timing import (
+    A100_KV_BUDGET_TOKENS,
+    A100_LLAMA31_8B,
+    ITERATION_FEATURES,
+    IterationTimeModel,
+    fit_iteration_model,
+)
 
 _LAZY = {
     "EnvConfig": "_env", "RoutingEnv": "_env", "guidance_weight": "_env",
@@ -73,6 +79,7 @@ _LAZY = {
     "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env", "Progress": "_env",
     "episode_labels": "_env", "observation_layout": "_env",
     "calibrate_env": "_calibrate", "bucket_spec_for": "_calibrate", "Calibration": "_calibrate",
+    "prompt_edges_for": "_calibrate",
     "DQNConfig": "_dqn", "TrainResult": "_dqn", "train_dqn": "_dqn", "greedy_rollout": "_dqn",
     "double_dqn_step": "_dqn", "GUIDANCE_OF": "_dqn", "RLKind": "_dqn", "Network": "_dqn",
     "DQNRouter": "_dqn", "ReplayBuffer": "_dqn", "double_dqn_update": "_dqn",
@@ -104,7 +111,8 @@ __all__ = [*_LAZY,
     "prompt_reward", "MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
     "estimated_completion_s", "MixReading", "InstanceResult", "result_of", "run_router", "simulate",
     "CompiledClusterSim", "KernelSpec", "kernel_spec", "Engine", "make_sim",
-    "ITERATION_FEATURES", "IterationTimeModel", "fit_iteration_model", "Workload", "mix_traces",
+    "ITERATION_FEATURES", "IterationTimeModel", "A100_LLAMA31_8B", "A100_KV_BUDGET_TOKENS",
+    "fit_iteration_model", "Workload", "mix_traces",
     "workload_from_arrays", "BucketSpec", "LengthPredictor", "PredictorReport",
     "evaluate_length_predictor", "fit_length_predictor", "history_feature", "OfferedLoad",
     "offered_load",

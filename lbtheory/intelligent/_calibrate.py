@@ -14,6 +14,9 @@ reads off what the reward needs (:mod:`._env`):
   deviation of the guidance difference ``h`` over round robin's decisions: a typical guidance
   term is then ``w_k`` times a typical decision's cost, instead of ≈1e-5 of it.
 
+:func:`prompt_edges_for` gives prompt-bucket edges at the quartiles of a workload's prompts
+[R] (the seed does not print its ``n_p`` buckets; fixed edges 256 / 1,024 / 4,096 put every
+five-task prompt in the first bucket and most production prompts in the last two).
 :func:`bucket_spec_for` gives the completion-time decode buckets at the cluster's own
 per-request decode speed (:func:`~lbtheory.intelligent.offered_load`'s ``decode_tps``): the
 seed's 0.5 / 2 / 4 s buckets at 500 tokens/s put nearly all Azure outputs in bucket 0, while a
@@ -37,7 +40,7 @@ from ._load import offered_load
 from ._predictor import BucketSpec
 from ._simulate import Engine, simulate
 
-__all__ = ["calibrate_env", "bucket_spec_for", "Calibration"]
+__all__ = ["calibrate_env", "bucket_spec_for", "prompt_edges_for", "Calibration"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,3 +113,10 @@ def bucket_spec_for(workload: Workload, cluster: ClusterConfig) -> BucketSpec:
     """The seed's completion-time buckets (0.5 / 2 / 4 s) at one request's decode speed on
     ``cluster`` under ``workload``'s load (module docstring)."""
     return BucketSpec("time", decode_tps=offered_load(workload, cluster).decode_tps)
+
+
+def prompt_edges_for(workload: Workload) -> tuple[int, ...]:
+    """Prompt-bucket edges (tokens) at the quartiles of ``workload``'s prompts (module
+    docstring); repeated edges are dropped."""
+    q = np.percentile(np.maximum(workload.prompt_tokens, 1), [25, 50, 75])
+    return tuple(sorted({max(1, int(round(x))) for x in q}))

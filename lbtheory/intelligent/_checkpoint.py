@@ -43,7 +43,7 @@ def _config_dict(result: TrainResult) -> dict[str, Any]:
             "cluster": {"n_instances": c.n_instances, "kv_budget_tokens": c.kv_budget_tokens,
                         "max_batch": c.max_batch, "max_prefill_tokens": c.max_prefill_tokens,
                         "epoch_s": c.epoch_s, "timing": asdict(c.timing),
-                        "admission": str(c.admission)},
+                        "admission": str(c.admission), "chunked_prefill": c.chunked_prefill},
             "obs_dim": observation_size(c.n_instances, result.env_config)}
 
 
@@ -127,7 +127,7 @@ def load_checkpoint(path: str | Path, cluster: ClusterConfig | None = None) -> T
     saved, dconf, ec = _configs(cfg, p)
     if cluster is not None:
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens",
-                     "epoch_s", "timing", "admission"):
+                     "epoch_s", "timing", "admission", "chunked_prefill"):
             if getattr(saved, name) != getattr(cluster, name):
                 raise ParameterError(f"checkpoint {p} was trained with {name} = "
                                      f"{getattr(saved, name)}, expected "

@@ -48,6 +48,11 @@ from ._core import (
 from ._impact import mixing_reward_scalar
 from ._timing import iteration_seconds
 
+#: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
+#: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
+#: changes (2: chunked prefill).
+CORE_REVISION = 2
+
 __all__ = ["CODES", "route_builtin", "run_builtin", "routing_loop", "mixing_at"]
 
 #: kernel codes of the registry's instance policies.
