@@ -124,8 +124,11 @@ def _pop_front(ri, mi, m):
 
 # -- one instance --------------------------------------------------------------------------------
 @njit(cache=True)
-def _start_chunked(ri, rf, mi, gi, gf, m, t):
-    """:func:`_start` with chunked prefill (the reference's ``_start_chunked``)."""
+def _preempt(ri, mi, gi, m):
+    """Preempt by recomputation (the most recently admitted first) while the running requests'
+    KV, their next token and the reserved rest of their prefills (chunked prefill; ``LEFT`` is
+    0 otherwise) exceed the budget. Returns ``(need, preempted)``: the KV the running requests
+    will need, and whether any was preempted."""
     budget = gi[BUDGET]
     nr = mi[N_RUN, m]
     need = mi[KV_USED, m] + nr
@@ -145,6 +148,38 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
         gi[PREEMPTIONS] += 1
         preempted = True
     mi[N_RUN, m] = nr
+    return need, preempted
+
+
+@njit(cache=True)
+def _admit_one(ri, rf, mi, m, t, nv, slot):
+    """Move the head waiting request (``nv`` tokens to prefill) into batch slot ``slot``."""
+    v = _pop_front(ri, mi, m)
+    mi[WAIT_TOK, m] -= nv
+    mi[BATCH0 + slot, m] = v
+    if np.isnan(rf[ADMIT, v]):
+        rf[ADMIT, v] = t
+    return v
+
+
+@njit(cache=True)
+def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context):
+    """Start the iteration formed (``na`` admitted), or mark the instance idle."""
+    mi[N_ADM, m] = na
+    if mi[N_RUN, m] == 0 and na == 0:
+        gf[BUSY0 + m] = np.inf
+        return
+    if need > mi[PEAK_KV, m]:
+        mi[PEAK_KV, m] = need
+    mi[N_ITER, m] += 1
+    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(n_decode), float(context))
+
+
+@njit(cache=True)
+def _start_chunked(ri, rf, mi, gi, gf, m, t):
+    """:func:`_start` with chunked prefill (the reference's ``_start_chunked``)."""
+    need, preempted = _preempt(ri, mi, gi, m)
+    nr = mi[N_RUN, m]
     n_dec = 0
     partial_kv = 0
     for i in range(nr):
@@ -170,13 +205,11 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
     na = 0
     if not preempted or nr == 0:
         while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH] and tok > 0:
-            v = mi[WHEAD, m]
-            nv = ri[P, v] + ri[GEN, v]
-            if need + nv + 1 > budget:
+            head = mi[WHEAD, m]
+            nv = ri[P, head] + ri[GEN, head]
+            if need + nv + 1 > gi[BUDGET]:
                 break
-            _pop_front(ri, mi, m)
-            mi[WAIT_TOK, m] -= nv
-            mi[BATCH0 + nr + na, m] = v
+            v = _admit_one(ri, rf, mi, m, t, nv, nr + na)
             na += 1
             ri[LEFT, v] = nv
             c = min(nv, tok)
@@ -186,17 +219,7 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
             x = float(c)
             sum_q += x
             sum_q2 += x * x
-            if np.isnan(rf[ADMIT, v]):
-                rf[ADMIT, v] = t
-    mi[N_ADM, m] = na
-    if nr == 0 and na == 0:
-        gf[BUSY0 + m] = np.inf
-        return
-    if need > mi[PEAK_KV, m]:
-        mi[PEAK_KV, m] = need
-    mi[N_ITER, m] += 1
-    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(n_dec),
-                                          float(mi[KV_USED, m] - partial_kv))
+    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_dec, mi[KV_USED, m] - partial_kv)
 
 
 @njit(cache=True)
@@ -207,53 +230,28 @@ def _start(ri, rf, mi, gi, gf, m, t):
     if gi[CHUNKED] != 0:
         _start_chunked(ri, rf, mi, gi, gf, m, t)
         return
-    budget = gi[BUDGET]
+    need, preempted = _preempt(ri, mi, gi, m)
     nr = mi[N_RUN, m]
-    need = mi[KV_USED, m] + nr
-    preempted = False
-    while need > budget and nr > 0:
-        nr -= 1
-        v = mi[BATCH0 + nr, m]
-        kv = ri[P, v] + ri[GEN, v]
-        mi[KV_USED, m] -= kv
-        need -= kv + 1
-        _push_front(ri, mi, m, v)
-        mi[WAIT_TOK, m] += kv
-        ri[PREEMPTED, v] += 1
-        gi[PREEMPTIONS] += 1
-        preempted = True
-    mi[N_RUN, m] = nr
     na = 0
     sum_q = 0.0
     sum_q2 = 0.0
     if not preempted or nr == 0:
         qtok = 0
         while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH]:
-            v = mi[WHEAD, m]
-            nv = ri[P, v] + ri[GEN, v]
+            head = mi[WHEAD, m]
+            nv = ri[P, head] + ri[GEN, head]
             if na > 0 and qtok + nv > gi[MAX_PREFILL]:
                 break
-            if need + nv + 1 > budget:
+            if need + nv + 1 > gi[BUDGET]:
                 break
-            _pop_front(ri, mi, m)
-            mi[WAIT_TOK, m] -= nv
-            mi[BATCH0 + nr + na, m] = v
+            _admit_one(ri, rf, mi, m, t, nv, nr + na)
             na += 1
             x = float(nv)
             sum_q += x
             sum_q2 += x * x
             qtok += nv
             need += nv + 1
-            if np.isnan(rf[ADMIT, v]):
-                rf[ADMIT, v] = t
-    mi[N_ADM, m] = na
-    if nr == 0 and na == 0:
-        gf[BUSY0 + m] = np.inf
-        return
-    if need > mi[PEAK_KV, m]:
-        mi[PEAK_KV, m] = need
-    mi[N_ITER, m] += 1
-    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(nr), float(mi[KV_USED, m]))
+    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, nr, mi[KV_USED, m])
 
 
 @njit(cache=True)

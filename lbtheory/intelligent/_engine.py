@@ -247,80 +247,86 @@ class ClusterSim:
             [] if record else None
 
     # -- instances ---------------------------------------------------------------------------
-    def _start(self, m: int, t: float) -> None:
-        """Form and start the next iteration of instance ``m`` at time ``t`` (s)."""
-        if self.cfg.chunked_prefill:
-            self._start_chunked(m, t)
-            return
-        ins, cfg, p, gen = self.inst[m], self.cfg, self.p, self.gen
-        run, wait = ins.running, ins.waiting
-        need = ins.kv_used + len(run)
-        preempted = False
-        while need > cfg.kv_budget_tokens and run:
-            v = run.pop()
-            kv = p[v] + gen[v]
-            ins.kv_used -= kv
-            need -= kv + 1
-            wait.appendleft(v)
-            ins.wait_tokens += kv
-            self.preempted[v] += 1
-            self.preemptions += 1
-            preempted = True
-        admitted: list[int] = []
-        q: list[int] = []
-        if cfg.admission is Admission.SPF and len(wait) > 1:
-            resumed = [v for v in wait if self.preempted[v] > 0]
-            fresh = sorted((v for v in wait if self.preempted[v] == 0), key=lambda v: (p[v], v))
-            wait = ins.waiting = deque(resumed + fresh)
-        if not preempted or not run:
-            qtok = 0
-            while wait and len(run) + len(admitted) < cfg.max_batch:
-                v = wait[0]
-                nv = p[v] + gen[v]
-                if admitted and qtok + nv > cfg.max_prefill_tokens:
-                    break
-                if need + nv + 1 > cfg.kv_budget_tokens:
-                    break
-                wait.popleft()
-                ins.wait_tokens -= nv
-                admitted.append(v)
-                q.append(nv)
-                qtok += nv
-                need += nv + 1
-                if math.isnan(self.admit_s[v]):
-                    self.admit_s[v] = t
-        if not run and not admitted:
-            ins.busy_until = math.inf
-            return
-        ins.admitted = admitted
-        ins.peak_kv = max(ins.peak_kv, need)
-        ins.n_iter += 1
-        ins.busy_until = t + cfg.timing.iteration_time(q, len(run), ins.kv_used)
-        if self.iterations_log is not None:
-            self.iterations_log.append((m, t, ins.busy_until, (*run, *admitted)))
-
-    def _start_chunked(self, m: int, t: float) -> None:
-        """:meth:`_start` with chunked prefill (module docstring)."""
-        ins, cfg, p, gen, left = self.inst[m], self.cfg, self.p, self.gen, self.left
-        run, wait = ins.running, ins.waiting
+    def _preempt(self, ins: _Instance) -> tuple[int, bool]:
+        """Preempt by recomputation (the most recently admitted first) while the running
+        requests' KV, their next token and the reserved rest of their prefills (chunked
+        prefill; ``left`` is 0 otherwise) exceed the budget; then order the waiting queue
+        (shortest prompt first: preempted requests, then fresh ones by (prompt, id)). Returns
+        ``(need, preempted)``."""
+        cfg, p, gen, left = self.cfg, self.p, self.gen, self.left
+        run = ins.running
         need = ins.kv_used + len(run)
         for v in run:
             need += left[v]
         preempted = False
         while need > cfg.kv_budget_tokens and run:
             v = run.pop()
-            ins.kv_used -= p[v] + gen[v] - left[v]
-            need -= p[v] + gen[v] + 1
+            full = p[v] + gen[v]
+            ins.kv_used -= full - left[v]
+            need -= full + 1
             left[v] = 0
-            wait.appendleft(v)
-            ins.wait_tokens += p[v] + gen[v]
+            ins.waiting.appendleft(v)
+            ins.wait_tokens += full
             self.preempted[v] += 1
             self.preemptions += 1
             preempted = True
-        if cfg.admission is Admission.SPF and len(wait) > 1:
-            resumed = [v for v in wait if self.preempted[v] > 0]
-            fresh = sorted((v for v in wait if self.preempted[v] == 0), key=lambda v: (p[v], v))
-            wait = ins.waiting = deque(resumed + fresh)
+        if cfg.admission is Admission.SPF and len(ins.waiting) > 1:
+            ins.waiting = deque(self._admission_order(ins))
+        return need, preempted
+
+    def _admit_one(self, ins: _Instance, t: float, nv: int) -> int:
+        """Move the head waiting request (``nv`` tokens to prefill) into the batch."""
+        v = ins.waiting.popleft()
+        ins.wait_tokens -= nv
+        ins.admitted.append(v)
+        if math.isnan(self.admit_s[v]):
+            self.admit_s[v] = t
+        return v
+
+    def _begin(self, m: int, t: float, need: int, sum_q: float, sum_q2: float, n_decode: int,
+               context: int) -> None:
+        """Start the iteration formed, or mark the instance idle."""
+        ins = self.inst[m]
+        if not ins.running and not ins.admitted:
+            ins.busy_until = math.inf
+            return
+        ins.peak_kv = max(ins.peak_kv, need)
+        ins.n_iter += 1
+        ins.busy_until = t + self.cfg.timing.seconds(sum_q, sum_q2, n_decode, context)
+        if self.iterations_log is not None:
+            self.iterations_log.append((m, t, ins.busy_until, (*ins.running, *ins.admitted)))
+
+    def _start(self, m: int, t: float) -> None:
+        """Form and start the next iteration of instance ``m`` at time ``t`` (s)."""
+        if self.cfg.chunked_prefill:
+            self._start_chunked(m, t)
+            return
+        ins, cfg, p, gen = self.inst[m], self.cfg, self.p, self.gen
+        need, preempted = self._preempt(ins)
+        run, wait = ins.running, ins.waiting
+        ins.admitted = []
+        sum_q = sum_q2 = 0.0
+        if not preempted or not run:
+            qtok = 0
+            while wait and len(run) + len(ins.admitted) < cfg.max_batch:
+                nv = p[wait[0]] + gen[wait[0]]
+                if ins.admitted and qtok + nv > cfg.max_prefill_tokens:
+                    break
+                if need + nv + 1 > cfg.kv_budget_tokens:
+                    break
+                self._admit_one(ins, t, nv)
+                x = float(nv)
+                sum_q += x
+                sum_q2 += x * x
+                qtok += nv
+                need += nv + 1
+        self._begin(m, t, need, sum_q, sum_q2, len(run), ins.kv_used)
+
+    def _start_chunked(self, m: int, t: float) -> None:
+        """:meth:`_start` with chunked prefill (module docstring)."""
+        ins, cfg, p, gen, left = self.inst[m], self.cfg, self.p, self.gen, self.left
+        need, preempted = self._preempt(ins)
+        run, wait = ins.running, ins.waiting
         n_dec = 0
         partial_kv = 0
         for v in run:
@@ -339,16 +345,13 @@ class ClusterSim:
                 x, o = float(c), float(p[v] + gen[v] - left[v])
                 sum_q += x
                 sum_q2 += x * x + 2.0 * x * o
-        admitted: list[int] = []
+        ins.admitted = []
         if not preempted or not run:
-            while wait and len(run) + len(admitted) < cfg.max_batch and tok > 0:
-                v = wait[0]
-                nv = p[v] + gen[v]
+            while wait and len(run) + len(ins.admitted) < cfg.max_batch and tok > 0:
+                nv = p[wait[0]] + gen[wait[0]]
                 if need + nv + 1 > cfg.kv_budget_tokens:
                     break
-                wait.popleft()
-                ins.wait_tokens -= nv
-                admitted.append(v)
+                v = self._admit_one(ins, t, nv)
                 left[v] = nv
                 c = min(nv, tok)
                 chunks[v] = c
@@ -357,18 +360,8 @@ class ClusterSim:
                 x = float(c)
                 sum_q += x
                 sum_q2 += x * x
-                if math.isnan(self.admit_s[v]):
-                    self.admit_s[v] = t
-        if not run and not admitted:
-            ins.busy_until = math.inf
-            return
-        ins.admitted = admitted
         ins.chunks = chunks
-        ins.peak_kv = max(ins.peak_kv, need)
-        ins.n_iter += 1
-        ins.busy_until = t + cfg.timing.seconds(sum_q, sum_q2, n_dec, ins.kv_used - partial_kv)
-        if self.iterations_log is not None:
-            self.iterations_log.append((m, t, ins.busy_until, (*run, *admitted)))
+        self._begin(m, t, need, sum_q, sum_q2, n_dec, ins.kv_used - partial_kv)
 
     def _finish(self, m: int) -> None:
         """End the current iteration of instance ``m``: emit tokens, retire finished requests."""

@@ -46,8 +46,8 @@ from ._rkernels import mixing_at
 
 #: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
 #: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
-#: changes (2: chunked prefill).
-CORE_REVISION = 2
+#: changes (2: chunked prefill; 3: shared preemption and iteration start).
+CORE_REVISION = 3
 
 __all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL",
            "guidance_h", "charge_interval", "capacity_feature", "may_wait"]
