@@ -207,3 +207,25 @@ def test_double_dqn_learns_the_optimal_routing_of_a_small_problem(seed):
     got = float(np.sum(rec["finish_s"] - rec["arrival_s"]))
     assert got < random_mean and got < rr
     assert got <= 1.02 * best  # within 2% of the optimum (the next-best routing is +17%)
+
+
+def test_n_step_writer_sums_discounted_rewards_with_each_transitions_discount():
+    from lbtheory.intelligent import ReplayBuffer
+    from lbtheory.intelligent._dqn import NStepWriter
+
+    rng = np.random.default_rng(0)
+    r, g = rng.standard_normal(5), rng.uniform(0.5, 1.0, 5)
+    s = np.arange(6, dtype=np.float32)[:, None] * np.ones((6, 2), np.float32)
+    buf = ReplayBuffer(10, 2, 3)
+    w = NStepWriter(buf, 3)
+    for t in range(5):
+        w.add(s[t], t % 3, r[t], s[t + 1], t == 4, np.ones(3, bool), g[t])
+    w.flush(s[5], True, np.ones(3, bool))
+    assert buf.size == 5
+    for t in range(5):
+        k = min(3, 5 - t)  # transitions the target spans (fewer at the end of the episode)
+        want_r = sum(np.prod(g[t:t + j]) * r[t + j] for j in range(k))
+        assert buf.R[t] == pytest.approx(want_r, rel=1e-6)
+        assert buf.gamma[t] == pytest.approx(np.prod(g[t:t + k]), rel=1e-6)
+        assert buf.S[t][0] == t and buf.S2[t][0] == t + k and buf.A[t] == t % 3
+        assert buf.done[t] == float(t + k == 5)

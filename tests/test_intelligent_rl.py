@@ -296,6 +296,8 @@ def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):
     assert rc == 0, cap.err
     data = json.loads(cap.out)
     assert data["history"][0]["completed"] == 30
+    assert data["offered_load"]["overloaded"] is True  # Azure at 20 req/s on 2 instances
+    assert "warning: the cluster is overloaded" in cap.err
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["dqn"]["router"] == "wa-rl" and cfg["cluster"]["n_instances"] == 2
     assert (out / "params.eqx").exists() and (out / "manifest.json").exists()

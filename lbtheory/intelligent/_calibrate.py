@@ -53,6 +53,7 @@ class Calibration:
         mean_cost_to_go: mean discounted progress cost to go per decision (before scaling).
         progress_per_decision: ρ, the mean discounted progress cost of a decision.
         h_std: σ_h, the standard deviation of h over the decisions.
+        decisions_per_s: decisions per second of arrivals (the request rate).
     """
 
     mean_latency_s: float
@@ -60,6 +61,7 @@ class Calibration:
     mean_cost_to_go: float
     progress_per_decision: float
     h_std: float
+    decisions_per_s: float = float("inf")
 
 
 def calibrate_env(workload: Workload, cluster: ClusterConfig, env_config: EnvConfig | None = None,
@@ -98,8 +100,9 @@ def calibrate_env(workload: Workload, cluster: ClusterConfig, env_config: EnvCon
     for t in range(len(costs) - 1, -1, -1):
         g = costs[t] + discounts[t] * g
         togo[t] = g
+    span = float(workload.arrival_s[-1] - workload.arrival_s[0])
     cal = Calibration(latency, len(costs), float(np.mean(togo)), float(np.mean(costs)),
-                      float(np.std(hs)))
+                      float(np.std(hs)), len(costs) / span if span > 0 else float("inf"))
     scale = q_target / cal.mean_cost_to_go if cal.mean_cost_to_go > 0 else 1.0
     s_h = cal.progress_per_decision / cal.h_std if cal.h_std > 0 else 0.0
     out = dataclasses.replace(

@@ -4,12 +4,14 @@ The Q-network (:mod:`._qnet`) is the instance-symmetric network by default (one 
 instance, a wait head; exactly equivariant under permuting the instances) or the seed's plain
 MLP. Training (van Hasselt et al. 2016): ε-greedy exploration (linear decay), a replay buffer,
 Huber loss on the Double-DQN target ``y = r + γ_t (1 − done) Q_target(s', argmax_a Q(s', a))``
-(argmax and exploration over the env's valid actions) with the *transition's own* discount
-``γ_t = e^{−Δt/H}`` (a semi-MDP: routing within an epoch takes no time, a wait or the end of an
-epoch the time that passed; :mod:`._env`), Adam, a hard target-network copy every
-``target_every`` updates. Everything random is seeded: the network init by a ``jax.random``
-key, exploration and replay sampling by a numpy Generator, the episode workloads by ``seed +
-episode``. Same seed ⇒ identical parameters.
+(argmax and exploration over the env's valid actions) with the *transition's own* discount ``γ_t
+= e^{−Δt/H}`` (a semi-MDP: routing within an epoch takes no time, a wait or the end of an epoch
+the time that passed; :mod:`._env`), Adam, a hard target-network copy every ``target_every``
+updates. ``n_step > 1`` uses n-step targets (:class:`NStepWriter`); one step is the default (an
+n-step target spanning one horizon, n = λH ≈ 160, did not stop the development runs of Baseline
+RL from overloading instances). Everything random is seeded: the network init by a
+``jax.random`` key, exploration and replay sampling by a numpy Generator, the episode workloads
+by ``seed + episode``. Same seed ⇒ identical parameters.
 
 Derived from the workload before training [R] (nothing tuned on results): the reward's
 horizon, scale and guidance scale (:func:`~lbtheory.intelligent.calibrate_env` on the first
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +61,7 @@ from ._simulate import InstanceResult, make_sim, result_of, run_router
 
 __all__ = ["double_dqn_update", "double_dqn_step", "DQNConfig", "TrainResult", "train_dqn",
            "greedy_rollout", "GUIDANCE_OF", "RLKind", "DQNRouter", "ReplayBuffer", "Network",
-           "build_network"]
+           "build_network", "NStepWriter"]
 
 
 class RLKind(enum.StrEnum):
@@ -105,6 +108,8 @@ class DQNConfig:
             discount is per elapsed time: the environment's ``horizon_s``).
         beta_d: λ_k decay per episode.
         network: ``symmetric`` (default) or ``mlp``.
+        n_step: transitions per target (n-step returns, each transition with its own
+            discount); 1: one-step Double-DQN (module docstring).
     """
 
     router: RLKind | str = RLKind.WG_RL
@@ -125,6 +130,7 @@ class DQNConfig:
     gamma: float = 0.99
     beta_d: float = 0.2
     network: Network | str = Network.SYMMETRIC
+    n_step: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "router", check_option(RLKind, self.router, "router"))
@@ -133,6 +139,7 @@ class DQNConfig:
         check_seed(self.seed)
         for name in ("episodes", "batch_size", "buffer_size", "train_every"):
             check_int(getattr(self, name), f"DQNConfig.{name}", low=1)
+        check_int(self.n_step, "DQNConfig.n_step", low=1)
         for name in ("eps_decay_steps", "target_every"):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), f"DQNConfig.{name}", low=1)
@@ -162,6 +169,38 @@ def build_network(config: DQNConfig, n_instances: int, env: EnvConfig, key: jax.
         else None
     return make_q_network(observation_size(n_instances, env), n_instances + 1, config.hidden,
                           key, layout=layout)
+
+
+class NStepWriter:
+    """Turns the environment's one-step transitions into n-step ones for a
+    :class:`ReplayBuffer`: ``(s_t, a_t, Σ_{k<n} Γ_k r_{t+k}, s_{t+n}, done, mask_{t+n}, Γ_n)``
+    with ``Γ_k`` the product of the first ``k`` transitions' own discounts (a semi-MDP);
+    shorter at the end of an episode (:meth:`flush`). ``n = 1`` stores each transition as is."""
+
+    def __init__(self, buffer: ReplayBuffer, n: int) -> None:
+        self.buffer, self.n = buffer, int(n)
+        self._q: deque = deque()
+
+    def add(self, s: np.ndarray, a: int, r: float, s2: np.ndarray, done: bool,
+            mask2: np.ndarray, gamma: float) -> None:
+        """One environment transition; emits the n-step transition that starts ``n`` back."""
+        self._q.append((s, a, r, gamma))
+        if len(self._q) >= self.n:
+            self._emit(s2, done, mask2)
+
+    def flush(self, s2: np.ndarray, done: bool, mask2: np.ndarray) -> None:
+        """At the end of an episode: emit the shorter transitions still pending."""
+        while self._q:
+            self._emit(s2, done, mask2)
+
+    def _emit(self, s2: np.ndarray, done: bool, mask2: np.ndarray) -> None:
+        s, a = self._q[0][0], self._q[0][1]
+        ret, disc = 0.0, 1.0
+        for _, _, r, g in self._q:
+            ret += disc * r
+            disc *= g
+        self.buffer.add(s, a, ret, s2, done, mask2, disc)
+        self._q.popleft()
 
 
 class ReplayBuffer:
@@ -298,6 +337,7 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
     opt_state = opt.init(params)
     rng = np.random.default_rng(config.seed)
     buf = ReplayBuffer(config.buffer_size, obs_dim, n_act)
+    writer = NStepWriter(buf, config.n_step)
     eps_table = _eps_table(config, cal.decisions)
     target_every = config.target_every or max(1, cal.decisions // config.train_every)
     steps = n_updates = 0
@@ -317,7 +357,9 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
                 a = greedy_action((params, static), obs, mask)
             waits += a == m
             obs2, r, done, trunc, info = env.step(a)
-            buf.add(obs, a, r, obs2, done, info["action_mask"], info["discount"])
+            writer.add(obs, a, r, obs2, done, info["action_mask"], info["discount"])
+            if done or trunc:
+                writer.flush(obs2, done, info["action_mask"])
             mask = info["action_mask"]
             obs, ret, steps = obs2, ret + r, steps + 1
             if buf.size >= config.learning_starts and steps % config.train_every == 0:
