@@ -229,3 +229,19 @@ def test_n_step_writer_sums_discounted_rewards_with_each_transitions_discount():
         assert buf.gamma[t] == pytest.approx(np.prod(g[t:t + k]), rel=1e-6)
         assert buf.S[t][0] == t and buf.S2[t][0] == t + k and buf.A[t] == t % 3
         assert buf.done[t] == float(t + k == 5)
+
+
+def test_advantage_heads_start_small_and_equivariant():
+    from lbtheory.intelligent import build_network
+
+    ec = EnvConfig()
+    d = observation_size(4, ec)
+    plain = build_network(DQNConfig(head_init_scale=1.0), 4, ec, jax.random.PRNGKey(3))
+    small = build_network(DQNConfig(), 4, ec, jax.random.PRNGKey(3))
+    obs = np.random.default_rng(3).standard_normal(d).astype(np.float32)
+    qp, qs = np.asarray(q_values(plain, obs)), np.asarray(q_values(small, obs))
+    # the differences between instances × 0.01 (the shared head's last layer is linear and
+    # its bias cancels): the initial preference among instances is 100× weaker
+    np.testing.assert_allclose(qs[1:4] - qs[0], 0.01 * (qp[1:4] - qp[0]), rtol=1e-4,
+                               atol=1e-7)
+    assert np.ptp(qp[:4]) > 50 * np.ptp(qs[:4]) > 0

@@ -110,6 +110,8 @@ class DQNConfig:
         network: ``symmetric`` (default) or ``mlp``.
         n_step: transitions per target (n-step returns, each transition with its own
             discount); 1: one-step Double-DQN (module docstring).
+        head_init_scale: the symmetric network's advantage heads start × this (bias 0) [R]
+            (:mod:`._qnet`).
     """
 
     router: RLKind | str = RLKind.WG_RL
@@ -131,6 +133,7 @@ class DQNConfig:
     beta_d: float = 0.2
     network: Network | str = Network.SYMMETRIC
     n_step: int = 1
+    head_init_scale: float = 0.01
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "router", check_option(RLKind, self.router, "router"))
@@ -150,6 +153,7 @@ class DQNConfig:
         check_real(self.eps_decay_fraction, "DQNConfig.eps_decay_fraction", low=0.0,
                    high=1.0, low_open=True)
         check_real(self.beta_d, "DQNConfig.beta_d", low=0.0)
+        check_real(self.head_init_scale, "DQNConfig.head_init_scale", low=0.0, low_open=True)
         if not self.hidden or any(isinstance(h, bool) or int(h) != h or h < 1
                                   for h in self.hidden):
             raise ParameterError(f"DQNConfig.hidden must be layer widths >= 1, got "
@@ -168,7 +172,7 @@ def build_network(config: DQNConfig, n_instances: int, env: EnvConfig, key: jax.
     layout = observation_layout(n_instances, env) if config.network is Network.SYMMETRIC \
         else None
     return make_q_network(observation_size(n_instances, env), n_instances + 1, config.hidden,
-                          key, layout=layout)
+                          key, layout=layout, head_init_scale=config.head_init_scale)
 
 
 class NStepWriter:
