@@ -15,8 +15,8 @@ normalised by Rand's on the same arrivals (policy / Rand, THEORY §11.1 item 11)
 Experiment 7 ("theory meets practice") adds flow routers whose stepsize is a multiple of the
 exact critical stepsize η_crit of the scenario's linearised fluid model at its equilibrium
 (:func:`lbtheory.stability.critical_stepsize`), next to DLB's rule (η ∝ 1/mean delay), and an
-oscillation measure of the routing weights recorded at the probe rounds (:class:`WeightRecorder`,
-a wrapper around the router; the simulator is unchanged).
+oscillation measure of the routing weights the simulator records at every
+``record_every``-th probe round (``simulate(..., record_routing_every=...)``, on either engine).
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ import numpy as np
 from lbtheory._checks import check_int, check_real
 from lbtheory.errors import DataFormatError, LBTheoryError
 from lbtheory.registry import make_router, policy_names
+from lbtheory.routers import CellView
 from lbtheory.sim import SimResult, appendix_b_scenario, generate_arrivals, simulate
 from lbtheory.stats import mean, percentiles, ratio
 
 __all__ = ["DLB_POLICIES", "MAIN_POLICIES", "EXTRA_POLICIES", "FLOW_COSTS", "CELL_DEFAULTS",
            "appendix_b_cell", "check_cell_config", "trial_seed", "run_metrics",
-           "weight_oscillation", "WeightRecorder", "cell_scenario"]
+           "weight_oscillation", "flow_stepsize", "cell_scenario"]
 
 #: DLB's six algorithms (THEORY §11.1 item 12).
 DLB_POLICIES = ("disc-rif", "disc-lat", "disc-grad", "flow-rif", "flow-lat", "flow-grad")
@@ -154,50 +155,12 @@ def run_metrics(res: SimResult, series_bins: int = 0) -> dict[str, Any]:
     return out
 
 
-class WeightRecorder:
-    """Wraps a router and records its per-source routing rows every ``every``-th probe round.
-
-    Forwards ``init`` / ``observe`` / ``observe_round`` / ``route`` to the wrapped router (so the
-    simulation is the same, draw for draw) and appends ``(time, X)`` where ``X[i]`` is source
-    i's routing row (sources with a view only). Unlike the routers it is stateful (it keeps the
-    record); use one recorder per run.
-    """
-
-    def __init__(self, inner: Any, every: int = 1) -> None:
-        self.inner = inner
-        self.name = getattr(inner, "name", type(inner).__name__)
-        self.every = int(every)
-        self.times: list[float] = []
-        self.rows: list[np.ndarray] = []
-        self.sources: list[int] = []
-        self.eta: float = float("nan")
-        self._rounds = 0
-
-    def init(self, seed: int = 0) -> Any:
-        """The wrapped router's initial state."""
-        return self.inner.init(seed)
-
-    def observe(self, state: Any, view: Any) -> Any:
-        """Forwarded (the simulator uses :meth:`observe_round`)."""
-        return self.inner.observe(state, view)
-
-    def observe_round(self, state: Any, views: list) -> Any:
-        """Forward the round, then record the rows every ``every``-th round."""
-        state = self.inner.observe_round(state, views)
-        self._rounds += 1
-        if self._rounds % self.every == 0:
-            src = [i for i, v in enumerate(views) if v is not None]
-            if not self.sources:
-                self.sources = src
-            if src == self.sources and all(state.x[i] is not None for i in src):
-                self.times.append(float(views[src[0]].time))
-                self.rows.append(np.array([state.x[i] for i in src], dtype=float))
-            self.eta = float(getattr(state, "eta", float("nan")))
-        return state
-
-    def route(self, state: Any, view: Any, rng: np.random.Generator) -> Any:
-        """Forwarded."""
-        return self.inner.route(state, view, rng)
+def flow_stepsize(router: Any, net: Any) -> float:
+    """The stepsize η a flow router uses on ``net`` (1/(cost unit·s)): its own, or DLB's rule
+    (:meth:`~lbtheory.routers.FlowRouter.eta` on the network's delays)."""
+    return float(router.eta(CellView(time=0.0, workload=np.zeros(net.n),
+                                     replicas=np.ones(net.n), delays=net.delays,
+                                     mask=net.adjacency)))
 
 
 def weight_oscillation(times: np.ndarray, rows: np.ndarray, weights: np.ndarray,
@@ -296,15 +259,15 @@ def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
                 labels += [(f"{pol}@{f:g}", make_router(pol, stepsize=f * info["eta_crit"]))
                            for f in cfg["eta_factors"]]
             for label, router in labels:
-                rec = WeightRecorder(router, every=cfg["record_every"])
-                res = simulate(sc, rec, duration_s=T, seed=seed, arrivals=arr, policy=label)
+                res = simulate(sc, router, duration_s=T, seed=seed, arrivals=arr, policy=label,
+                               record_routing_every=cfg["record_every"])
                 m = run_metrics(res, cfg["series_bins"])
-                m["eta"] = rec.eta
-                m["eta_over_crit"] = (rec.eta / info["eta_crit"]
+                m["eta"] = eta = flow_stepsize(router, net)
+                m["eta_over_crit"] = (eta / info["eta_crit"]
                                       if info["eta_crit"] is not None else None)
                 m["osc_weights"] = _finite(weight_oscillation(
-                    np.array(rec.times), np.array(rec.rows), lam[rec.sources], t_from)) \
-                    if rec.rows else None
+                    res.routing_t, res.routing_x, lam[list(res.routing_sources)], t_from)) \
+                    if res.routing_t.size else None
                 m["osc_workload"] = _workload_cv(res, t_from)
                 runs[label] = m
     base = runs["rand"]

@@ -23,7 +23,10 @@ with Σ_P (v_j − ν) + Σ_Z (v_j − ν)_+ = 0.
 
 The two routing rules of THEORY §3 are defined here once, for the fluid integrator and the DLB
 routers alike: :func:`flow_update` (the router update (2), ``x ← Π_Δ(x − step·ĉ)``) and
-:func:`simplex_argmin` (the discrete choice (1)).
+:func:`simplex_argmin` (the discrete choice (1)). Their compiled twins for one row
+(:func:`flow_update_row_kernel`, :func:`project_row_kernel`, :func:`argmin_row_kernel`: numba,
+called by the compiled cell simulator) sit at the end of this module, and a test pins them bit for
+bit to the numpy rules (same operations, sums in numpy's pairwise order).
 """
 
 from __future__ import annotations
@@ -31,11 +34,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ._array import is_concrete, is_jax, xp
 from .errors import StepsizeError
 
-__all__ = ["project_simplex", "project_tangent_cone", "simplex_argmin", "flow_update"]
+__all__ = ["project_simplex", "project_tangent_cone", "simplex_argmin", "flow_update",
+           "project_row_kernel", "flow_update_row_kernel", "argmin_row_kernel",
+           "masked_sum_kernel"]
 
 #: Relative tolerance under which two costs count as tied in :func:`simplex_argmin`.
 TIE_RTOL = 1e-12
@@ -312,3 +318,119 @@ def flow_update(x: Any, cost: Any, step: Any, mask: Any = None, *, hint: Any = N
     if m is np:  # the routers' hot path: skip project_simplex's dispatch
         return _project_numpy(v, _full_mask(np, v, mask), hint)
     return project_simplex(v, mask, hint=hint)
+
+
+# -- compiled twins (numba) of the router rules above, for the compiled cell simulator ----------
+# One row at a time, no allocation; a test pins each bit for bit to the numpy rule above (same
+# operations in the same order, sums in numpy's pairwise order).
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _masked(v: np.ndarray, S: np.ndarray, i: int) -> float:
+    return v[i] if S[i] else 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def _masked_block(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
+    """numpy's pairwise sum of a block of n ≤ 128 entries: sequential below 8, else 8-way
+    unrolled partial sums combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the tail."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += _masked(v, S, i)
+        return res
+    r0, r1, r2, r3 = _masked(v, S, lo), _masked(v, S, lo + 1), _masked(v, S, lo + 2), \
+        _masked(v, S, lo + 3)
+    r4, r5, r6, r7 = _masked(v, S, lo + 4), _masked(v, S, lo + 5), _masked(v, S, lo + 6), \
+        _masked(v, S, lo + 7)
+    i = lo + 8
+    stop = lo + n - n % 8
+    while i < stop:
+        r0 += _masked(v, S, i)
+        r1 += _masked(v, S, i + 1)
+        r2 += _masked(v, S, i + 2)
+        r3 += _masked(v, S, i + 3)
+        r4 += _masked(v, S, i + 4)
+        r5 += _masked(v, S, i + 5)
+        r6 += _masked(v, S, i + 6)
+        r7 += _masked(v, S, i + 7)
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < lo + n:
+        res += _masked(v, S, i)
+        i += 1
+    return res
+
+
+@njit("float64(float64[::1], boolean[::1], int64, int64)", cache=True, error_model="numpy")
+def masked_sum_kernel(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
+    """Σ_{j∈[lo, lo+n)} (v_j if S_j else 0) in numpy's order (``np.where(S, v, 0).sum()``):
+    blocks of ≤ 128 (:func:`_masked_block`); a larger range is split at n/2 rounded down to a
+    multiple of 8 and the halves added — numpy's recursion (numba recurses only with a declared
+    signature, so this one compiles when the module is imported: C-contiguous rows)."""
+    if n <= 128:
+        return _masked_block(v, S, lo, n)
+    n2 = n // 2
+    n2 -= n2 % 8
+    return masked_sum_kernel(v, S, lo, n2) + masked_sum_kernel(v, S, lo + n2, n - n2)
+
+
+@njit(cache=True, error_model="numpy")
+def project_row_kernel(v: np.ndarray, mask: np.ndarray, hint: np.ndarray, out: np.ndarray,
+                       S: np.ndarray) -> None:
+    """:func:`project_simplex` of one row with support guess ``hint`` (the warm start of
+    :func:`_warm_start`, then Michelot), written into ``out``; ``S`` is boolean scratch (n,)."""
+    n = v.shape[0]
+    cnt = 0
+    for j in range(n):
+        S[j] = mask[j] and hint[j]
+        cnt += S[j]
+    if cnt > 0:
+        nu = (masked_sum_kernel(v, S, 0, n) - 1.0) / cnt
+        for j in range(n):
+            S[j] = mask[j] and v[j] > nu
+    else:
+        for j in range(n):
+            S[j] = mask[j]
+    while True:
+        cnt = 0
+        for j in range(n):
+            cnt += S[j]
+        nu = (masked_sum_kernel(v, S, 0, n) - 1.0) / max(cnt, 1)
+        changed = False
+        for j in range(n):
+            if S[j] and not v[j] > nu:
+                S[j] = False
+                changed = True
+        if not changed:
+            break
+    for j in range(n):
+        out[j] = v[j] - nu if S[j] else 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def flow_update_row_kernel(x: np.ndarray, cost: np.ndarray, step: float, mask: np.ndarray,
+                           out: np.ndarray, v: np.ndarray, hint: np.ndarray,
+                           S: np.ndarray) -> None:
+    """:func:`flow_update` of one row (cost taken as 0 off the mask, hint ``x > 0``) into
+    ``out``; ``v`` (float), ``hint`` and ``S`` (boolean) are scratch rows."""
+    for j in range(x.shape[0]):
+        v[j] = x[j] - step * (cost[j] if mask[j] else 0.0)
+        hint[j] = x[j] > 0
+    project_row_kernel(v, mask, hint, out, S)
+
+
+@njit(cache=True, error_model="numpy")
+def argmin_row_kernel(c: np.ndarray, mask: np.ndarray, rtol: float, out: np.ndarray) -> None:
+    """:func:`simplex_argmin` of one row into ``out`` (ties within ``rtol`` split evenly)."""
+    n = c.shape[0]
+    cmin = np.inf
+    for j in range(n):
+        if mask[j] and c[j] < cmin:
+            cmin = c[j]
+    bound = cmin + rtol * max(1.0, abs(cmin))
+    cnt = 0
+    for j in range(n):
+        cnt += mask[j] and c[j] <= bound
+    cnt = max(cnt, 1)
+    for j in range(n):
+        out[j] = (1.0 if mask[j] and c[j] <= bound else 0.0) / cnt

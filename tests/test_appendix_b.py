@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EXP_FILE = ROOT / "experiments" / "appendix_b.py"
 sys.path.insert(0, str(ROOT / "experiments"))
 from _appendix_b_protocol import (  # noqa: E402  (the protocol module the experiment owns)
-    WeightRecorder,
     appendix_b_cell,
     run_metrics,
     trial_seed,
@@ -157,15 +156,27 @@ def test_weight_oscillation_closed_forms():
         0.75 * closed, rel=1e-3)
 
 
-def test_recorder_is_transparent_and_series_add_up():
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+def test_routing_record_is_transparent_and_series_add_up(engine):
+    """``record_routing_every`` (experiment 7's weights) changes no draw, records rows on the
+    simplex every k-th probe round, the same on both engines; run series add up."""
     sc = appendix_b_scenario(3, n_cells=3, duration_s=3.0, burst=True)
     arr = generate_arrivals(sc, 3.0, 1)
-    plain = simulate(sc, FlowRouter(cost="latency"), duration_s=3.0, seed=1, arrivals=arr)
-    rec = WeightRecorder(FlowRouter(cost="latency"), every=3)
-    wrapped = simulate(sc, rec, duration_s=3.0, seed=1, arrivals=arr)
-    np.testing.assert_array_equal(plain.latency_s, wrapped.latency_s)
-    assert len(rec.rows) == len(rec.times) > 50
-    assert np.allclose(np.array(rec.rows).sum(axis=2), 1.0)
+    plain = simulate(sc, FlowRouter(cost="latency"), duration_s=3.0, seed=1, arrivals=arr,
+                     engine=engine)
+    rec = simulate(sc, FlowRouter(cost="latency"), duration_s=3.0, seed=1, arrivals=arr,
+                   engine=engine, record_routing_every=3)
+    assert rec.engine == engine
+    np.testing.assert_array_equal(plain.latency_s, rec.latency_s)
+    # probe rounds at 0, δ, 2δ, …: the 3rd, 6th, … are at 2δ, 5δ, …
+    np.testing.assert_allclose(rec.routing_t[:3], [0.02, 0.05, 0.08], atol=1e-12)
+    assert rec.routing_x.shape == (rec.routing_t.size, 3, 3) and rec.routing_t.size > 50
+    assert np.allclose(rec.routing_x.sum(axis=2), 1.0) and (rec.routing_x >= 0).all()
+    assert rec.routing_sources == (0, 1, 2)
+    other = simulate(sc, FlowRouter(cost="latency"), duration_s=3.0, seed=1, arrivals=arr,
+                     engine="reference" if engine == "compiled" else "compiled",
+                     record_routing_every=3)
+    assert other.routing_x.tobytes() == rec.routing_x.tobytes()
     m = run_metrics(plain, series_bins=6)
     assert sum(m["series"]["completed"]) == plain.completed
     assert sum(m["series"]["errors"]) == plain.errors

@@ -8,12 +8,12 @@ The harness is :func:`test_bad_input._check_bad` semantics, restated here for th
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
+from test_bad_input import check_one_error_line
 
 from lbtheory.cli import main
 
@@ -149,30 +149,10 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
 }
 
 
-def _tree(path: Path) -> dict[str, int]:
-    return {str(p.relative_to(path)): p.stat().st_size for p in sorted(path.rglob("*"))}
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_is_one_error_line(case, tmp_path, capsys):
     build, fragments = CASES[case]
-    argv = build(tmp_path)
-    before = _tree(tmp_path)
-    capsys.readouterr()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 2, (case, err)
-    assert out == "", f"{case}: printed before failing: {out[:200]!r}"
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for frag in fragments:
-        assert frag in lines[0], f"{case}: {frag!r} not in {lines[0]!r}"
-    assert ".tmp" not in lines[0]
-    assert not [str(w.message) for w in caught if not issubclass(w.category,
-                                                                 DeprecationWarning)], case
-    assert _tree(tmp_path) == before, f"{case}: wrote files"
+    check_one_error_line(case, build(tmp_path), fragments, tmp_path, capsys)
 
 
 def test_a_utf8_bom_trace_is_read(tmp_path, capsys):

@@ -1,5 +1,6 @@
 """Event simulator against queueing theory (Erlang C, M/M/1, M/M/1/K), hand-checked service times,
-the fluid herding oracle of THEORY §3/§12, conservation, residency and determinism."""
+the fluid herding oracle of THEORY §3/§12, conservation, residency and determinism — each oracle
+on both engines (the compiled one and the reference, fixture ``sim``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,16 @@ from lbtheory.errors import DataFormatError, ParameterError, TopologyError
 from lbtheory.registry import make_router
 from lbtheory.routers import FlowRouter
 from lbtheory.sim import appendix_b_scenario, generate_arrivals, scenario_from_dict, simulate
+
+
+@pytest.fixture(params=["compiled", "reference"])
+def sim(request):
+    """``simulate`` on one engine (issue 21: every oracle runs on both); checks it ran there."""
+    def run(*args, **kwargs):
+        res = simulate(*args, engine=request.param, **kwargs)
+        assert res.engine == request.param and not res.engine_note
+        return res
+    return run
 
 
 def one_cell(lam, slots, mean_s, queue_limit=None, k=1):
@@ -33,7 +44,7 @@ def erlang_c_wait(c, lam, mu):
 
 @pytest.mark.parametrize("c, rho, duration", [(1, 0.5, 4000.0), (1, 0.9, 16000.0),
                                               (4, 0.5, 1000.0), (4, 0.9, 2400.0)])
-def test_mmc_mean_wait_matches_erlang_c(c, rho, duration):
+def test_mmc_mean_wait_matches_erlang_c(c, rho, duration, sim):
     mu = 10.0                       # per slot (mean service 0.1 s)
     lam = rho * c * mu
     exact = erlang_c_wait(c, lam, mu)
@@ -44,7 +55,7 @@ def test_mmc_mean_wait_matches_erlang_c(c, rho, duration):
     R = 16
     waits, sojourns, utils = [], [], []
     for k in range(R):
-        res = simulate(one_cell(lam, c, 1.0 / mu), make_router("rand"), duration_s=duration / R,
+        res = sim(one_cell(lam, c, 1.0 / mu), make_router("rand"), duration_s=duration / R,
                        seed=700 + k)
         warm = len(res.wait_s) // 10
         waits.append(res.wait_s[warm:].mean())
@@ -58,10 +69,10 @@ def test_mmc_mean_wait_matches_erlang_c(c, rho, duration):
     assert np.mean(sojourns) - est == pytest.approx(1 / mu, rel=0.03)
 
 
-def test_mm1k_overflow_rate_and_conservation():
+def test_mm1k_overflow_rate_and_conservation(sim):
     # M/M/1 with room for 1 in service + 2 waiting (K = 3), ρ = 2:
     # blocking P_K = (1 − ρ) ρ^K / (1 − ρ^{K+1}) = (−1)(8)/(−15) = 8/15
-    res = simulate(one_cell(20.0, 1, 0.1, queue_limit=2), make_router("rand"),
+    res = sim(one_cell(20.0, 1, 0.1, queue_limit=2), make_router("rand"),
                    duration_s=1500.0, seed=3)
     p = res.errors / res.requests
     assert abs(p - 8 / 15) < 4 * np.sqrt(p * (1 - p) / res.requests) + 0.005
@@ -81,9 +92,9 @@ def two_cell_appendix_b(lam=0.05, tau=0.02, probe_period_s=10.0):
                        "probe_period_s": probe_period_s}})
 
 
-def test_appendix_b_server_latency_is_network_plus_prefill_plus_decode():
+def test_appendix_b_server_latency_is_network_plus_prefill_plus_decode(sim):
     sc = two_cell_appendix_b()
-    res = simulate(sc, make_router("rand"), duration_s=4000.0, seed=11)
+    res = sim(sc, make_router("rand"), duration_s=4000.0, seed=11)
     arr = generate_arrivals(sc, 4000.0, 11)
     done = np.isfinite(res.latency_s)
     assert res.completed > 150 and done.all()
@@ -97,11 +108,11 @@ def test_appendix_b_server_latency_is_network_plus_prefill_plus_decode():
     np.testing.assert_allclose(res.network_s, 0.04)
 
 
-def test_same_seed_is_bit_identical_and_other_seed_differs():
+def test_same_seed_is_bit_identical_and_other_seed_differs(sim):
     sc = two_cell_appendix_b(lam=1.0, probe_period_s=0.05)
-    r1 = simulate(sc, make_router("flow-grad"), duration_s=40.0, seed=5)
-    r2 = simulate(sc, make_router("flow-grad"), duration_s=40.0, seed=5)
-    r3 = simulate(sc, make_router("flow-grad"), duration_s=40.0, seed=6)
+    r1 = sim(sc, make_router("flow-grad"), duration_s=40.0, seed=5)
+    r2 = sim(sc, make_router("flow-grad"), duration_s=40.0, seed=5)
+    r3 = sim(sc, make_router("flow-grad"), duration_s=40.0, seed=6)
     assert r1.latency_s.tobytes() == r2.latency_s.tobytes()
     assert r1.series_workload.tobytes() == r2.series_workload.tobytes()
     assert (r1.requests, r1.events) == (r2.requests, r2.events)
@@ -122,9 +133,9 @@ def three_cells_with_residency():
 
 
 @pytest.mark.parametrize("policy", ["disc-lat", "flow-grad", "rand", "mnlb", "rr", "jsq", "p2c"])
-def test_residency_is_never_violated_and_conservation_holds(policy):
+def test_residency_is_never_violated_and_conservation_holds(policy, sim):
     sc = three_cells_with_residency()
-    res = simulate(sc, make_router(policy), duration_s=12.0, seed=2)
+    res = sim(sc, make_router(policy), duration_s=12.0, seed=2)
     assert res.routed[0, 1] == 0 and res.routed[0, 2] == 0 and res.routed[2, 0] == 0
     assert res.routed.sum() == res.requests
     assert res.requests == res.completed + res.errors + res.in_flight
@@ -144,14 +155,14 @@ def herding_scenario():
                                   "queue_limit": None}, "probe_period_s": 0.002}})
 
 
-def test_discrete_routing_herds_and_flow_routing_does_not():
+def test_discrete_routing_herds_and_flow_routing_does_not(sim):
     sc = herding_scenario()
     lam, a, T = 1200.0, 10.0, 0.1
     kw = dict(duration_s=6.0, seed=4, record_period_s=0.002)
-    disc = simulate(sc, make_router("disc-rif"), **kw)
+    disc = sim(sc, make_router("disc-rif"), **kw)
     # flow: the loop is s² + a s + ηλ e^{−sT}; THEORY §12: K_crit T² = 1.134915 at aT = 1,
     # i.e. η_crit = 0.0946; we run at η = 0.03 (K T² = 0.36)
-    flow = simulate(sc, FlowRouter("rif", stepsize=0.03), **kw)
+    flow = sim(sc, FlowRouter("rif", stepsize=0.03), **kw)
     keep = disc.series_t >= 2.0
     d_disc = (disc.series_workload[:, 1] - disc.series_workload[:, 2])[keep]
     d_flow = (flow.series_workload[:, 1] - flow.series_workload[:, 2])[keep]
@@ -170,7 +181,7 @@ def test_discrete_routing_herds_and_flow_routing_does_not():
     assert np.std(d_flow) < 20 < 40 < np.std(d_disc)
 
 
-def test_outage_shifts_rand_by_replicas_and_bursts_add_arrivals():
+def test_outage_shifts_rand_by_replicas_and_bursts_add_arrivals(sim):
     sc = scenario_from_dict({
         "cells": [{"name": "a", "replicas": 4, "arrival_rate": 30.0,
                    "service": {"model": "mm1", "capacity": 40.0, "K": 4.0}},
@@ -183,7 +194,7 @@ def test_outage_shifts_rand_by_replicas_and_bursts_add_arrivals():
                                     "replicas": 1}],
                        "bursts": [{"cell": "a", "start_s": 200.0, "end_s": 300.0,
                                    "factor": 2.0}]}})
-    res = simulate(sc, make_router("rand"), duration_s=300.0, seed=9)
+    res = sim(sc, make_router("rand"), duration_s=300.0, seed=9)
     # λ·t: 30·200 + 60·100 = 12000 arrivals expected (Poisson sd ≈ 110)
     assert abs(res.requests - 12000) < 4 * math.sqrt(12000)
     # share to a: 1/2 outside the outage, 1/5 during it (replicas 1 vs 4):
@@ -283,7 +294,7 @@ def test_appendix_b_burst_and_outage_reach_95_percent():
 
 
 # ----------------------------------------------------------------------------- estimation
-def test_latency_estimation_recovers_the_mmc_conditional_mean():
+def test_latency_estimation_recovers_the_mmc_conditional_mean(sim):
     # FIFO M/M/c, c = 8 slots of mean s = 1 s: a request that finds itself the m-th in the cell
     # waits for m − c departures at rate c/s, so E[latency | m] = s + max(0, m − c)·s/c — a hinge
     # with base s = 1 s, slope 1/μ̄ = s/c = 0.125 s and knee c = 8. The declared model is 10× off.
@@ -293,14 +304,14 @@ def test_latency_estimation_recovers_the_mmc_conditional_mean():
          "simulation": {"server": {"kind": "mmc", "slots": 8, "mean_service_s": 1.0,
                                    "queue_limit": None}, "probe_period_s": 1.0,
                         "estimation": {"window": 2000, "period_s": 50.0}}}
-    res = simulate(scenario_from_dict(d), make_router("rand"), duration_s=600.0, seed=1)
+    res = sim(scenario_from_dict(d), make_router("rand"), duration_s=600.0, seed=1)
     (fit,) = res.models
     assert float(fit.base_latency) == pytest.approx(1.0, rel=0.06)
     assert float(fit.max_rate) == pytest.approx(8.0, rel=0.06)
     assert float(fit.knee) == pytest.approx(8.0, rel=0.15)
 
 
-def test_perturbed_model_scales_latency_and_flow_lat_runs_with_estimation():
+def test_perturbed_model_scales_latency_and_flow_lat_runs_with_estimation(sim):
     from lbtheory.models import MM1Latency, SoftplusLatency
     from lbtheory.routers import perturb_model
 
@@ -315,7 +326,7 @@ def test_perturbed_model_scales_latency_and_flow_lat_runs_with_estimation():
          "simulation": {"server": {"kind": "mmc", "slots": 4, "mean_service_s": 0.4,
                                    "queue_limit": 50}, "probe_period_s": 0.05,
                         "estimation": {"period_s": 5.0, "noise_eps": 0.3}}}
-    res = simulate(scenario_from_dict(d), make_router("flow-lat"), duration_s=60.0, seed=2)
+    res = sim(scenario_from_dict(d), make_router("flow-lat"), duration_s=60.0, seed=2)
     assert res.requests == res.completed + res.errors + res.in_flight
     assert res.routed[0, 1] > 0.1 * res.routed[0].sum()   # a (90% busy alone) spills to b
     # true M/M/4 with mean 0.4 s: ℓ ≈ 0.4 s up to 4 requests, then slope 1/μ̄ = 0.1 s.
@@ -326,7 +337,7 @@ def test_perturbed_model_scales_latency_and_flow_lat_runs_with_estimation():
     assert float(b.base_latency) == pytest.approx(0.4, rel=0.1)
 
 
-def test_error_aversion_steers_away_from_an_overflowing_cell():
+def test_error_aversion_steers_away_from_an_overflowing_cell(sim):
     # b: 2 servers × 4 slots of mean 4 s = 2 req/s with 1 queue place; Rand sends it 6 req/s
     d = {"cells": [{"name": n, "replicas": 2, "arrival_rate": lam,
                     "service": {"model": "mm1", "capacity": 20.0, "K": 1.0}}
@@ -337,8 +348,8 @@ def test_error_aversion_steers_away_from_an_overflowing_cell():
                         "cells": {"b": {"mean_service_s": 4.0, "queue_limit": 1}},
                         "probe_period_s": 0.05}}
     sc = scenario_from_dict(d)
-    plain = simulate(sc, make_router("rand"), duration_s=200.0, seed=3)
-    averse = simulate(sc, make_router("rand", error_aversion=True), duration_s=200.0, seed=3)
+    plain = sim(sc, make_router("rand"), duration_s=200.0, seed=3)
+    averse = sim(sc, make_router("rand", error_aversion=True), duration_s=200.0, seed=3)
     # without aversion b receives half (6 req/s) and overflows: error rate ≥ (6 − 2)/12 = 1/3 − …
     assert plain.routed[0, 1] / plain.requests == pytest.approx(0.5, abs=0.02)
     assert plain.error_rate > 0.25
@@ -361,13 +372,13 @@ def _fluid_scenario(m: float):
 
 
 @pytest.mark.parametrize("cost", ["gradient", "latency"])
-def test_fluid_limit_workloads_approach_the_cvxpy_equilibrium(cost):
+def test_fluid_limit_workloads_approach_the_cvxpy_equilibrium(cost, sim):
     from lbtheory.equilibrium import solve_equilibrium
 
     eq = solve_equilibrium(_fluid_scenario(1.0).network, cost)   # CVXPY, scale-free
     errs = []
     for m in (1.0, 4.0, 16.0):
-        res = simulate(_fluid_scenario(m), FlowRouter(cost, stepsize=1.0), duration_s=120.0,
+        res = sim(_fluid_scenario(m), FlowRouter(cost, stepsize=1.0), duration_s=120.0,
                        seed=1)
         errs.append(float(np.max(np.abs(res.mean_workload / m - eq.workload))))
     # the error falls with m (≈ 1/m: the birth–death chain's mean vs the fluid N*)
@@ -389,11 +400,11 @@ def _affinity_scenario(followup, active, lam=(0.05, 0.0), tau=0.02, to_b=True):
     return scenario_from_dict(d)
 
 
-def test_prefix_cache_cuts_prefill_by_the_saving():
+def test_prefix_cache_cuts_prefill_by_the_saving(sim):
     # one session (active_sessions = 1, every request a follow-up) and one reachable cell:
     # every request after the first finds its prefix cached
     sc = _affinity_scenario(1.0, 1, to_b=False)
-    res = simulate(sc, make_router("rand"), duration_s=3000.0, seed=4)
+    res = sim(sc, make_router("rand"), duration_s=3000.0, seed=4)
     arr = generate_arrivals(sc, 3000.0, 4)
     assert res.cache_hits == res.requests - 1
     # by hand, a request alone on its server: 2τ + (1 − 0.45)·P·t_p + D·t_d when cached
@@ -402,12 +413,12 @@ def test_prefix_cache_cuts_prefill_by_the_saving():
     assert np.isin(got, np.round(cached, 9)).mean() > 0.95
 
 
-def test_affinity_router_keeps_sessions_where_their_cache_is():
+def test_affinity_router_keeps_sessions_where_their_cache_is(sim):
     # two identical idle cells: Rand sends a follow-up to its session's cell w.p. 1/2, so the
     # hit ratio is 0.65 × 1/2 = 0.325; affinity keeps (almost) every follow-up: ≈ 0.65
     sc = _affinity_scenario(0.65, 20, lam=(0.5, 0.0))
-    plain = simulate(sc, make_router("rand"), duration_s=2000.0, seed=6)
-    sticky = simulate(sc, make_router("rand", affinity=True), duration_s=2000.0, seed=6)
+    plain = sim(sc, make_router("rand"), duration_s=2000.0, seed=6)
+    sticky = sim(sc, make_router("rand", affinity=True), duration_s=2000.0, seed=6)
     n = plain.requests
     assert abs(plain.cache_hits / n - 0.325) < 4 * np.sqrt(0.325 * 0.675 / n) + 0.01
     # default Ŝ = 0.05 s < one request's latency step 1/6 s: it leaves when its cell is busier
@@ -416,19 +427,19 @@ def test_affinity_router_keeps_sessions_where_their_cache_is():
     # Ŝ = 10 s: every follow-up stays, the hit ratio is the follow-up fraction 0.65
     from lbtheory.routers import AffinityRouter
 
-    always = simulate(sc, AffinityRouter(make_router("rand"), saving_s=10.0), duration_s=2000.0,
+    always = sim(sc, AffinityRouter(make_router("rand"), saving_s=10.0), duration_s=2000.0,
                       seed=6)
     assert abs(always.cache_hits / n - 0.65) < 4 * np.sqrt(0.65 * 0.35 / n)
 
 
-def test_wrapped_routers_respect_residency_too():
+def test_wrapped_routers_respect_residency_too(sim):
     import dataclasses
 
     from lbtheory.sim import Affinity
 
     sc = dataclasses.replace(three_cells_with_residency(), affinity=Affinity())
     for policy in ("flow-lat", "rand"):
-        res = simulate(sc, make_router(policy, error_aversion=True, affinity=True),
+        res = sim(sc, make_router(policy, error_aversion=True, affinity=True),
                        duration_s=10.0, seed=8)
         assert res.routed[0, 1] == 0 and res.routed[0, 2] == 0 and res.routed[2, 0] == 0
         assert res.cache_hits > 0

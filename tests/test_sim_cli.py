@@ -29,8 +29,10 @@ def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
     assert list(out["policies"]) == ["rand", "jsq"]
     reqs = set()
     for pol in out["policies"].values():
-        assert set(pol) == POLICY_KEYS | {"status"}  # the contract's keys, plus the status
+        # the contract's keys, plus the status and (issue 21) the engine that ran
+        assert set(pol) == POLICY_KEYS | {"status", "engine"}
         assert pol["status"] == ("truncated" if pol["in_flight"] else "completed")
+        assert pol["engine"] == "compiled"
         assert set(pol["latency"]) == {"mean", "p50", "p90", "p99"}
         assert pol["requests"] == pol["completed"] + pol["errors"] + pol["in_flight"]
         assert pol["latency"]["p50"] <= pol["latency"]["p90"] <= pol["latency"]["p99"]
@@ -132,3 +134,21 @@ def test_trace_replay_and_normalised_output(capsys):
     assert "mean/rand" in lines[1] and lines[2].split()[-2:] == ["1.000", "1.000"]
     assert main(["simulate", str(EXAMPLE), "--policy", "jsq", "--normalise"]) == 2
     assert "add 'rand' to --policy" in capsys.readouterr().err
+
+
+def test_engine_flag_picks_the_engine_and_both_give_the_same_numbers(capsys):
+    argv = ["simulate", str(EXAMPLE), "--policy", "flow-grad,p2c", "--duration", "100", "--json"]
+    comp = run_json(capsys, *argv)
+    ref = run_json(capsys, *argv, "--engine", "reference")
+    for pol in ("flow-grad", "p2c"):
+        assert (comp["policies"][pol].pop("engine"), ref["policies"][pol].pop("engine")) == \
+            ("compiled", "reference")
+        comp["policies"][pol].pop("wall_seconds")
+        ref["policies"][pol].pop("wall_seconds")
+    assert comp == ref
+
+
+def test_a_run_over_the_memory_limit_is_one_error_line(capsys):
+    assert main(["simulate", str(EXAMPLE), "--duration", "1e6"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "LBTHEORY_MAX_MEMORY_GB" in err[0]

@@ -187,3 +187,33 @@ def test_short_rows_python_path_is_bit_identical_to_numpy_path_and_exact():
             if mask[r].any():
                 expected[mask[r]] = _sort_projection(v[r, mask[r]])
             np.testing.assert_allclose(got[r], expected, atol=1e-9 * max(1.0, np.abs(v).max()))
+
+
+# ---------------------------------------------------------------- compiled twins (issue 21)
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 8, 9, 16, 17, 127, 128, 129, 300, 1000, 1400, 4100])
+def test_compiled_row_kernels_equal_the_numpy_rules_bit_for_bit(n):
+    """The compiled cell simulator's flow step, projection, argmin and masked sum are the numpy
+    rules above to the last bit (numpy's pairwise summation order included), on random rows
+    with masks, ties, zero and non-zero supports."""
+    from lbtheory.simplex import argmin_row_kernel, flow_update_row_kernel, masked_sum_kernel
+
+    rng = np.random.default_rng(n)
+    out, v, hint, S = np.empty(n), np.empty(n), np.empty(n, bool), np.empty(n, bool)
+    for trial in range(40):
+        mask = rng.random(n) > 0.2
+        mask[rng.integers(n)] = True
+        x = np.where(mask & (rng.random(n) > 0.3), rng.random(n), 0.0)
+        x[np.flatnonzero(mask)[0]] += 0.1
+        x /= x.sum()
+        c = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3)
+        if trial % 4 == 0:
+            c = np.round(c)  # ties
+        step = float(rng.random() * 10.0 ** rng.integers(-3, 2))
+        X = np.broadcast_to(x, (2, n))                # the routers' matrix path
+        ref = flow_update(X, np.where(mask, c, 0.0)[None].repeat(2, 0), np.full(2, step),
+                          np.broadcast_to(mask, (2, n)).copy())[1]
+        flow_update_row_kernel(x, c, step, mask, out, v, hint, S)
+        assert out.tobytes() == ref.tobytes()
+        argmin_row_kernel(np.where(mask, c, 7.0), mask, 1e-12, out)
+        assert out.tobytes() == simplex_argmin(np.where(mask, c, 7.0), mask).tobytes()
+        assert masked_sum_kernel(c, mask, 0, n) == np.where(mask, c, 0.0).sum()

@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--normalise", action="store_true",
                         help="text output: add mean and p90 latency relative to rand "
                              "(rand must be among the policies)")
+    parser.add_argument("--engine", default="auto", choices=("auto", "compiled", "reference"),
+                        help="simulation engine: auto = compiled (numba) when it supports the "
+                             "policy, else the reference (pure Python) engine")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--plot", default=None, metavar="F.png",
                         help="write latency CDFs and per-cell workloads to this image")
@@ -192,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         arrivals = generate_arrivals(sc, args.duration, args.seed)
     results = [simulate(sc, router, duration_s=args.duration, seed=args.seed,
-                        arrivals=arrivals, policy=name) for name, router in routers]
+                        arrivals=arrivals, policy=name, engine=args.engine)
+               for name, router in routers]
     if args.plot:
         _plot(results, args.plot, sc)
     if args.json:
@@ -200,8 +204,9 @@ def run(args: argparse.Namespace) -> int:
                                                              for r in results}}))
         _warn_in_flight(results, len(arrivals))
         return 0
+    engines = "/".join(sorted({r.engine for r in results}))
     print(f"scenario {sc.name}: {sc.network.n} cells, {args.duration:g} s, seed {args.seed}, "
-          f"{len(arrivals)} requests")
+          f"{len(arrivals)} requests, {engines} engine")
     extra = f" {'mean/rand':>9} {'p90/rand':>9}" if args.normalise else ""
     print(f"{'policy':<10} {'mean':>8} {'p50':>8} {'p90':>8} {'p99':>8} {'errors':>7} "
           f"{'err%':>6} {'in flight':>9}{extra}  (latency s)")

@@ -19,7 +19,6 @@ facade) so that ``lbtheory --help`` stays fast.
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import Any
 
 _EXPORTS = {
@@ -31,10 +30,13 @@ _EXPORTS = {
     "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
     "round_robin_pick": "_baselines", "uniform_pick": "_baselines", "jsq_pick": "_baselines",
     "power_of_d_pick": "_baselines", "choice_without_replacement": "_baselines",
+    "integers_below": "_baselines", "power_of_d_pick_into": "_baselines",
+    "sample_index_kernel": "_contract", "cumulative_kernel": "_contract",
     "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",
     "cost_row": "_view", "cost_matrix": "_view",
     "DEFAULT_STEPSIZE_SCALE": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",
-    "MNLBProgram": "_mnlb", "MNLBRouter": "_mnlb", "ErrorAversion": "_aversion",
+    "MNLBProgram": "_mnlb", "MNLBRouter": "_mnlb", "MNLBState": "_mnlb",
+    "ErrorAversion": "_aversion",
     "AffinityRouter": "_affinity",
     "fit_latency_model": "_estimation", "perturb_model": "_estimation",
     "scale_to_replicas": "_estimation", "FitFamily": "_estimation",
@@ -48,8 +50,9 @@ __all__ = [*_EXPORTS]
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
-        warnings.warn(f"lbtheory.routers.{name} is deprecated; use lbtheory.routers.{new}",
-                      DeprecationWarning, stacklevel=2)
+        from ..errors import warn_deprecated
+
+        warn_deprecated(f"lbtheory.routers.{name}", f"lbtheory.routers.{new}")
         return __getattr__(new)
     if name in ("make_router", "POLICY_NAMES"):  # moved up to the one registry (0.2)
         raise AttributeError(f"lbtheory.routers.{name} moved to lbtheory.registry.{name} (the "

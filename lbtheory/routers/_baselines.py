@@ -26,13 +26,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
 from .._checks import check_int, check_option
 from ._contract import IgnoresObservations, Stateless, TargetView, cumulative, sample_index
 
 __all__ = ["RandomRouter", "RoundRobinRouter", "JSQRouter", "PowerOfDRouter", "Ties", "Load",
            "RandomState", "RoundRobinState", "round_robin_pick", "uniform_pick", "jsq_pick",
-           "power_of_d_pick", "choice_without_replacement"]
+           "power_of_d_pick", "choice_without_replacement", "integers_below",
+           "power_of_d_pick_into"]
 
 
 class Ties(enum.StrEnum):
@@ -204,7 +206,18 @@ class PowerOfDRouter(Stateless):
 
 
 # -- the same decisions as numba kernels (module docstring) --------------------------------------
-@njit(cache=True)
+# None of them allocates (power_of_d_pick's buffers aside): the DLB cell engine runs them without
+# numba's reference counting.
+@njit(cache=True, error_model="numpy")
+def integers_below(rng, k):
+    """``rng.integers(0, k)`` for 1 ≤ k < 2³²: numpy's draw (Lemire's method on the buffered
+    32-bit stream) without the one-element array numba's ``integers`` allocates per call."""
+    if k == 1:
+        return np.int64(0)
+    return np.int64(buffered_bounded_lemire_uint32(rng.bit_generator, k - 1))
+
+
+@njit(cache=True, error_model="numpy")
 def round_robin_pick(eligible, pointer):
     """:class:`RoundRobinRouter`'s decision for one stream: ``(target, new pointer)``, or
     ``(-1, pointer)`` when no target is eligible."""
@@ -217,7 +230,7 @@ def round_robin_pick(eligible, pointer):
     return -1, pointer
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def uniform_pick(eligible, rng):
     """:class:`RandomRouter`'s decision on a view without weights: one ``rng.integers`` draw
     among the eligible targets (−1 when none is eligible; no draw then)."""
@@ -227,7 +240,7 @@ def uniform_pick(eligible, rng):
             k += 1
     if k == 0:
         return -1
-    j = rng.integers(0, k)
+    j = integers_below(rng, k)
     for g in range(eligible.size):
         if eligible[g]:
             if j == 0:
@@ -236,7 +249,7 @@ def uniform_pick(eligible, rng):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def jsq_pick(values, eligible, random_ties, rng):
     """:class:`JSQRouter`'s decision: the eligible target of least ``values`` (the load it
     compares); ties to the lowest index, or uniformly with one ``rng.integers`` draw when
@@ -252,13 +265,16 @@ def jsq_pick(values, eligible, random_ties, rng):
                 n_best += 1
     if n_best == 0:
         return -1
-    tied = eligible & (values == best)
-    if random_ties and n_best > 1:
-        return uniform_pick(tied, rng)
-    return np.argmax(tied)
+    k = integers_below(rng, n_best) if random_ties and n_best > 1 else 0
+    for g in range(values.size):
+        if eligible[g] and values[g] == best:
+            if k == 0:
+                return g
+            k -= 1
+    return -1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def choice_without_replacement(rng, pop, size, out):
     """``rng.choice(pop, size, replace=False)`` of numpy's Generator, into ``out``: Floyd's
     algorithm, then the shuffle of numpy's ``_shuffle_int`` (both with Lemire-bounded integers,
@@ -266,32 +282,44 @@ def choice_without_replacement(rng, pop, size, out):
     or ``size <= pop // 50`` (numpy shuffles a full range otherwise; callers check)."""
     for k in range(size):
         j = pop - size + k
-        val = rng.integers(0, j + 1)
+        val = integers_below(rng, j + 1)
         for i in range(k):
             if out[i] == val:
                 val = j
                 break
         out[k] = val
     for i in range(size - 1, 0, -1):
-        j = rng.integers(0, i + 1)
+        j = integers_below(rng, i + 1)
         tmp = out[i]
         out[i] = out[j]
         out[j] = tmp
 
 
-@njit(cache=True)
-def power_of_d_pick(values, eligible, d, rng):
-    """:class:`PowerOfDRouter`'s decision: ``min(d, eligible)`` distinct eligible targets
-    drawn as numpy's ``rng.choice(·, replace=False)`` draws them, the least ``values`` wins,
-    ties to the one drawn first (−1 when none is eligible; no draw with one eligible)."""
-    cand = np.flatnonzero(eligible)
-    if cand.size <= 1:
-        return cand[0] if cand.size else -1
-    drawn = np.empty(min(d, cand.size), np.int64)
-    choice_without_replacement(rng, cand.size, drawn.size, drawn)
+@njit(cache=True, error_model="numpy")
+def power_of_d_pick_into(values, eligible, d, rng, cand, drawn):
+    """:func:`power_of_d_pick` with caller-given int64 buffers ``cand`` (≥ the targets) and
+    ``drawn`` (≥ d): no allocation."""
+    m = 0
+    for g in range(eligible.size):
+        if eligible[g]:
+            cand[m] = g
+            m += 1
+    if m <= 1:
+        return cand[0] if m else -1
+    size = min(d, m)
+    choice_without_replacement(rng, m, size, drawn)
     best = cand[drawn[0]]
-    for k in range(1, drawn.size):
+    for k in range(1, size):
         g = cand[drawn[k]]
         if values[g] < values[best]:
             best = g
     return best
+
+
+@njit(cache=True, error_model="numpy")
+def power_of_d_pick(values, eligible, d, rng):
+    """:class:`PowerOfDRouter`'s decision: ``min(d, eligible)`` distinct eligible targets
+    drawn as numpy's ``rng.choice(·, replace=False)`` draws them, the least ``values`` wins,
+    ties to the one drawn first (−1 when none is eligible; no draw with one eligible)."""
+    return power_of_d_pick_into(values, eligible, d, rng, np.empty(eligible.size, np.int64),
+                                np.empty(max(d, 1), np.int64))

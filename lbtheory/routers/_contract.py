@@ -35,9 +35,11 @@ import bisect
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+from numba import njit
 
 __all__ = ["Router", "TargetView", "Assignment", "Decision", "NoState", "sample_index",
-           "cumulative", "IgnoresObservations", "Stateless", "IdenticalTargets"]
+           "cumulative", "IgnoresObservations", "Stateless", "IdenticalTargets",
+           "sample_index_kernel", "cumulative_kernel"]
 
 
 class Assignment(NamedTuple):
@@ -147,6 +149,37 @@ def sample_index(cum: list[float], rng: np.random.Generator) -> int:
     last = len(cum) - 1
     if j > last:  # u == cum[-1] up to rounding: the last positive-weight entry
         j = last
+        while j > 0 and cum[j - 1] == cum[j]:
+            j -= 1
+    return j
+
+
+# -- the same two helpers as numba kernels (compiled engines; a test pins them to the above) ----
+@njit(cache=True, error_model="numpy")
+def cumulative_kernel(weights: np.ndarray, out: np.ndarray) -> None:
+    """:func:`cumulative` of one row into ``out`` (``np.cumsum``'s order; no allocation)."""
+    acc = 0.0
+    for j in range(weights.shape[0]):
+        acc = weights[j] if j == 0 else acc + weights[j]
+        out[j] = acc
+
+
+@njit(cache=True, error_model="numpy")
+def sample_index_kernel(cum: np.ndarray, rng: np.random.Generator) -> int:
+    """:func:`sample_index` on a row of cumulative weights: the same uniform draw, bisection to
+    the right and skipping of zero-weight entries."""
+    n = cum.shape[0]
+    u = rng.random() * cum[n - 1]
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if u < cum[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    j = lo
+    if j > n - 1:
+        j = n - 1
         while j > 0 and cum[j - 1] == cum[j]:
             j -= 1
     return j

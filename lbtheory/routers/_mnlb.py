@@ -135,7 +135,9 @@ class MNLBRouter(IgnoresObservations):
         """No program yet: built (and solved) at the first request."""
         return MNLBState(None, (), -np.inf, np.zeros(0), 0.0, 0)
 
-    def _solve(self, state: MNLBState, view: CellView) -> MNLBState:
+    def solve(self, state: MNLBState, view: CellView) -> MNLBState:
+        """Re-solve the LP now (at ``view.time``): λ̂ from the counts of the window (the nominal
+        rates before the first solve), weights held until ``view.time + period_s``."""
         program = state.program
         if program is None or not np.array_equal(program.mask, view.mask):
             program = MNLBProgram(view.mask, view.delays, self.rho_max)
@@ -159,7 +161,7 @@ class MNLBRouter(IgnoresObservations):
         source = view.source
         check_source(view, source)
         if view.time >= state.next_solve:
-            state = self._solve(state, view)
+            state = self.solve(state, view)
         counts = state.counts.copy()
         counts[source] += 1.0
         return sample_index(state.cum[source], rng), state._replace(counts=counts)

@@ -10,13 +10,22 @@ experiment protocol itself (cells of the sweep) lives with its experiment, in
 
 Private one-concept modules: ``_scenario`` (scenario files), ``_arrivals`` (seeded requests),
 ``_records`` (clock and per-request records), ``_servers`` (leaves and the three server kinds),
-``_probes`` (probe rounds and the models routers see), ``_engine`` (the loop), ``_result``,
-``_appendix_b`` (the scenario generator).
+``_probes`` (probe rounds and the models routers see), ``_engine`` (the reference loop),
+``_result``, ``_appendix_b`` (the scenario generator), ``_simulate`` (:func:`simulate`: limits and
+the choice of engine); the compiled engine (numba, issue 21): ``_kernel_plan`` (which routers it
+runs), ``_kernels_state`` / ``_kernels_servers`` / ``_kernels_routers`` / ``_kernels_loop`` (the
+kernels), ``_compiled`` (its driver) and ``_kernel_router`` (:class:`KernelRouter`, a user's
+compiled router).
+
+Engines: ``simulate(..., engine="auto")`` runs the compiled engine when it supports the router
+(the registry's cell policies, error aversion, affinity, a :class:`KernelRouter`) and the
+reference engine otherwise (``SimResult.engine`` / ``engine_note`` say which and why);
+``engine="reference"`` picks the reference. Both give the same per-request records.
 """
 
 from ._appendix_b import EVENT_WINDOW, appendix_b_scenario
 from ._arrivals import arrivals_from_trace, generate_arrivals, seed_streams, with_sessions
-from ._engine import simulate
+from ._kernel_router import KernelRouter
 from ._result import SimResult
 from ._scenario import (
     Affinity,
@@ -31,8 +40,9 @@ from ._scenario import (
     load_scenario,
     scenario_from_dict,
 )
+from ._simulate import Engine, simulate
 
 __all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "ServerKind", "LeafPolicy",
            "TokenDist", "Burst", "Outage", "Affinity", "load_scenario", "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
-           "Estimation", "appendix_b_scenario", "EVENT_WINDOW"]
+           "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter"]

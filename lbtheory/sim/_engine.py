@@ -1,4 +1,4 @@
-"""The discrete-event core (the reference engine): a plain ``heapq`` loop over the engine's few
+"""The discrete-event core of the reference engine: a plain ``heapq`` loop over the engine's few
 concepts — the clock (:class:`~._records.EventQueue`), the servers (:mod:`._servers`), the probes
 (:mod:`._probes`), the router's state (:class:`RouterDriver`) and the records
 (:class:`~._records.Records`).
@@ -22,84 +22,77 @@ Model (THEORY §1, §3, §11.1):
 
 from __future__ import annotations
 
-import time as _time
 from typing import Any
 
 import numpy as np
 
-from .._checks import check_real, check_seed
-from ..errors import ParameterError, SolverError, SolveStatus, TopologyError
+from ..errors import TopologyError
 from ..routers import CellView
 from ..workloads import Workload
-from ._arrivals import generate_arrivals, seed_streams
 from ._probes import Probes, SeenModels
-from ._records import Event, EventQueue, Records
-from ._result import SimResult, build_result
+from ._records import Event, EventQueue, Records, check_conservation
+from ._result import RunRecords
 from ._scenario import Scenario
 from ._servers import Cluster, Uniforms
 
-__all__ = ["simulate", "RouterDriver", "DEFAULT_SERIES_POINTS"]
-
-#: number of points of the sampled workload series when no period is given.
-DEFAULT_SERIES_POINTS = 400
+__all__ = ["run_reference", "RouterDriver", "residency_error", "routing_rows"]
 
 
-def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
-             arrivals: Workload | None = None, policy: str | None = None,
-             record_period_s: float | None = None) -> SimResult:
-    """Simulate ``router`` on ``scenario`` for ``duration_s`` seconds (the reference engine).
-
-    Args:
-        scenario: cells, servers, delays, request sizes, bursts and outages.
-        router: a router (the contract of :mod:`lbtheory.routers`: ``init`` / ``observe`` /
-            ``route``), e.g. ``lbtheory.registry.make_router("flow-grad")``.
-        duration_s: horizon (s); arrivals in [0, duration).
-        seed: seeds arrivals (shared by every policy), the router's and the leaf's draws.
-        arrivals: pre-generated requests with a ``source`` column (default:
-            ``generate_arrivals(scenario, duration, seed)``).
-        policy: name recorded in the result (default ``router.name``).
-        record_period_s: sampling period of the workload series (default duration/400).
-
-    Returns:
-        A :class:`SimResult`; same inputs ⇒ bit-identical result (except ``wall_seconds``).
-
-    Raises:
-        ParameterError: a bad duration, seed or record period, or arrivals without sources.
-        DataFormatError: a burst or outage outside the horizon. TopologyError: a router that
-        breaks residency. SolverError: a broken conservation invariant (a simulator bug).
-    """
-    T = check_real(duration_s, "duration_s", unit="s", low=0.0, low_open=True)
-    seed = check_seed(seed)
-    scenario.check_horizon(T)
-    scenario.check_run(T)
-    wall0 = _time.perf_counter()
-    if arrivals is None:
-        arrivals = generate_arrivals(scenario, T, seed)
-    elif arrivals.source is None and len(arrivals):
-        raise ParameterError("arrivals: the cell simulator needs each request's source cell "
-                             "(Workload.source); see lbtheory.sim.arrivals_from_trace")
-    period = record_period_s or T / DEFAULT_SERIES_POINTS
-    check_real(period, "record_period_s", unit="s", low=0.0, low_open=True)
-    eng = _Engine(scenario, router, T, seed_streams(seed), arrivals, period)
+def run_reference(scenario: Scenario, router: Any, T: float, streams: list, arrivals: Workload,
+                  record_period: float, record_routing_every: int = 0) -> RunRecords:
+    """One run of the reference engine (arguments checked by :func:`lbtheory.sim.simulate`)."""
+    eng = _Engine(scenario, router, T, streams, arrivals, record_period, record_routing_every)
     eng.run()
-    return build_result(eng, policy or getattr(router, "name", type(router).__name__), seed,
-                        _time.perf_counter() - wall0)
+    rec, cl, d = eng.rec, eng.cluster, eng.driver
+    a = rec.arrays()
+    return RunRecords(
+        requests=rec.requests, completed=rec.completed, errors=rec.errors, events=rec.events,
+        cache_hits=rec.cache_hits, status=a["status"], dest=a["dest"], t_done=a["t_done"],
+        t_cell=a["t_cell"], wait=a["wait"], routed=np.array(rec.routed, dtype=np.int64),
+        cell_errors=np.array(rec.cell_errors, dtype=np.int64), utilisation=cl.utilisation(),
+        series_t=np.array(eng.series_t), series_N=np.array(eng.series_N, dtype=float),
+        models=eng.models.final(scenario), routing_t=np.array(d.routing_t),
+        routing_x=np.array(d.routing_x, dtype=float).reshape(len(d.routing_t),
+                                                             len(eng.sources), eng.n),
+        routing_sources=tuple(eng.sources))
+
+
+def residency_error(router: Any, i: int, j: int | None) -> TopologyError:
+    """The error of a router that sent a request from cell i to j (None: nowhere) off the
+    residency mask (both engines)."""
+    return TopologyError(f"router {getattr(router, 'name', '?')} sent a request from cell {i} "
+                         f"to {'no cell' if j is None else f'cell {j}'}, which is not an "
+                         f"admissible arc (residency)")
+
+
+def routing_rows(state: Any) -> Any:
+    """The routing rows ``x`` of a router's state (a flow router's, possibly wrapped by error
+    aversion or affinity: ``.inner``), or None."""
+    while state is not None and not hasattr(state, "x"):
+        state = getattr(state, "inner", None)
+    return None if state is None else state.x
 
 
 class RouterDriver:
     """The router and its state in one run: initial state from the run's router stream, probe
     rounds observed, one decision per arriving request (residency enforced)."""
 
-    def __init__(self, router: Any, seq: np.random.SeedSequence, mask: list) -> None:
+    def __init__(self, router: Any, seq: np.random.SeedSequence, mask: list,
+                 record_every: int = 0) -> None:
         self.router = router
         self.rng = np.random.default_rng(seq)
         self.state = router.init(int(seq.generate_state(1)[0]))
         self.mask = mask
         self.observe_round = getattr(router, "observe_round", None)
         self.route_session = getattr(router, "route_session", None)
+        self.record_every = int(record_every)
+        self.rounds = 0
+        self.routing_t: list[float] = []
+        self.routing_x: list[np.ndarray] = []
 
     def observe(self, views: list[CellView | None], sources: list[int]) -> None:
-        """A probe round reached every source."""
+        """A probe round reached every source (routing rows recorded every
+        ``record_every``-th round)."""
         if not sources:
             return
         if self.observe_round is not None:
@@ -107,6 +100,12 @@ class RouterDriver:
         else:
             for i in sources:
                 self.state = self.router.observe(self.state, views[i])
+        self.rounds += 1
+        if self.record_every and self.rounds % self.record_every == 0:
+            x = routing_rows(self.state)
+            if x is not None and all(x[i] is not None for i in sources):
+                self.routing_t.append(float(views[sources[0]].time))
+                self.routing_x.append(np.array([x[i] for i in sources], dtype=float))
 
     def route(self, view: CellView, session: int | None) -> int:
         """The cell the request of ``view.source`` goes to."""
@@ -116,9 +115,7 @@ class RouterDriver:
             j, self.state = self.router.route(self.state, view, self.rng)
         i = view.source
         if j is None or not self.mask[i][j]:
-            raise TopologyError(f"router {getattr(self.router, 'name', '?')} sent a request "
-                                f"from cell {i} to {'no cell' if j is None else f'cell {j}'}, "
-                                f"which is not an admissible arc (residency)")
+            raise residency_error(self.router, i, j)
         return j
 
 
@@ -126,14 +123,14 @@ class _Engine:
     """One run: the concepts wired together, and the event loop."""
 
     def __init__(self, sc: Scenario, router: Any, T: float, streams: list, arr: Workload,
-                 record_period: float) -> None:
+                 record_period: float, record_every: int = 0) -> None:
         net = sc.network
         self.sc, self.T, self.arr = sc, float(T), arr
         self.n = n = net.n
         R = len(arr)
         self.events = EventQueue()
         self.rec = Records(R, n)
-        self.driver = RouterDriver(router, streams[1], net.adjacency.tolist())
+        self.driver = RouterDriver(router, streams[1], net.adjacency.tolist(), record_every)
         work = arr.work.tolist() if arr.work is not None else [1.0] * R
         self.cluster = Cluster(sc, self.T, self.rec, self.events, arr.prompt_tokens.tolist(),
                                arr.output_tokens.tolist(), work, Uniforms(streams[2]))
@@ -234,9 +231,4 @@ class _Engine:
             else:
                 handlers[kind](a, b, t)
         rec.requests = nxt
-        in_flight = rec.requests - rec.completed - rec.errors
-        if in_flight != rec.on_wire + sum(cl.N):
-            raise SolverError(f"simulator: conservation broken: {rec.requests} arrivals, "
-                              f"{rec.completed} completed, {rec.errors} errors, "
-                              f"{rec.on_wire} on the wire, {sum(cl.N)} at cells",
-                              solver="sim", status=SolveStatus.FAILED, detail="conservation")
+        check_conservation(rec.requests, rec.completed, rec.errors, rec.on_wire, sum(cl.N))

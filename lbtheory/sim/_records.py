@@ -17,7 +17,9 @@ import math
 
 import numpy as np
 
-__all__ = ["Event", "EventQueue", "Records", "PENDING", "DONE", "ERROR"]
+from ..errors import SolverError, SolveStatus
+
+__all__ = ["Event", "EventQueue", "Records", "PENDING", "DONE", "ERROR", "check_conservation"]
 
 #: request status codes in :attr:`Records.status`.
 PENDING, DONE, ERROR = 0, 1, 2
@@ -96,3 +98,14 @@ class Records:
                 "t_done": np.array(self.t_done[:R], dtype=float),
                 "t_cell": np.array(self.t_cell[:R], dtype=float),
                 "wait": np.array(self.wait[:R], dtype=float)}
+
+
+def check_conservation(requests: int, completed: int, errors: int, on_wire: int,
+                       at_cells: int) -> None:
+    """Every request that arrived completed, was rejected, is on the wire or at a cell; raises
+    SolverError (a simulator bug) otherwise."""
+    if requests - completed - errors != on_wire + at_cells:
+        raise SolverError(f"simulator: conservation broken: {requests} arrivals, "
+                          f"{completed} completed, {errors} errors, "
+                          f"{on_wire} on the wire, {at_cells} at cells",
+                          solver="sim", status=SolveStatus.FAILED, detail="conservation")

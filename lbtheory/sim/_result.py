@@ -11,7 +11,7 @@ from ..errors import RunStatus
 from ..stats import mean, percentiles, ratio
 from ._records import DONE, ERROR
 
-__all__ = ["SimResult", "build_result"]
+__all__ = ["SimResult", "RunRecords", "build_result"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +42,11 @@ class SimResult:
             finished or was rejected) or ``truncated`` (the horizon ended with ``in_flight``
             requests still queued, in service or on the wire: their latency is unknown, so the
             latency summary covers the completed ones only).
+        engine: the engine that ran, ``"compiled"`` or ``"reference"``; engine_note: why the
+            reference engine ran when ``engine="auto"`` asked for the compiled one ("" else).
+        routing_t, routing_x: routing rows x_i of the sources (``routing_x[m, k]`` is source
+            ``routing_sources[k]``'s row) recorded every ``record_routing_every``-th probe
+            round at the times ``routing_t`` (s); empty unless asked for.
     """
 
     policy: str
@@ -68,6 +73,11 @@ class SimResult:
     completion_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     error_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     status: RunStatus = RunStatus.COMPLETED
+    engine: str = "reference"
+    engine_note: str = ""
+    routing_t: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    routing_x: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0)))
+    routing_sources: tuple[int, ...] = ()
 
     @property
     def error_rate(self) -> float:
@@ -91,35 +101,64 @@ class SimResult:
                 "in_flight": self.in_flight, "status": self.status.value,
                 "error_rate": self.error_rate,
                 "latency": self.latency_summary(), "per_cell": per_cell,
-                "events": self.events, "wall_seconds": self.wall_seconds}
+                "events": self.events, "wall_seconds": self.wall_seconds,
+                "engine": self.engine}
 
 
-def build_result(eng: Any, policy: str, seed: int, wall: float) -> SimResult:
-    """Freeze a finished engine run (:mod:`._engine`) into a :class:`SimResult`."""
-    rec, cl, sc = eng.rec, eng.cluster, eng.sc
-    n, T, R = eng.n, eng.T, rec.requests
-    a = rec.arrays()
-    status, dest, t_done, t_cell = a["status"], a["dest"], a["t_done"], a["t_cell"]
+@dataclasses.dataclass(frozen=True)
+class RunRecords:
+    """What an engine hands to :func:`build_result`: counters, and arrays over the ``requests``
+    requests that arrived (status, routed cell, completion and cell-arrival times in s, queueing
+    s), per-cell totals, the sampled series, the models routers saw and the routing rows."""
+
+    requests: int
+    completed: int
+    errors: int
+    events: int
+    cache_hits: int
+    status: np.ndarray
+    dest: np.ndarray
+    t_done: np.ndarray
+    t_cell: np.ndarray
+    wait: np.ndarray
+    routed: np.ndarray
+    cell_errors: np.ndarray
+    utilisation: np.ndarray
+    series_t: np.ndarray
+    series_N: np.ndarray
+    models: tuple
+    routing_t: np.ndarray
+    routing_x: np.ndarray
+    routing_sources: tuple[int, ...]
+
+
+def build_result(sc: Any, arr: Any, T: float, rr: RunRecords, *, policy: str, seed: int,
+                 wall: float, engine: str, note: str = "") -> SimResult:
+    """Freeze a finished run of either engine into a :class:`SimResult`."""
+    n, R = sc.network.n, rr.requests
+    status, dest, t_done, t_cell = rr.status, rr.dest, rr.t_done, rr.t_cell
     done = status == DONE
-    src = eng.arr.source[:R] if eng.arr.source is not None else np.zeros(0, dtype=np.int64)
+    src = arr.source[:R] if arr.source is not None else np.zeros(0, dtype=np.int64)
     tau = sc.network.delays[src, np.maximum(dest, 0)]
     order = np.argsort(t_done[done], kind="stable")
-    lat = (t_done - eng.arr.arrival_s[:R] + tau)[done][order]
+    lat = (t_done - arr.arrival_s[:R] + tau)[done][order]
     # time-average workload: Σ over requests of time spent at the cell within [0, T)
     at_cell = (status != ERROR) & np.isfinite(t_cell)
     stay = np.minimum(np.where(done, t_done, T), T) - t_cell
     wl = np.bincount(dest[at_cell], weights=stay[at_cell], minlength=n) / T
-    in_flight = int(R - rec.completed - rec.errors)
+    in_flight = int(R - rr.completed - rr.errors)
     return SimResult(
         policy=policy, seed=int(seed), duration_s=T, names=sc.network.names,
-        requests=int(R), completed=int(rec.completed), errors=int(rec.errors),
-        in_flight=in_flight, latency_s=lat, wait_s=a["wait"][done][order],
-        network_s=(2.0 * tau)[done][order],
-        routed=np.array(rec.routed, dtype=np.int64),
-        cell_errors=np.array(rec.cell_errors, dtype=np.int64), utilisation=cl.utilisation(),
-        mean_workload=wl, series_t=np.array(eng.series_t),
-        series_workload=np.array(eng.series_N, dtype=float).reshape(-1, n),
-        events=int(rec.events), wall_seconds=float(wall), models=eng.models.final(sc),
-        cache_hits=int(rec.cache_hits), completion_s=t_done[done][order],
+        requests=int(R), completed=int(rr.completed), errors=int(rr.errors),
+        in_flight=in_flight, latency_s=lat, wait_s=rr.wait[done][order],
+        network_s=(2.0 * tau)[done][order], routed=np.asarray(rr.routed, dtype=np.int64),
+        cell_errors=np.asarray(rr.cell_errors, dtype=np.int64), utilisation=rr.utilisation,
+        mean_workload=wl, series_t=np.asarray(rr.series_t, dtype=float),
+        series_workload=np.asarray(rr.series_N, dtype=float).reshape(-1, n),
+        events=int(rr.events), wall_seconds=float(wall), models=rr.models,
+        cache_hits=int(rr.cache_hits), completion_s=t_done[done][order],
         error_s=np.sort(t_cell[status == ERROR]),
-        status=RunStatus.TRUNCATED if in_flight else RunStatus.COMPLETED)
+        status=RunStatus.TRUNCATED if in_flight else RunStatus.COMPLETED,
+        engine=engine, engine_note=note, routing_t=np.asarray(rr.routing_t, dtype=float),
+        routing_x=np.asarray(rr.routing_x, dtype=float),
+        routing_sources=tuple(int(i) for i in rr.routing_sources))

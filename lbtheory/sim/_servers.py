@@ -23,7 +23,7 @@ import numpy as np
 from ._records import DONE, ERROR, Event, EventQueue, Records
 from ._scenario import LeafPolicy, Scenario, ServerKind
 
-__all__ = ["Cluster", "ERROR_EMA_ALPHA"]
+__all__ = ["Cluster", "ERROR_EMA_ALPHA", "cell_utilisation"]
 
 #: weight of the newest outcome in each leaf's error EMA (DLB §3.4) [R].
 ERROR_EMA_ALPHA = 0.02
@@ -160,7 +160,23 @@ class Cluster:
 
     def utilisation(self) -> np.ndarray:
         """Time-average busy fraction of each cell's bottleneck stage (nominal servers)."""
-        return np.array([kind.utilisation(j) for j, kind in enumerate(self.kind)])
+        return cell_utilisation(self.sc, self.rec.busy_pre, self.rec.busy_slot, self.T)
+
+
+def cell_utilisation(sc: Scenario, busy_pre: Any, busy_slot: Any, T: float) -> np.ndarray:
+    """Time-average busy fraction of each cell's bottleneck stage, nominal servers (both
+    engines): mmc busy slot-seconds / (k c T); appendix_b the larger of the prefill engines'
+    and the decode slots' busy fractions; rate completions / (μ̄ T)."""
+    out = []
+    for j, (cell, spec) in enumerate(zip(sc.network.cells, sc.servers)):
+        k = cell.replicas
+        if spec.kind is ServerKind.MMC:
+            out.append(busy_slot[j] / (k * spec.slots * T))
+        elif spec.kind is ServerKind.RATE:
+            out.append(busy_slot[j] / (float(cell.service.max_rate) * T))
+        else:
+            out.append(max(busy_pre[j] / (k * T), busy_slot[j] / (k * spec.decode_slots * T)))
+    return np.array(out, dtype=float)
 
 
 class MMCServers:
@@ -199,9 +215,6 @@ class MMCServers:
         if cl.q[s]:
             self._start(cl.q[s].popleft(), s, j, t)
 
-    def utilisation(self, j: int) -> float:
-        cl = self.cl
-        return cl.rec.busy_slot[j] / (cl.k[j] * cl.sc.servers[j].slots * cl.T)
 
 
 class AppendixBServers:
@@ -263,11 +276,6 @@ class AppendixBServers:
         if cl.dq[s]:
             self._start_decode(cl.dq[s].popleft(), s, j, t)
 
-    def utilisation(self, j: int) -> float:
-        cl = self.cl
-        k, spec = cl.k[j], cl.sc.servers[j]
-        return max(cl.rec.busy_pre[j] / (k * cl.T),
-                   cl.rec.busy_slot[j] / (k * spec.decode_slots * cl.T))
 
 
 class RateServers:
@@ -305,6 +313,3 @@ class RateServers:
         cl.finish(r, j, t)
         self._schedule(j, t)
 
-    def utilisation(self, j: int) -> float:
-        cl = self.cl
-        return cl.rec.busy_slot[j] / (float(self.models[j].max_rate) * cl.T)
