@@ -108,6 +108,8 @@ def summarise_table(table: str, rows: list) -> dict:
                 "ttft_s": float(np.mean([e["ttft"]["mean"] for e in ev])),
                 "preemptions": float(np.mean([e["preemptions"] for e in ev])),
                 "max_share": float(max(max(e["shares"]) for e in ev)),
+                "collapsed_episodes": int(sum(max(e["shares"]) > COLLAPSE for e in ev)),
+                "runs": len(ev),
                 "completed_min": int(min(e["completed"] for e in ev))}
 
     out: dict = {}
@@ -146,6 +148,14 @@ def _f(x: float, nd: int = 2) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x:.{nd}f}"
 
 
+def _episodes(r: dict) -> str:
+    """Evaluation runs (seed × episode) whose greedy policy sent more than 1.5× the fair share
+    to one instance, of all runs ("—" for summaries written before the count existed)."""
+    if "collapsed_episodes" not in r:
+        return "—"
+    return f"{r['collapsed_episodes']}/{r['runs']}"
+
+
 def _table_md(table: str, s: dict) -> list[str]:
     c, ld = s["config"], s["offered_load"]
     regime = "overloaded" if ld["utilisation"] >= 1 else "below capacity"
@@ -162,8 +172,9 @@ def _table_md(table: str, s: dict) -> list[str]:
              f"{s['headroom_pct']:.0f} % below round robin. Seed's round robin: "
              f"{PAPER_RR[table]} s.", "",
              "| router | mean E2E (s) | Δ vs RR (%) [95 % CI] | seed's Δ (%) | verdict | "
-             "router wait (s) | TTFT (s) | preemptions | max share | train (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "router wait (s) | TTFT (s) | preemptions | max share | episodes > 1.5× | "
+             "train (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in s["routers"].items():
         paper = "—" if r["paper_delta_pct"] is None else f"{r['paper_delta_pct']:+.2f}"
         wait = _f(r["router_wait_s"], 3)
@@ -173,7 +184,8 @@ def _table_md(table: str, s: dict) -> list[str]:
             f"{r['delta_pct']:+.2f} [{_f(r['delta_lo'])}, {_f(r['delta_hi'])}]"
         lines.append(f"| {name} | {_f(r['mean_e2e_s'])} | {delta} | {paper} | {r['verdict']} | "
                      f"{wait} | {_f(r['ttft_s'])} | {r['preemptions']:.0f} | "
-                     f"{r['max_share']:.2f} | {_f(r.get('train_s', float('nan')), 0)} |")
+                     f"{r['max_share']:.2f} | {_episodes(r)} | "
+                     f"{_f(r.get('train_s', float('nan')), 0)} |")
     return lines + [""]
 
 
