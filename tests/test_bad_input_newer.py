@@ -8,6 +8,7 @@ The harness is :func:`test_bad_input._check_bad` semantics, restated here for th
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -285,3 +286,70 @@ def test_a_quick_run_never_writes_the_committed_results(tmp_path, monkeypatch, c
     assert (tmp_path / "out" / "results" / "poa-braess" / "sweep_quick.json").is_file()
     after = {p: p.stat().st_mtime_ns for p in committed.rglob("*") if p.is_file()}
     assert after == before  # nothing under experiments/results was written or touched
+
+
+# ---------------------------------------------------------------- TNTP numeric edges (kind 4)
+_TNTP_HEAD = ("<NUMBER OF ZONES> 2\n<NUMBER OF NODES> {n}\n<FIRST THRU NODE> 1\n"
+              "<NUMBER OF LINKS> 3\n<END OF METADATA>\n~ init term cap len fft b power speed toll "
+              "type ;\n")
+
+
+def _tntp_net(tmp: Path, *, n: str = "3", cap: str = "100", fft: str = "1", power: str = "4",
+              b: str = "0.15", others: tuple[str, str] = ("1", "3")) -> str:
+    """Zones 1, 2; links 1→3 (the edited one), 3→2 and 1→2 (free-flow times ``others``)."""
+    rows = [f"1\t3\t{cap}\t1\t{fft}\t{b}\t{power}\t0\t0\t1\t;",
+            f"3\t2\t100\t1\t{others[0]}\t{b}\t4\t0\t0\t1\t;",
+            f"1\t2\t100\t1\t{others[1]}\t{b}\t4\t0\t0\t1\t;"]
+    return _file(tmp, "n_net.tntp", _TNTP_HEAD.format(n=n) + "\n".join(rows) + "\n")
+
+
+def _tntp_trips(tmp: Path, body: str = "Origin 1\n 2 : 50.0;\n") -> str:
+    return _file(tmp, "n_trips.tntp",
+                 f"<NUMBER OF ZONES> 2\n<TOTAL OD FLOW> 0\n<END OF METADATA>\n{body}")
+
+
+@pytest.mark.parametrize("case, net, trips, fragments", [
+    ("nodes inf", {"n": "inf"}, None, ("n_net.tntp:2", "<NUMBER OF NODES>", "finite")),
+    ("nodes 4.7", {"n": "4.7"}, None, ("n_net.tntp:2", "integer", "4.7")),
+    ("free-flow 1e308", {"fft": "1e308"}, None,
+     ("n_net.tntp:7", "link 1→3", "not a finite float64", "free-flow time 1e+308")),
+    ("capacity 1e-300", {"cap": "1e-300"}, None,
+     ("n_net.tntp:7", "link 1→3", "capacity 1e-300", "rescale")),
+    ("demand 1e308", {}, "Origin 1\n 2 : 1e308;\n", ("total demand 1e+308", "not a finite")),
+    ("all-zero demand", {}, "Origin 1\n 2 : 0.0;\n", ("n_trips.tntp", "no positive demand")),
+    ("intra-zonal only", {}, "Origin 1\n 1 : 5.0;\n", ("n_trips.tntp", "only intra-zonal")),
+    ("undeclared zone", {}, "Origin 1\n 7 : 5.0;\n", ("n_trips.tntp:5", "unknown zone 7")),
+])
+def test_tntp_numeric_edges_are_one_error_line(case, net, trips, fragments, tmp_path, capsys):
+    """Issue 23 kind 4: each once reached the solvers as inf/NaN or a numpy traceback."""
+    argv = ["equilibrium", _tntp_net(tmp_path, **net), "--trips",
+            _tntp_trips(tmp_path, *(() if trips is None else (trips,)))]
+    check_one_error_line(case, argv, fragments, tmp_path, capsys)
+
+
+def test_tntp_zero_cost_network_has_price_of_anarchy_one(tmp_path, capsys):
+    """Every flow costs nothing: both totals are 0 and the ratio is 1 by convention (it divided
+    by zero); the JSON is finite."""
+    net = _tntp_net(tmp_path, fft="0", b="0", others=("0", "0"))
+    argv = ["equilibrium", net, "--trips", _tntp_trips(tmp_path), "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["price_of_anarchy"] == 1.0
+    eq = data["equilibria"]
+    assert eq["wardrop"]["total_travel_time"] == eq["system_optimum"]["total_travel_time"] == 0
+
+
+def test_tntp_power_1000_is_solved_without_warnings(tmp_path, capsys):
+    """power: 1000 (a step-like BPR) solves with a power cone and prints no cvxpy warnings; at 50
+    of capacity 100 the (1/2)^1000 term vanishes: all 50 on the two-link path (cost ≈ 2 < 3)."""
+    argv = ["equilibrium", _tntp_net(tmp_path, power="1000"), "--trips", _tntp_trips(tmp_path),
+            "--json"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    data = json.loads(out)
+    # 50 × (1 + 1·(1 + 0.15·(50/100)^4)) on 1→3→2; the direct link costs 3
+    assert data["equilibria"]["wardrop"]["total_travel_time"] == pytest.approx(
+        50 * (2 + 0.15 / 16), rel=1e-6)

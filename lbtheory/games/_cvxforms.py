@@ -41,6 +41,9 @@ _CVXPY_STATUS = {"optimal": SolveStatus.OPTIMAL,
                  "infeasible_inaccurate": SolveStatus.INFEASIBLE,
                  "user_limit": SolveStatus.MAX_ITERATIONS}
 
+#: Largest integer exponent of a polynomial cost's potential written with second-order cones.
+MAX_SOC_POWER = 16
+
 
 def cvxpy_status(word: str | None) -> SolveStatus:
     """A CVXPY problem status (``prob.status``; ``"solver_error"`` when the solver raised) as a
@@ -148,7 +151,10 @@ def _polynomial(fam: Polynomial, x: Any, objective: Objective, ref: np.ndarray |
     R = s[idx] if ref is None else np.maximum(s[idx], np.asarray(ref, dtype=float)[idx])
     coef = b[idx] * s[idx] * factor * (R / s[idx]) ** q  # c·(x/s)^q = c·(R/s)^q·(x/R)^q
     r = cp.multiply(1.0 / R, x[idx])
-    powr = cp.power(r, q) if float(q).is_integer() else cp.power(r, q, approx=False)
+    # integer q ≤ 16: cvxpy's exact rational SOC form (≤ 4 second-order cones); above, or a
+    # fractional q, a power cone (the SOC form would need more cones and cvxpy warns)
+    exact_soc = float(q).is_integer() and q <= MAX_SOC_POWER
+    powr = cp.power(r, q) if exact_soc else cp.power(r, q, approx=False)
     return expr + cp.sum(cp.multiply(coef, powr))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from typing import Any
 
 import numpy as np
@@ -95,8 +96,11 @@ class GamePoAResult:
                              f"got {wardrop.objective!r} and {optimum.objective!r}")
         status = next((r.status for r in (wardrop, optimum)
                        if r.status is not SolveStatus.OPTIMAL), SolveStatus.OPTIMAL)
-        return cls(wardrop.total_travel_time / optimum.total_travel_time, wardrop, optimum,
-                   status)
+        w, o = wardrop.total_travel_time, optimum.total_travel_time
+        # a network whose every flow costs nothing: the equilibrium is optimal (ratio 1 by
+        # convention, not 0/0); an optimum of 0 below a positive equilibrium cost: unbounded
+        poa = w / o if o > 0 else (1.0 if w <= 0 else math.inf)
+        return cls(poa, wardrop, optimum, status)
 
 
 def evaluate_flow(game: RoutingGame, origin_flow: np.ndarray, objective: Objective | str, *,

@@ -80,7 +80,8 @@ class RoutingGame:
     Raises:
         TopologyError: empty node list, duplicate node, arc or commodity with an unknown node,
             negative or non-finite demand, an origin equal to its destination with positive
-            demand, or a destination not reachable from its origin over unblocked arcs.
+            demand, no positive demand at all, or a destination not reachable from its origin
+            over unblocked arcs.
     """
 
     def __init__(self, nodes: Sequence[Hashable], arcs: Sequence[GameArc],
@@ -137,6 +138,9 @@ class RoutingGame:
                 orig[o] = len(rows)
                 rows.append(np.zeros(len(self.nodes)))
             rows[orig[o]][d] += dem
+        if not orig:
+            raise TopologyError("commodities: a routing game needs at least one commodity with "
+                                "positive demand between two different nodes")
         self.origins = np.array(sorted(orig), dtype=int)
         self.demand = np.array([rows[orig[o]] for o in self.origins]).reshape(
             len(self.origins), len(self.nodes))

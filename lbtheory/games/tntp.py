@@ -308,8 +308,40 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
     keep = trips.origins != trips.destinations
     comms = [Commodity(int(o), int(d), float(q)) for o, d, q in
              zip(trips.origins[keep], trips.destinations[keep], trips.demand[keep])]
-    return RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
+    total = float(trips.demand[keep].sum())
+    if not total > 0:
+        what = ("only intra-zonal demand (origin = destination, which is dropped)"
+                if (trips.demand > 0).any() else "no positive demand")
+        raise DataFormatError(f"the trip table has {what}: nothing to assign",
+                              path=trips.path, field="demand")
+    if not np.isfinite(total):
+        raise DataFormatError(f"the total demand overflows float64 ({total}); rescale the trip "
+                              "table's units", path=trips.path, field="demand")
+    game = RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
                        non_through=list(range(1, net.first_thru_node)))
+    _check_finite_costs(net, game, total)
+    return game
+
+
+def _check_finite_costs(net: TNTPNetwork, game, total: float) -> None:
+    """Every link's cost and marginal cost at any flow up to the total demand, and every
+    objective value (≤ links × total demand × the largest cost), is a finite float64 (no flow on
+    one link exceeds the total demand; BPR costs increase with flow), else DataFormatError naming
+    the first such link's line: 1e308 free-flow times, 1e-300 capacities or 1e308 demands would
+    reach the solvers as inf/NaN."""
+    x = np.full(game.n_arcs, total)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        cost, marginal = game.costs.cost(x), game.costs.marginal(x)
+        bad = ~(np.isfinite(marginal) & np.isfinite(cost * total * game.n_arcs))
+    if bad.any():
+        a = int(np.flatnonzero(bad)[0])
+        t, h, cap, _, fft, b, power = net.links[a, :7]
+        raise DataFormatError(
+            f"link {int(t)}→{int(h)}: its cost at the total demand {total:g}, or that cost × "
+            f"the demand × {game.n_arcs} links, is not a finite float64 (free-flow time "
+            f"{fft:g}, capacity {cap:g}, B {b:g}, power {power:g}); "
+            f"rescale the units ({int(bad.sum())} link(s) affected)",
+            path=net.path, line=int(net.lines[a]), field="capacity")
 
 
 def write_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike,
