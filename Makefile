@@ -46,7 +46,7 @@ notebooks: $(STAMP)
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; OPENBLAS_NUM_THREADS=1 $(BIN)/python $$f || exit 1; done
 
-# keeps the committed experiments/results/claims.md
+# keeps the committed experiments/results/claims.md and intelligent_router.md
 clean:
 	rm -rf out paper_figures/out .pytest_cache .ruff_cache
-	if [ -d experiments/results ]; then find experiments/results -mindepth 1 -maxdepth 1 ! -name claims.md -exec rm -rf {} +; fi
+	if [ -d experiments/results ]; then find experiments/results -mindepth 1 -maxdepth 1 ! -name claims.md ! -name intelligent_router.md -exec rm -rf {} +; fi

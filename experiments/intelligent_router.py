@@ -1,28 +1,55 @@
-"""Intelligent Router (arXiv 2408.13510, THEORY §10): routers vs round robin; batching vs routing.
+"""Intelligent Router (arXiv 2408.13510, THEORY §10): the seed's tables re-measured with intervals.
 
-Run:  .venv/bin/lbtheory sweep intelligent-router [--quick]
-      (or .venv/bin/python experiments/intelligent_router.py [--quick])
+Run:  .venv/bin/lbtheory sweep intelligent-router --scheduler serial   (every table; resumable)
+      .venv/bin/lbtheory sweep intelligent-router-k4 --scheduler serial (one table)
+      (``--quick``: a smoke run of each table, written under out/results)
 
-Sweep cells (cached, resumable; see :mod:`lbtheory.sweep`): the batching-vs-routing study, each
-heuristic router on each evaluation seed, and each RL router (training + evaluation on every seed;
-its checkpoint files travel in the cell's result and are written by ``collect``). Writes
-``experiments/results/intelligent-router/`` (atomically):
+Each table is one experiment of the group ``intelligent-router`` (cells cached, resumable):
 
-* ``latency.json`` — 4 instances, Azure code + conversation mix, Poisson 20 req/s (saturation), the
-  true output lengths (oracle predictor): per router and evaluation seed the summary, and the paired
-  change of mean E2E latency vs round robin (%, mean and 95% t-interval over seeds);
-* ``learning_curves.json`` — per-episode return and mean E2E of each Double-DQN router;
-* ``batching_vs_routing.json`` — 2 instances, "ordered arrivals" [R]: all code requests first,
-  then all conversation requests (random order within each block), Poisson 20 req/s: mean E2E per
-  (router, instance batcher FCFS / shortest-prompt-first);
-* ``summary.md`` — both tables, generated from the JSON;
-* ``checkpoints/<router>/`` — the trained parameters with their config.
+==============  ===========================================================================
+``k4``          Knowl 4: 4 × Llama-2-7B / V100 (the default timing model), the five-task mix
+                at λ = 20 req/s, 20 training episodes × 2,000 requests
+``k5``          Knowl 5: 4 × Llama-3.1-8B / A100 (:data:`~lbtheory.intelligent.A100_LLAMA31_8B`,
+                400k-token KV), the five-task mix at λ = 80 req/s, 20 × 2,000
+``k5-chunked``  the same with chunked prefill (1,024-token iteration budget)
+``k7``          Knowl 7: the production-like mix (mean prompt 5,527, mean output 113 tokens)
+                on 4 A100 instances at λ = 80 req/s with chunked prefill (1,024), 20 × 4,000
+``k8``          Knowl 8: 8 V100 instances, the five-task mix at λ = 40 req/s, 20 × 4,000
+``bvr``         Knowl 6: batching vs routing, 2 instances, ordered Azure arrivals
+==============  ===========================================================================
 
-CPU budget (2 shared cores): the paper trains on 20 episodes × 2,000 requests and evaluates 20
-episodes; the default here trains 20 episodes × 1,000 requests per RL router and evaluates 5 new
-seeds × 1,000 requests — the same episode length as training: a first run evaluated on 2,000-request
-episodes, whose queue states lie outside the training range, and Baseline RL was 3.5× worse than
-round robin there (``--quick``: 3 × 300 and 2 × 300). Nothing is tuned towards the paper.
+**Protocol** (fixed before any run; nothing tuned toward a published number). Requests come from
+:mod:`lbtheory.workloads`' seeded task mixes. Every router sees *predicted* output lengths, as
+the seed's do: the histogram classifier (:func:`~lbtheory.intelligent.fit_length_predictor`)
+fitted on 20,000 requests of the table's mix (seed 10,000; completion-time buckets at the
+cluster's decode speed, :func:`~lbtheory.intelligent.bucket_spec_for`); the RL state uses the
+same buckets and prompt buckets at the fit sample's quartiles. Heuristics: round robin, random,
+JSQ, the decode balancer (JSQ on tokens), Min-Min, MaxCap, the mixing heuristic (split reading)
+and a small/large partition (threshold: the fit sample's median prompt + output). RL: Baseline
+RL, WA-RL, WG-RL with both readings of λ_k; each trained with 5 training seeds (``seed = 100
+s``: network, exploration and episodes ``100 s + k``), ``DQNConfig`` defaults (symmetric
+network, derived horizon, scales, ε schedule). Evaluation: the same 10 held-out episodes for
+every router (workload seeds 20,000–20,009, never seen in development or training), greedy
+policies. Δ = 100 (E2E / E2E of round robin on the same episode − 1) %.
+
+**Verdict rule** (fixed before any run). For a router with a published Δ_seed (negative =
+better than round robin) and measured Δ with its 95 % Student-t interval — over the 5 training
+seeds for an RL router (each seed's Δ averaged over the 10 episodes), over the 10 episodes for
+a heuristic:
+
+* **reproduced** — the interval contains Δ_seed or lies entirely below it;
+* **partly** — the interval lies entirely below 0 but above Δ_seed (better than round robin,
+  by less than published);
+* **not reproduced** — the interval contains 0 or lies above it;
+* an RL router whose greedy policy sent more than 1.5× its fair share of an episode's requests
+  to one instance (any seed, any episode) is marked **collapsed** (and not reproduced).
+
+The seed's Knowl 5 "with chunked prefill" percentages are relative to round robin *without*
+chunking; the table shows them recomputed against the chunked round robin (from its E2E
+column), which is what the measured Δ compares with.
+
+Writes ``experiments/results/intelligent-router-<table>/summary.json`` per table and
+``experiments/results/intelligent_router.md`` (all tables present; committed).
 """
 
 from __future__ import annotations
@@ -30,127 +57,183 @@ from __future__ import annotations
 import base64
 import sys
 import tempfile
+import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
+from _intelligent_tables import PAPER, summarise_table, write_results
 
-from lbtheory.io import run_manifest, write_bytes_atomic, write_json_atomic, write_text_atomic
-from lbtheory.stats import mean_ci
+from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.sweep import Experiment, script_main
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = [ROOT / "examples" / "traces" / f"AzureLLMInferenceTrace_{k}.csv"
           for k in ("code", "conv")]
-HEURISTICS = ["rr", "jsq", "minmin", "maxcap", "heuristic"]
+HEURISTICS = ["rr", "random", "jsq", "jsq-tokens", "minmin", "maxcap", "heuristic",
+              "small-large"]
 RL = [("rl", "hurl"), ("wa-rl", "hurl"), ("wg-rl", "hurl"), ("wg-rl", "literal")]
-PAPER = {"jsq": -0.46, "minmin": -1.50, "maxcap": -2.60, "rl": -4.35, "wa-rl": -7.79,
-         "wg-rl-hurl": -11.43, "wg-rl-literal": -11.43}
-#: per profile: RL training episodes × requests, evaluation seeds × requests, BvR requests
-BUDGET = {"quick": {"episodes": 3, "train_requests": 300, "eval_seeds": 2, "eval_requests": 300,
-                    "bvr_requests": 600},
-          "full": {"episodes": 20, "train_requests": 1000, "eval_seeds": 5,
-                   "eval_requests": 1000, "bvr_requests": 3000}}
-RATE_RPS = 20.0
-
-
-def _traces() -> list:
-    from lbtheory.workloads import read_trace
-
-    return [read_trace(p) for p in TRACES]
+#: table -> cluster and workload (module docstring)
+TABLES = {
+    "k4": {"instances": 4, "hardware": "v100", "mix": "five-task", "rate_rps": 20.0,
+           "requests": 2000, "chunk": 0},
+    "k5": {"instances": 4, "hardware": "a100", "mix": "five-task", "rate_rps": 80.0,
+           "requests": 2000, "chunk": 0},
+    "k5-chunked": {"instances": 4, "hardware": "a100", "mix": "five-task", "rate_rps": 80.0,
+                   "requests": 2000, "chunk": 1024},
+    "k7": {"instances": 4, "hardware": "a100", "mix": "production-like", "rate_rps": 80.0,
+           "requests": 4000, "chunk": 1024},
+    "k8": {"instances": 8, "hardware": "v100", "mix": "five-task", "rate_rps": 40.0,
+           "requests": 4000, "chunk": 0},
+}
+#: per profile: training episodes, training seeds, evaluation episodes, fit sample, requests cap
+BUDGET = {"quick": {"episodes": 2, "train_seeds": 1, "eval_episodes": 2, "fit_requests": 2000,
+                    "max_requests": 200},
+          "full": {"episodes": 20, "train_seeds": 5, "eval_episodes": 10,
+                   "fit_requests": 20000, "max_requests": None}}
+FIT_SEED, EVAL_SEED0 = 10_000, 20_000
+VERSION = "3"  # 3: the advantage heads start small (DQNConfig.head_init_scale)
 
 
 def _label(router: str, reading: str) -> str:
     return router if router != "wg-rl" else f"wg-rl-{reading}"
 
 
-def grid(profile: str) -> list[dict]:
-    """Cells: ``bvr``; ``heuristic`` per (router, evaluation seed); ``rl`` per RL router."""
-    b = BUDGET[profile]
-    seeds = [1000 + s for s in range(b["eval_seeds"])]
-    cells = [{"part": "bvr", "requests": b["bvr_requests"], "seed": 7, "rate_rps": RATE_RPS}]
-    cells += [{"part": "heuristic", "router": name, "eval_seed": s,
-               "eval_requests": b["eval_requests"], "rate_rps": RATE_RPS, "instances": 4}
-              for name in HEURISTICS for s in seeds]
-    cells += [{"part": "rl", "router": router, "reading": reading, "seed": 0,
-               "episodes": b["episodes"], "train_requests": b["train_requests"],
-               "eval_seeds": seeds, "eval_requests": b["eval_requests"], "rate_rps": RATE_RPS,
-               "instances": 4}
-              for router, reading in RL]
-    return cells
+def _grid(table: str):
+    def grid(profile: str) -> list[dict]:
+        b = BUDGET[profile]
+        t = dict(TABLES[table])
+        if b["max_requests"]:
+            t["requests"] = min(t["requests"], b["max_requests"])
+        common = {"table": table, **t, "fit_requests": b["fit_requests"],
+                  "eval_seeds": [EVAL_SEED0 + k for k in range(b["eval_episodes"])]}
+        cells = [{"part": "heuristic", "router": r, **common} for r in HEURISTICS]
+        cells += [{"part": "rl", "router": r, "reading": rd, "train_seed": s,
+                   "episodes": b["episodes"], **common}
+                  for r, rd in RL for s in range(b["train_seeds"])]
+        return cells
+    grid.__name__ = f"grid_{table.replace('-', '_')}"
+    return grid
 
 
-def cell(config: dict) -> dict:
-    """One cell of :func:`grid`: a JSON summary (RL cells add history and checkpoint files)."""
-    part = config["part"]
-    if part == "bvr":
-        return batching_vs_routing(config)
-    if part == "heuristic":
-        return heuristic_run(config)
-    return rl_run(config)
+def _setup(config: dict) -> dict:
+    """Cluster, workloads, the fitted predictor and the RL state's buckets of a table."""
+    from lbtheory.intelligent import (
+        A100_KV_BUDGET_TOKENS,
+        A100_LLAMA31_8B,
+        ClusterConfig,
+        EnvConfig,
+        bucket_spec_for,
+        fit_length_predictor,
+        prompt_edges_for,
+    )
+    from lbtheory.workloads import five_task_workload, production_like_workload
+
+    hw = {} if config["hardware"] == "v100" else {
+        "timing": A100_LLAMA31_8B, "kv_budget_tokens": A100_KV_BUDGET_TOKENS}
+    chunk = {"max_prefill_tokens": config["chunk"], "chunked_prefill": True} \
+        if config["chunk"] else {}
+    cluster = ClusterConfig(n_instances=config["instances"], **hw, **chunk)
+    gen = five_task_workload if config["mix"] == "five-task" else production_like_workload
+
+    def workload_fn(seed: int):
+        return gen(config["requests"], seed=seed, rate_rps=config["rate_rps"])
+
+    fit = gen(config["fit_requests"], seed=FIT_SEED, rate_rps=config["rate_rps"])
+    spec = bucket_spec_for(fit, cluster)
+    model = fit_length_predictor(fit.prompt_tokens, fit.task, fit.output_tokens, spec=spec)
+
+    def predict_fn(wl):
+        return model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
+
+    fit_pred = predict_fn(fit)
+    return {"cluster": cluster, "workload_fn": workload_fn, "predict_fn": predict_fn,
+            "env": EnvConfig(prompt_edges=prompt_edges_for(fit), buckets=spec),
+            "threshold": int(np.median(fit.prompt_tokens + fit_pred)),
+            "predictor_accuracy": float(np.mean(spec.bucket(fit_pred) ==
+                                                spec.bucket(fit.output_tokens)))}
 
 
-def _eval_workload(traces, config: dict, seed: int):
-    from lbtheory.workloads import mix_traces
-
-    return mix_traces(traces, n_requests=config["eval_requests"], seed=seed,
-                      rate_rps=config["rate_rps"])
+def _run_summary(res, m: int) -> dict:
+    """An episode's summary with the instances' shares (fraction × m; 1 = fair)."""
+    share = np.bincount(res.instance[res.instance >= 0], minlength=m) / len(res.instance) * m
+    return {**res.summary(), "shares": share.tolist()}
 
 
 def heuristic_run(config: dict) -> dict:
-    """Summary of one heuristic router on one evaluation seed (4 instances)."""
-    from lbtheory.intelligent import ClusterConfig, simulate
+    """One heuristic on every evaluation episode of a table."""
+    from lbtheory.intelligent import SizePartitionRouter, offered_load, simulate
     from lbtheory.registry import make_router
 
-    wl = _eval_workload(_traces(), config, config["eval_seed"])
-    return simulate(wl, make_router(config["router"], "instances"),
-                    ClusterConfig(n_instances=config["instances"])).summary()
+    st = _setup(config)
+    cfg, m = st["cluster"], config["instances"]
+    runs, loads = {}, {}
+    for s in config["eval_seeds"]:
+        wl = st["workload_fn"](s)
+        router = SizePartitionRouter(st["threshold"]) if config["router"] == "small-large" \
+            else make_router(config["router"], "instances")
+        res = simulate(wl, router, cfg, predicted_output=st["predict_fn"](wl))
+        runs[str(s)] = _run_summary(res, m)
+        loads[str(s)] = offered_load(wl, cfg).as_dict()
+    return {"label": config["router"], "eval": runs, "offered_load": loads,
+            "predictor_accuracy": st["predictor_accuracy"], "threshold": st["threshold"]}
 
 
 def rl_run(config: dict) -> dict:
-    """Train one Double-DQN router, evaluate it greedily on every evaluation seed; the
-    checkpoint files (``save_checkpoint``'s format) are returned, base64-encoded."""
+    """Train one Double-DQN router (one training seed), evaluate it greedily on every
+    evaluation episode; the checkpoint of training seed 0 travels base64-encoded."""
+    from dataclasses import asdict
+
     from lbtheory.intelligent import (
-        ClusterConfig,
         DQNConfig,
         RoutingEnv,
         greedy_rollout,
         save_checkpoint,
         train_dqn,
     )
-    from lbtheory.workloads import mix_traces
 
-    traces = _traces()
-    cfg = ClusterConfig(n_instances=config["instances"])
+    st = _setup(config)
+    cfg, m = st["cluster"], config["instances"]
     label = _label(config["router"], config["reading"])
-
-    def train_wl(seed: int):
-        return mix_traces(traces, n_requests=config["train_requests"], seed=seed,
-                          rate_rps=config["rate_rps"])
-
     dq = DQNConfig(router=config["router"], reading=config["reading"],
-                   episodes=config["episodes"], seed=config["seed"])
-    res = train_dqn(train_wl, cfg, dq)
-    evals = {}
-    for s in config["eval_seeds"]:
-        wl = _eval_workload(traces, config, s)
-        env = RoutingEnv(lambda _s, wl=wl: wl, cfg, res.env_config)
-        evals[str(s)] = greedy_rollout(res.net, env, s, label).summary()
-    with tempfile.TemporaryDirectory() as tmp:  # the one checkpoint format, read back
-        save_checkpoint(res, tmp)
-        files = {f.name: base64.b64encode(f.read_bytes()).decode("ascii")
-                 for f in sorted(Path(tmp).iterdir())}
-    return {"label": label, "history": res.history, "eval": evals, "checkpoint": files}
+                   episodes=config["episodes"], seed=100 * config["train_seed"])
+    t0 = time.perf_counter()
+    res = train_dqn(st["workload_fn"], cfg, dq, env_config=st["env"],
+                    predict_fn=st["predict_fn"])
+    train_s = time.perf_counter() - t0
+    env = RoutingEnv(st["workload_fn"], cfg, res.env_config, st["predict_fn"])
+    runs = {str(s): _run_summary(greedy_rollout(res.net, env, s, label), m)
+            for s in config["eval_seeds"]}
+    out = {"label": label, "train_seed": config["train_seed"], "history": res.history,
+           "status": res.status.value, "train_s": train_s, "eval": runs,
+           "calibration": asdict(res.calibration),
+           "scales": {"horizon_s": res.env_config.horizon_s,
+                      "reward_scale": res.env_config.reward_scale,
+                      "guidance_scale": res.env_config.guidance_scale}}
+    if config["train_seed"] == 0:
+        with tempfile.TemporaryDirectory() as tmp:  # the one checkpoint format, read back
+            save_checkpoint(res, tmp)
+            out["checkpoint"] = {f.name: base64.b64encode(f.read_bytes()).decode("ascii")
+                                 for f in sorted(Path(tmp).iterdir())}
+    return out
+
+
+def cell(config: dict) -> dict:
+    """One cell: ``bvr``, a heuristic on a table's episodes, or one RL training seed."""
+    if config["part"] == "bvr":
+        return batching_vs_routing(config)
+    if config["part"] == "heuristic":
+        return heuristic_run(config)
+    return rl_run(config)
 
 
 def batching_vs_routing(config: dict) -> dict:
     """2 instances, ordered arrivals (task blocks: code, then conversation), router × batcher."""
     from lbtheory.intelligent import ClusterConfig, SizePartitionRouter, simulate
     from lbtheory.registry import make_router
-    from lbtheory.workloads import mix_traces, workload_from_arrays
+    from lbtheory.workloads import mix_traces, read_trace, workload_from_arrays
 
-    wl0 = mix_traces(_traces(), n_requests=config["requests"], seed=config["seed"],
-                     rate_rps=config["rate_rps"])
+    wl0 = mix_traces([read_trace(p) for p in TRACES], n_requests=config["requests"],
+                     seed=config["seed"], rate_rps=config["rate_rps"])
     order = np.argsort(wl0.task, kind="stable")
     wl = workload_from_arrays(wl0.arrival_s, wl0.prompt_tokens[order], wl0.output_tokens[order],
                               task=wl0.task[order], task_names=wl0.task_names)
@@ -166,93 +249,47 @@ def batching_vs_routing(config: dict) -> dict:
     return out
 
 
-def _ci(x: np.ndarray) -> tuple[float, float]:
-    """Mean and half-width of the 95% t-interval (nan half-width for one sample)."""
-    m, _, hi = mean_ci(x)
-    return m, hi - m
+def _collector(table: str):
+    def collect(rows: list, out_dir: Path, profile: str) -> None:
+        conf = {"table": table, **TABLES[table], "profile": profile, **BUDGET[profile],
+                "heuristics": HEURISTICS, "rl": RL, "fit_seed": FIT_SEED,
+                "eval_seed0": EVAL_SEED0}
+        summary = {"table": table, "profile": profile, "config": conf,
+                   "manifest": run_manifest(conf, seed=FIT_SEED),
+                   **summarise_table(table, rows)}
+        write_json_atomic(out_dir / "summary.json", summary)
+        write_results(out_dir.parent)
+    collect.__name__ = f"collect_{table.replace('-', '_')}"
+    return collect
 
 
-def _table(per: dict, eval_seeds: list[int]) -> dict:
-    rr = np.array([per["rr"][s]["latency"]["mean"] for s in eval_seeds])
-    table = {}
-    for name, runs in per.items():
-        mean_e2e = np.array([runs[s]["latency"]["mean"] for s in eval_seeds])
-        delta = 100.0 * (mean_e2e / rr - 1.0)
-        m, h = _ci(mean_e2e)
-        dm, dh = _ci(delta)
-        table[name] = {"mean_e2e_s": m, "mean_e2e_ci95_s": h, "delta_vs_rr_pct": dm,
-                       "delta_ci95_pct": dh, "paper_delta_pct": PAPER.get(name),
-                       "completed": [runs[s]["completed"] for s in eval_seeds],
-                       "router_wait_mean_s": float(np.mean([runs[s]["router_wait"]["mean"]
-                                                            for s in eval_seeds])),
-                       "ttft_mean_s": float(np.mean([runs[s]["ttft"]["mean"]
-                                                     for s in eval_seeds])),
-                       "preemptions": float(np.mean([runs[s]["preemptions"]
-                                                     for s in eval_seeds])),
-                       "runs": {str(s): runs[s] for s in eval_seeds}}
-    return table
+def _bvr_grid(profile: str) -> list[dict]:
+    return [{"part": "bvr", "requests": 600 if profile == "quick" else 3000, "seed": 7,
+             "rate_rps": 20.0}]
 
 
-def _markdown(table: dict, bvr: dict, args) -> str:
-    lines = ["# Intelligent Router — measured (lbtheory) vs published (arXiv 2408.13510)", "",
-             f"4 instances, Azure 2023 code + conversation mix, Poisson 20 req/s, oracle output "
-             f"lengths; RL trained {args.episodes} episodes × {args.train_requests} requests; "
-             f"evaluated on {args.eval_seeds} seeds × {args.eval_requests} requests (paired with "
-             f"round robin). 95% t-intervals over seeds.", "",
-             "| router | mean E2E (s) | Δ vs RR (%) | paper Δ (%) | router wait (s) | "
-             "TTFT (s) | preemptions | completed |",
-             "|---|---|---|---|---|---|---|---|"]
-    for name, r in table.items():
-        paper = "—" if r["paper_delta_pct"] is None else f"{r['paper_delta_pct']:+.2f}"
-        lines.append(f"| {name} | {r['mean_e2e_s']:.2f} ± {r['mean_e2e_ci95_s']:.2f} | "
-                     f"{r['delta_vs_rr_pct']:+.2f} ± {r['delta_ci95_pct']:.2f} | {paper} | "
-                     f"{r['router_wait_mean_s']:.3f} | {r['ttft_mean_s']:.2f} | "
-                     f"{r['preemptions']:.0f} | {min(r['completed'])}/{args.eval_requests} |")
-    lines += ["", f"## Batching vs routing (2 instances, {bvr['requests']} requests, code block "
-              f"then conversation block; small/large threshold {bvr['threshold_tokens']} "
-              f"tokens)", "",
-              "| router | FCFS batcher E2E (s) | shortest-prompt-first E2E (s) |", "|---|---|---|"]
-    for rname, r in bvr["results"].items():
-        lines.append(f"| {rname} | {r['fcfs']['latency']['mean']:.2f} | "
-                     f"{r['spf']['latency']['mean']:.2f} |")
-    return "\n".join(lines) + "\n"
+def _bvr_collect(rows: list, out_dir: Path, profile: str) -> None:
+    conf = {"profile": profile, "traces": [p.name for p in TRACES], "instances": 2}
+    write_json_atomic(out_dir / "summary.json", {"table": "bvr", "profile": profile,
+                                                 "config": conf,
+                                                 "manifest": run_manifest(conf, seed=7),
+                                                 **rows[0][1]})
+    write_results(out_dir.parent)
 
 
-def collect(rows: list, out_dir: Path, profile: str) -> None:
-    """Write latency.json, learning_curves.json, batching_vs_routing.json, summary.md and the
-    RL checkpoints, from the cells (same files and keys as before the runner)."""
-    b = BUDGET[profile]
-    args = SimpleNamespace(quick=profile == "quick", **b)
-    conf = {"quick": profile == "quick", **b, "traces": [p.name for p in TRACES],
-            "instances": 4, "rate_rps": RATE_RPS, "profile": profile}
-    bvr = next(r for c, r in rows if c["part"] == "bvr")
-    write_json_atomic(out_dir / "batching_vs_routing.json",
-                      {"config": conf, "manifest": run_manifest(conf, seed=7), **bvr})
-    eval_seeds = [1000 + s for s in range(b["eval_seeds"])]
-    per: dict[str, dict[int, dict]] = {}
-    for c, r in rows:
-        if c["part"] == "heuristic":
-            per.setdefault(c["router"], {})[c["eval_seed"]] = r
-    curves = {}
-    for c, r in rows:
-        if c["part"] == "rl":
-            label = r["label"]
-            per[label] = {int(s): v for s, v in r["eval"].items()}
-            curves[label] = r["history"]
-            for fname, data in r["checkpoint"].items():
-                write_bytes_atomic(out_dir / "checkpoints" / label / fname,
-                                   base64.b64decode(data))
-    table = _table(per, eval_seeds)
-    write_json_atomic(out_dir / "latency.json", {"config": conf,
-                                                 "manifest": run_manifest(conf, seed=0),
-                                                 "routers": table})
-    write_json_atomic(out_dir / "learning_curves.json", {"config": conf, "curves": curves})
-    write_text_atomic(out_dir / "summary.md", _markdown(table, bvr, args))
-
-
-EXPERIMENT = Experiment(name="intelligent-router", description="Intelligent Router (arXiv "
-                        "2408.13510): heuristic and Double-DQN routers vs round robin; batching "
-                        "vs routing", grid=grid, cell=cell, collect=collect)
+EXPERIMENTS = [
+    *[Experiment(name=f"intelligent-router-{t}", group="intelligent-router",
+                 description=f"Intelligent Router (arXiv 2408.13510) Knowl "
+                             f"{t[1:].replace('-chunked', ' chunked prefill')}: heuristic and "
+                             f"Double-DQN routers vs round robin, 95% intervals",
+                 grid=_grid(t), cell=cell, collect=_collector(t), version=VERSION)
+      for t in TABLES],
+    Experiment(name="intelligent-router-bvr", group="intelligent-router",
+               description="Intelligent Router Knowl 6: batching vs routing (2 instances, "
+                           "ordered arrivals)", grid=_bvr_grid, cell=cell, collect=_bvr_collect,
+               version=VERSION),
+]
+assert set(PAPER) <= set(TABLES)
 
 if __name__ == "__main__":
-    sys.exit(script_main(EXPERIMENT))
+    sys.exit(script_main(EXPERIMENTS))

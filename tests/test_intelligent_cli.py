@@ -32,8 +32,13 @@ def test_json_contract_on_the_azure_mix(capsys):
                                  "--routers", "rr,jsq,minmin,maxcap,heuristic"])
     assert rc == 0, err
     data = json.loads(out)
-    assert list(data) == ["routers"]
+    assert list(data) == ["routers", "offered_load"]  # keys are only ever added
     assert list(data["routers"]) == ["rr", "jsq", "minmin", "maxcap", "heuristic"]
+    # the Azure mix at 20 req/s on 2 instances is far beyond capacity: said on stderr, exit 0
+    load = data["offered_load"]
+    assert load["overloaded"] is True and load["utilisation"] > 2
+    assert load["utilisation"] == pytest.approx(load["prefill_demand"] + load["decode_demand"])
+    assert "warning: the cluster is overloaded" in err
     for r in data["routers"].values():
         assert set(r) == {"requests", "completed", "preemptions", "latency", "ttft",
                           "router_wait"}
@@ -63,6 +68,41 @@ def test_one_request_by_hand_with_the_documented_defaults(tmp_path, capsys, engi
     assert r["router_wait"]["mean"] == 0.0 and r["preemptions"] == 0
 
 
+def test_offered_load_by_hand_and_no_warning_below_capacity(tmp_path, capsys):
+    from lbtheory.intelligent import ClusterConfig, IterationTimeModel, offered_load
+    from lbtheory.workloads import workload_from_arrays
+
+    # 3 requests in 2 s (λ = 1 req/s), p = 100, d = 10 on one instance with a_p = 1e-3 s/token:
+    # ρ_p = 1 · 0.1 = 0.1; k̄ = E[d (p + d/2)] / E[d] = 105 tokens, n* = min(8, 1000/105) = 8,
+    # t(n*, C*) = 0.01 + 0.002 · 8 + 1e-4 · 8 · 105 = 0.11 s, ρ_d = 1 · 10 · 0.11 / 8 = 0.1375
+    tm = IterationTimeModel(base_s=0.01, prefill_s_per_token=1e-3, attention_s_per_token2=0.0,
+                            decode_s_per_seq=0.002, context_s_per_token=1e-4)
+    cfg = ClusterConfig(n_instances=1, kv_budget_tokens=1000, max_batch=8, timing=tm)
+    load = offered_load(workload_from_arrays([0.0, 1.0, 2.0], [100] * 3, [10] * 3), cfg)
+    assert load.rate_rps == 1.0 and load.decode_batch == 8
+    assert load.prefill_demand == pytest.approx(0.1)
+    assert load.decode_demand == pytest.approx(0.1375)
+    assert load.decode_tps == pytest.approx(1 / 0.11)
+    assert not load.overloaded and load.warning() is None
+    # five times the rate on half the KV: n* = 500 / 105, and ρ = 5 (0.1 + 10 t / n*) > 1
+    over = offered_load(workload_from_arrays([0.0, 0.2, 0.4], [100] * 3, [10] * 3),
+                        ClusterConfig(n_instances=1, kv_budget_tokens=500, max_batch=8,
+                                      timing=tm))
+    n_star = 500 / 105
+    t = 0.01 + 0.002 * n_star + 1e-4 * 500
+    assert over.utilisation == pytest.approx(5 * (0.1 + 10 * t / n_star))
+    assert over.overloaded and "overloaded" in over.warning()
+    # the command: light load, no warning, the block in the JSON and the text
+    trace = _csv(tmp_path, "0.0,4,3\n10.0,4,3\n20.0,4,3\n")
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "3", "--rate",
+                                 "0", "--json", "--routers", "rr"])
+    assert rc == 0 and err == ""
+    assert json.loads(out)["offered_load"]["rate_rps"] == pytest.approx(0.1)
+    rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "3", "--rate",
+                                 "0", "--routers", "rr"])
+    assert rc == 0 and "offered load: 0.1 req/s" in out and "below capacity" in out
+
+
 def test_out_file_written_atomically_with_manifest(tmp_path, capsys):
     out_file = tmp_path / "res.json"
     rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CONV), "--requests", "30",
@@ -70,6 +110,7 @@ def test_out_file_written_atomically_with_manifest(tmp_path, capsys):
     assert rc == 0, err
     data = json.loads(out_file.read_text())
     assert set(data["routers"]) == {"rr", "jsq"} and "manifest" in data
+    assert "offered_load" in data
     assert "rr" in out and "jsq" in out
 
 

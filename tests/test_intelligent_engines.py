@@ -92,6 +92,9 @@ CASES = {
     "prefill-limited": lambda adm: (_synthetic(3), ClusterConfig(
         n_instances=2, kv_budget_tokens=4000, max_batch=6, max_prefill_tokens=700,
         admission=adm)),
+    "chunked": lambda adm: (_synthetic(4), ClusterConfig(
+        n_instances=2, kv_budget_tokens=1500, max_batch=16, max_prefill_tokens=200,
+        chunked_prefill=True, admission=adm)),
 }
 
 
@@ -271,15 +274,16 @@ def test_mixing_reward_kernel_matches_the_estimator_bit_for_bit():
     for _ in range(300):
         prm = ImpactParams(grad1=float(rng.uniform(1e-9, 1e-6)), grad2=float(rng.uniform(0, 1e-5)),
                            epsilon_s=float(rng.uniform(0.05, 3.0)), alpha=float(rng.uniform(0.05,
-                                                                                           0.95)))
+                                                                                           0.95)),
+                           grad_backlog=float(rng.uniform(0, 1e-3)))
         p, d = int(rng.integers(1, 20000)), int(rng.integers(1, 4000))
-        loads = rng.integers(0, 200000, 6).astype(float)
-        want = mixing_reward(p, d, loads, prm)
-        got = [mixing_reward_scalar(float(p), float(d), x, prm.grad1, prm.grad2, prm.epsilon_s,
-                                    prm.alpha) for x in loads]
+        x_load, y_load = rng.integers(0, 200000, (2, 6)).astype(float)
+        want = mixing_reward(p, d, x_load, prm, y_load)
+        got = [mixing_reward_scalar(float(p), float(d), x, y, *prm.kernel_params()[:5])
+               for x, y in zip(x_load, y_load)]
         assert want.tolist() == got
     prm = ImpactParams(grad1=1.0, grad2=0.0, epsilon_s=5.0, alpha=0.5)  # T_p = ε exactly: r_p = 1
-    assert mixing_reward_scalar(1.0, 0.0, 4.0, 1.0, 0.0, 5.0, 0.5) == 0.5 == float(
+    assert mixing_reward_scalar(1.0, 0.0, 4.0, 4.0, 1.0, 1.0, 0.0, 5.0, 0.5) == 0.5 == float(
         mixing_reward(1, 0, 4.0, prm))
 
 

@@ -1,5 +1,6 @@
-"""Routing MDP (gymnasium env) and Double-DQN routers: hand-computed rewards and states,
-guidance schedules, seeded training, checkpoints, the ``train`` command."""
+"""Routing MDP (gymnasium env) and Double-DQN routers: hand-computed rewards and states, the
+return against the episode's latencies, guidance schedules and scale, the symmetric network's
+equivariance, learning a known optimum, seeded training, checkpoints, the ``train`` command."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from lbtheory.intelligent import (
     guidance_weight,
     load_checkpoint,
     make_q_network,
+    observation_size,
     q_values,
     save_checkpoint,
     train_dqn,
@@ -33,7 +35,7 @@ from lbtheory.workloads import workload_from_arrays
 
 SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
                             decode_s_per_seq=0.002, context_s_per_token=0.0001)
-IMPACT = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25)
+IMPACT = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25, reading="literal")
 ROOT = Path(__file__).resolve().parents[1]
 CODE = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_code.csv"
 CONV = ROOT / "examples" / "traces" / "AzureLLMInferenceTrace_conv.csv"
@@ -44,7 +46,9 @@ ENGINES = ["compiled", "reference"]
 
 def _env(wl, m=1, engine="compiled", **kw) -> RoutingEnv:
     cfg = ClusterConfig(n_instances=m, kv_budget_tokens=1000, max_batch=8, timing=SIMPLE)
-    ec = EnvConfig(reward_scale=1.0, completion_reward=1.0, impact=IMPACT, **kw)
+    kw = {"wait_only_when_full": False, "reward_scale": 1.0, "completion_reward": 1.0,
+          "impact": IMPACT, **kw}
+    ec = EnvConfig(**kw)
     return RoutingEnv(lambda s: wl, cfg, ec, engine=engine)
 
 
@@ -71,18 +75,57 @@ def test_reward_route_then_finish_by_hand(engine):
     assert env.observation_space.contains(obs)
     obs, r, term, trunc, info = env.step(0)  # route; the queue empties; the instance drains
     assert term and not trunc
-    assert r == pytest.approx(1.0)  # r_w · 1 completion, nothing left unfinished
-    assert info["completed"] == 1
+    # the drain is charged: prefill 0.01 + 0.004 s, two decodes at contexts 5 and 6:
+    # 0.0125 + 0.0126 s → latency 0.0391 s; reward = r_w · 1 completion − 0.0391
+    assert r == pytest.approx(1.0 - 0.0391, abs=1e-12)
+    assert info["completed"] == 1 and info["progress"] == pytest.approx(0.0391, abs=1e-12)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_reward_of_waiting_one_epoch_by_hand(engine):
-    env = _env(workload_from_arrays([0.0], [4], [3]), engine=engine)
+@pytest.mark.parametrize("progress", ["latency", "paper"])
+def test_reward_of_waiting_one_epoch_by_hand(engine, progress):
+    env = _env(workload_from_arrays([0.0], [4], [3]), engine=engine, progress=progress)
     env.reset(seed=0)
-    _, r, term, _, _ = env.step(1)  # wait (a = m = 1)
-    # T̂ = t([4]) + 2 t((), 1, 4 + 3/2) = 0.014 + 2 (0.01 + 0.002 + 0.00055) = 0.0391 s; f = 0
-    assert not term
-    assert r == pytest.approx(-1 / 0.0391)
+    _, r, term, _, info = env.step(1)  # wait (a = m = 1): one 0.02-s epoch in the system
+    assert not term and info["discount"] == 1.0  # no horizon: undiscounted
+    if progress == "latency":
+        assert r == pytest.approx(-0.02, abs=1e-15)
+    else:  # T̂ = t([4]) + 2 t((), 1, 4 + 3/2) = 0.014 + 2 (0.01 + 0.002 + 0.00055) = 0.0391 s,
+        # f = 0: one epoch of (1/T̂)(1 − f)
+        assert r == pytest.approx(-1 / 0.0391)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_discount_is_per_elapsed_time(engine):
+    # H = 0.1 s: one waited epoch costs ∫_0^0.02 e^{−t/H} dt = H (1 − e^{−0.2}) and discounts
+    # the next value by e^{−0.2}; routing within an epoch takes no time (discount 1)
+    wl = workload_from_arrays([0.0, 0.0], [4, 4], [3, 3])
+    env = _env(wl, m=2, engine=engine, horizon_s=0.1, completion_reward=0.0)
+    env.reset(seed=0)
+    _, r, _, _, info = env.step(2)
+    assert r == pytest.approx(-2 * 0.1 * (1 - math.exp(-0.2)), rel=1e-12)
+    assert info["discount"] == pytest.approx(math.exp(-0.2), rel=1e-15)
+    _, r, _, _, info = env.step(0)  # the first request: the queue is not empty yet
+    assert r == 0.0 and info["discount"] == 1.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_wait_is_masked_while_an_instance_has_room(engine):
+    # default: waiting only while no instance could start the request (every C_m ≤ 0)
+    wl = workload_from_arrays([0.0, 0.0, 0.0], [600, 600, 10], [5, 5, 5])
+    env = _env(wl, m=2, engine=engine, wait_only_when_full=True)
+    _, info = env.reset(seed=0)
+    assert info["action_mask"].tolist() == [True, True, False]  # both instances empty
+    _, _, _, _, info = env.step(0)  # instance 0: 600 of 1000 KV committed: C = 0.4 > 0
+    assert info["action_mask"].tolist() == [True, True, False]
+    _, _, _, _, info = env.step(1)  # both at C = 0.4: still room
+    assert info["action_mask"].tolist() == [True, True, False]
+    env2 = _env(wl, m=1, engine=engine, wait_only_when_full=True)
+    env2.reset(seed=0)
+    _, _, _, _, info = env2.step(0)  # 600 committed: room (C = 0.4)
+    assert info["action_mask"].tolist() == [True, False]
+    _, _, _, _, info = env2.step(0)  # 1200 committed > 1000: full (C = −0.2), waiting allowed
+    assert info["action_mask"].tolist() == [True, True]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -111,10 +154,23 @@ def test_guidance_term_and_state_by_hand(engine):
     # state: queue 1/64, head prompt 300/4096, head bucket 0 (5 tokens), instance 0 holds two
     # requests in prompt bucket 0 (< 256 tokens) and decode bucket 0
     assert obs[0] == pytest.approx(1 / 64) and obs[1] == pytest.approx(300 / 4096)
+    # capacities C = min(1 − n/8, 1 − committed/1000): (min(0.75, 0.98), 1)
+    assert obs[-4:-2].tolist() == pytest.approx([0.75, 1.0])
     n_d = 4
     assert obs[2:2 + n_d].tolist() == [1, 0, 0, 0]
     P = obs[2 + n_d:2 + n_d + 2 * 4].reshape(2, 4)
     assert P.tolist() == [[2 / 16, 0, 0, 0], [0, 0, 0, 0]]
+
+
+def test_capacity_feature_does_not_saturate():
+    from lbtheory.intelligent._envkernels import capacity_feature
+
+    assert capacity_feature(0.4) == 0.4 and capacity_feature(0.0) == 0.0
+    assert capacity_feature(-1.0) == pytest.approx(-math.log(2.0))
+    # ten and a hundred budgets over: different (a clip at −4 made them equal), increasing
+    vals = [capacity_feature(-c) for c in (0.5, 3.0, 10.0, 100.0)]
+    assert vals == pytest.approx([-math.log(1.5), -math.log(4), -math.log(11), -math.log(101)])
+    assert vals == sorted(vals, reverse=True) and vals[-1] < -4
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -152,7 +208,7 @@ def test_training_is_seeded_and_saves_a_loadable_checkpoint(tmp_path):
     assert a.history[0]["guidance_weight"] == pytest.approx(0.99)
     save_checkpoint(a, tmp_path / "ck")
     back = load_checkpoint(tmp_path / "ck", cfg)
-    obs = jnp.linspace(0, 1, a.net.layers[0].weight.shape[1])
+    obs = jnp.linspace(0, 1, observation_size(2, a.env_config))
     np.testing.assert_array_equal(q_values(back.net, obs), q_values(a.net, obs))
     assert back.config == a.config and back.env_config == a.env_config
     with pytest.raises(ModelError, match="n_instances = 2, expected 3"):
@@ -240,6 +296,8 @@ def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):
     assert rc == 0, cap.err
     data = json.loads(cap.out)
     assert data["history"][0]["completed"] == 30
+    assert data["offered_load"]["overloaded"] is True  # Azure at 20 req/s on 2 instances
+    assert "warning: the cluster is overloaded" in cap.err
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["dqn"]["router"] == "wa-rl" and cfg["cluster"]["n_instances"] == 2
     assert (out / "params.eqx").exists() and (out / "manifest.json").exists()
@@ -273,7 +331,7 @@ def test_train_bad_input_writes_nothing(tmp_path, capsys, extra, match):
 
 
 def test_split_networks_hash_once_and_share_compiled_functions():
-    from lbtheory.intelligent._dqn import Structure, combine, split_net
+    from lbtheory.intelligent._qnet import Structure, combine, split_net
 
     a = make_q_network(6, 3, (8, 8), jax.random.PRNGKey(0))
     b = make_q_network(6, 3, (8, 8), jax.random.PRNGKey(1))

@@ -25,6 +25,7 @@ from lbtheory.registry import make_router
 from lbtheory.routers import Assignment
 
 P = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25)
+P_LITERAL = ImpactParams(grad1=1e-3, grad2=1e-4, epsilon_s=2.0, alpha=0.25, reading="literal")
 LOADS = np.array([0.0, 1000.0, 3000.0])
 
 
@@ -99,6 +100,10 @@ def _view(*, n_running, n_waiting=None, kv_used=None, kv_committed=None, load=No
 RNG = np.random.default_rng(0)
 
 
+def _router(name):
+    return make_router(name, "instances")
+
+
 def _route(name, view, state=None):
     r = make_router(name, "instances")
     s = r.init(0) if state is None else state
@@ -143,6 +148,7 @@ def test_max_capacity_by_hand():
 
 
 def test_mixing_heuristic_by_hand():
+    # literal reading (committed tokens L in both terms)
     # p = 10, d = 20, loads (3000, 500, 1000), grad1 = 1e-3, grad2 = 1e-4, ε = 2, α = 0.25:
     # T_p = 1e-3 (100 + L) = (3.1, 0.6, 1.1) → r_p = (1 − 3.1/2, 1, 1) = (−0.55, 1, 1);
     # r_d = −1e-4 (L + 30) = (−0.303, −0.053, −0.103);
@@ -151,11 +157,53 @@ def test_mixing_heuristic_by_hand():
     view = _view(n_running=[0, 0, 0], load=[3000, 500, 1000], qp=(10,), qd=(20,))
     np.testing.assert_allclose(mixing_reward(10, 20, view.load_tokens, P),
                                [-0.36475, 0.21025, 0.17275], rtol=1e-12)
-    r = MixingRouter(P)
+    r = MixingRouter(P_LITERAL)
     d, _ = r.route(r.init(0), view, RNG)
     assert d == 1
     h = [guidance_penalty(m, 10, 20, view.load_tokens, P) for m in range(3)]
     np.testing.assert_allclose(h, [-0.575, 0.0, -0.0375], rtol=1e-12, atol=1e-15)
+
+
+def test_split_mixing_uses_the_requests_own_shape_and_differs_from_the_decode_balancer():
+    # instance 0: no prefill backlog, 20,000 context tokens decoding (30,000 committed);
+    # instance 1: 2,000 backlog tokens, nothing decoding (2,500 committed).
+    # grad1 = 1e-7, g = 2e-4 s/token, grad2 = 1e-6, ε = 0.5 s, α = 0.5.
+    prm = ImpactParams(grad1=1e-7, grad2=1e-6, epsilon_s=0.5, alpha=0.5, grad_backlog=2e-4)
+    kw = dict(n_running=[5, 0], n_waiting=[0, 2], kv_used=[20_000, 0], load=[30_000, 2_500],
+              wait_tok=[0, 2_000])
+    short = _view(qp=(100,), qd=(50,), **kw)
+    long = _view(qp=(2000,), qd=(50,), **kw)
+    # short prompt: T_p = 0.001 + (0, 0.4) ≤ ε → r_p = 1 on both; r_d = −1e-6 (C + 150)
+    # = (−0.02015, −0.00015) → instance 1 (the smaller decode context)
+    np.testing.assert_allclose(mixing_reward(100, 50, [0, 2000], prm, [20_000, 0]),
+                               [0.5 - 0.5 * 0.02015, 0.5 - 0.5 * 0.00015], rtol=1e-12)
+    # long prompt: T_p = 0.4 + (0, 0.4) → r_p = (1, 1 − 0.8/0.5 = −0.6);
+    # r_mix = (0.5 − 0.5 · 0.02205, −0.3 − 0.5 · 0.00205) → instance 0 (no backlog)
+    np.testing.assert_allclose(mixing_reward(2000, 50, [0, 2000], prm, [20_000, 0]),
+                               [0.5 - 0.5 * 0.02205, -0.3 - 0.5 * 0.00205], rtol=1e-12)
+    r = MixingRouter(prm)
+    assert [r.route(r.init(0), v, RNG)[0] for v in (short, long)] == [1, 0]
+    # the decode balancer (least committed tokens) and the literal reading send both to 1
+    assert [_route("jsq-tokens", v)[0] for v in (short, long)] == [1, 1]
+    lit = MixingRouter(ImpactParams(grad1=1e-7, grad2=1e-6, epsilon_s=0.5, alpha=0.5,
+                                    reading="literal"))
+    assert [lit.route(lit.init(0), v, RNG)[0] for v in (short, long)] == [1, 1]
+
+
+def test_split_mixing_routes_differently_from_the_decode_balancer_on_a_workload():
+    # end to end on the five-task mix (both engines agree elsewhere): the calibrated split
+    # heuristic and jsq-tokens disagree on a share of the requests; the literal reading is
+    # least-loaded routing exactly (same instance for every request)
+    from lbtheory.intelligent import ClusterConfig, simulate
+    from lbtheory.workloads import five_task_workload
+
+    wl, cfg = five_task_workload(400, seed=3, rate_rps=25.0), ClusterConfig(n_instances=4)
+    jsq = simulate(wl, _router("jsq-tokens"), cfg).instance
+    split = simulate(wl, MixingRouter(calibrate_impact(cfg.timing)), cfg).instance
+    literal = simulate(wl, MixingRouter(calibrate_impact(cfg.timing, reading="literal")),
+                       cfg).instance
+    assert np.array_equal(literal, jsq)
+    assert np.mean(split != jsq) > 0.1
 
 
 def test_size_partition_and_decode_balancer_by_hand():

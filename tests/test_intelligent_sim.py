@@ -54,6 +54,50 @@ def test_single_request_timeline_by_hand(engine):
     assert r.iterations.tolist() == [3]
 
 
+CHUNK_TM = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001,
+                              attention_s_per_token2=1e-6, decode_s_per_seq=0.002,
+                              context_s_per_token=0.0001)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chunked_prefill_timeline_by_hand(engine):
+    # p = 250 in chunks of 100 at offsets 0, 100, 200: prefill 10 + 100 (+ 1e-6 · 100²) ms,
+    # 10 + 100 + 1e-6 (100² + 2·100·100) ms, 10 + 50 + 1e-6 (50² + 2·50·200) ms — the chunks'
+    # attention terms sum to 1e-6 · 250²; the first token after the third; then two decodes
+    # at contexts 251 and 252: 10 + 2 + 25.1 and 10 + 2 + 25.2 ms.
+    wl = workload_from_arrays([0.0], [250], [3])
+    cfg = _cfg(max_prefill_tokens=100, chunked_prefill=True, timing=CHUNK_TM)
+    r = simulate(wl, make_heuristic("rr"), cfg, engine=engine)
+    chunks = [0.01 + 0.1 + 1e-6 * 100**2, 0.01 + 0.1 + 1e-6 * (100**2 + 2 * 100 * 100),
+              0.01 + 0.05 + 1e-6 * (50**2 + 2 * 50 * 200)]
+    assert sum(chunks) == pytest.approx(3 * 0.01 + 0.25 + 1e-6 * 250**2, abs=1e-15)
+    assert r.ttft_s[0] == pytest.approx(sum(chunks), abs=1e-12)
+    assert r.finish_s[0] == pytest.approx(sum(chunks) + 0.0371 + 0.0372, abs=1e-12)
+    assert r.iterations.tolist() == [5] and r.preempted.sum() == 0
+    # without chunking the same prefill is one iteration: 10 + 250 + 62.5 ms
+    r1 = simulate(wl, make_heuristic("rr"), _cfg(timing=CHUNK_TM), engine=engine)
+    assert r1.ttft_s[0] == pytest.approx(0.01 + 0.25 + 0.0625, abs=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chunked_prefill_shares_the_budget_with_decodes_by_hand(engine):
+    # A (p = 10, d = 3) and B (p = 150, d = 2) at 0, budget 100 tokens per iteration:
+    # it 1: A's whole prefill (10) and B's first chunk (90): 10 + 100 + 1e-6 (10² + 90²) ms,
+    #       A's first token;
+    # it 2: A decodes (1 token of the budget) and B's last 60 tokens at offset 90:
+    #       10 + 60 + 1e-6 (60² + 2·60·90) + 2 + 0.1·11 ms; B's first token, A's second;
+    # it 3: both decode, contexts 12 + 151: 10 + 4 + 16.3 ms: A and B finish (3 and 2 tokens).
+    wl = workload_from_arrays([0.0, 0.0], [10, 150], [3, 2])
+    cfg = _cfg(max_prefill_tokens=100, chunked_prefill=True, timing=CHUNK_TM)
+    r = simulate(wl, make_heuristic("rr"), cfg, engine=engine)
+    t1 = 0.01 + 0.1 + 1e-6 * (10**2 + 90**2)
+    t2 = t1 + 0.01 + 0.06 + 1e-6 * (60**2 + 2 * 60 * 90) + 0.002 + 0.0011
+    t3 = t2 + 0.01 + 0.004 + 0.0001 * (12 + 151)
+    assert r.first_token_s.tolist() == pytest.approx([t1, t2], abs=1e-12)
+    assert r.finish_s.tolist() == pytest.approx([t3, t3], abs=1e-12)
+    assert r.admit_s.tolist() == [0.0, 0.0] and r.iterations.tolist() == [3]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_two_request_interference_timeline_by_hand(engine):
     # A (p=4, d=3) at 0; B (p=6, d=2) at 1 ms, routed at 20 ms while A's 2nd iteration runs.

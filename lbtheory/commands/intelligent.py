@@ -39,6 +39,13 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _predictor_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--predictor", choices=("oracle", "histogram"), default="oracle",
+                   help="output lengths routers see: true ones, or the histogram classifier "
+                        "fitted on the first half of each trace (requests drawn from the "
+                        "second)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``lbtheory intelligent evaluate`` and ``lbtheory intelligent train``."""
     sub = parser.add_subparsers(dest="intelligent_command", metavar="ACTION")
@@ -60,9 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     + ", ".join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)
                     + ", or NAME=DIR (NAME one of " + ", ".join(RL_NAMES)
                     + ") for a checkpoint of 'lbtheory intelligent train'")
-    ev.add_argument("--predictor", choices=("oracle", "histogram"), default="oracle",
-                    help="output lengths routers see: true ones, or the histogram classifier "
-                         "fitted on the first half of each trace (requests drawn from the second)")
+    _predictor_flag(ev)
     ev.add_argument("--out", default=None, metavar="F.json",
                     help="also write the JSON (with a run manifest) to this file")
     ev.set_defaults(_action=_evaluate)
@@ -80,11 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="λ_k of wg-rl: hurl = 1 − exp(−β k) (guidance vanishes); literal = "
                          "exp(−β k) (THEORY §10 ambiguity)")
     tr.add_argument("--episodes", type=int, default=20, help="training episodes")
-    tr.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
-    tr.add_argument("--eps-decay-steps", type=int, default=5000,
-                    help="env steps of the linear ε-greedy decay")
+    tr.add_argument("--lr", type=float, default=3e-4, help="Adam learning rate")
+    tr.add_argument("--eps-decay-steps", type=int, default=None,
+                    help="env steps of the linear ε-greedy decay (default: half of the "
+                         "training's decisions)")
     tr.add_argument("--learning-starts", type=int, default=500,
                     help="transitions before the first update")
+    _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     tr.set_defaults(_action=_train)
 
@@ -148,6 +155,46 @@ def _setup(args: argparse.Namespace):
     return cfg, traces, (args.rate if args.rate > 0 else None)
 
 
+def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: Any):
+    """``(seed -> workload, predict_fn or None)``: with ``--predictor histogram`` the
+    histogram classifier (completion-time buckets at the cluster's decode speed,
+    :func:`~lbtheory.intelligent.bucket_spec_for`) is fitted on the first half of each trace
+    and the workloads are drawn from the second half."""
+    from ..workloads import mix_traces
+
+    window = (0.0, 1.0) if args.predictor == "oracle" else (0.5, 1.0)
+
+    def workload_fn(seed: int):
+        return mix_traces(traces, n_requests=args.requests, seed=seed, rate_rps=rate,
+                          window=window)
+
+    if args.predictor == "oracle":
+        return workload_fn, None
+    from ..intelligent import bucket_spec_for, fit_length_predictor
+
+    half = sum(len(t) // 2 for t in traces)
+    fit = mix_traces(traces, n_requests=max(half, 1), seed=args.seed, window=(0.0, 0.5))
+    model = fit_length_predictor(fit.prompt_tokens, fit.task, fit.output_tokens,
+                                 spec=bucket_spec_for(workload_fn(args.seed), cfg))
+
+    def predict_fn(wl: Any):
+        return model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
+    return workload_fn, predict_fn
+
+
+def _offered_load(wl: Any, cfg: Any) -> Any:
+    """The run's offered load (:func:`lbtheory.intelligent.offered_load`); its overload
+    warning goes to stderr (the exit code does not change)."""
+    import sys
+
+    from ..intelligent import offered_load
+
+    load = offered_load(wl, cfg)
+    if load.warning():
+        print(load.warning(), file=sys.stderr)
+    return load
+
+
 def _manifest(args: argparse.Namespace) -> dict[str, Any]:
     from ..io import run_manifest
 
@@ -158,7 +205,6 @@ def _manifest(args: argparse.Namespace) -> dict[str, Any]:
 def _evaluate(args: argparse.Namespace) -> int:
     from ..intelligent import simulate
     from ..registry import make_router
-    from ..workloads import mix_traces
 
     routers = _parse_routers(args.routers)
     if args.out:
@@ -166,35 +212,30 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         check_output_path(args.out, what="results", flag="--out")
     cfg, traces, rate = _setup(args)
-    pred = None
-    if args.predictor == "oracle":
-        wl = mix_traces(traces, n_requests=args.requests, seed=args.seed, rate_rps=rate)
-    else:
-        from ..intelligent import fit_length_predictor
-
-        half = sum(len(t) // 2 for t in traces)
-        fit = mix_traces(traces, n_requests=max(half, 1), seed=args.seed, window=(0.0, 0.5))
-        model = fit_length_predictor(fit.prompt_tokens, fit.task, fit.output_tokens)
-        wl = mix_traces(traces, n_requests=args.requests, seed=args.seed, rate_rps=rate,
-                        window=(0.5, 1.0))
-        pred = model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
+    workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
+    wl = workload_fn(args.seed)
+    pred = None if predict_fn is None else predict_fn(wl)
     cfg.check_workload(wl)
     built = {name: make_router(name, "instances", **({"checkpoint": ck, "cluster": cfg}
                                                      if ck else {}))
              for name, ck in routers}  # checkpoints are read (and checked) before any run
+    load = _offered_load(wl, cfg)
     results: dict[str, Any] = {}
     for name, _ in routers:
         res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed,
                        engine=args.engine)
         results[name] = res.summary()
     if args.out:
-        write_json_atomic(args.out, {"routers": results, "manifest": _manifest(args)})
+        write_json_atomic(args.out, {"routers": results, "offered_load": load.as_dict(),
+                                     "manifest": _manifest(args)})
     if args.json:
         print(dumps_json({"routers": {n: {k: r[k] for k in JSON_KEYS}
-                                      for n, r in results.items()}}))
+                                      for n, r in results.items()},
+                          "offered_load": load.as_dict()}))
         return 0
     tasks = ", ".join(f"{Path(t.path).stem}" for t in traces)
     print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
+    print(load.describe())
     print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
           f"{'TBT':>7} {'wait':>7} {'preempt':>7}")
     # the reference of the Δ column: round robin when it ran (the paper's baseline), else the
@@ -221,7 +262,6 @@ def _train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..intelligent import DQNConfig, save_checkpoint, train_dqn
-    from ..workloads import mix_traces
 
     if args.router not in RL_NAMES:
         raise ParameterError(f"--router: unknown RL router {args.router!r}; expected one of "
@@ -236,12 +276,10 @@ def _train(args: argparse.Namespace) -> int:
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
                    seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
                    learning_starts=args.learning_starts)
+    workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     for k in range(args.episodes):  # every episode's workload must fit (checked up front)
-        cfg.check_workload(mix_traces(traces, n_requests=args.requests, seed=args.seed + k,
-                                      rate_rps=rate))
-
-    def workload_fn(seed: int):
-        return mix_traces(traces, n_requests=args.requests, seed=seed, rate_rps=rate)
+        cfg.check_workload(workload_fn(args.seed + k))
+    load = _offered_load(workload_fn(args.seed), cfg)
 
     bar = tqdm(total=args.episodes, desc=f"train {args.router}", unit="episode",
                disable=args.json)
@@ -250,12 +288,14 @@ def _train(args: argparse.Namespace) -> int:
         bar.set_postfix(e2e=f"{stats['mean_e2e_s']:.2f}s", ret=f"{stats['return']:.1f}")
         bar.update(1)
 
-    result = train_dqn(workload_fn, cfg, dq, progress=progress, engine=args.engine)
+    result = train_dqn(workload_fn, cfg, dq, predict_fn=predict_fn, progress=progress,
+                       engine=args.engine)
     bar.close()
     out = save_checkpoint(result, args.out)
     write_json_atomic(out / "manifest.json", _manifest(args))
     if args.json:
-        print(dumps_json({"out": str(out), "history": result.history}))
+        print(dumps_json({"out": str(out), "history": result.history,
+                          "offered_load": load.as_dict()}))
     else:
         last = result.history[-1]
         print(f"saved {args.router} ({args.reading}) to {out}: {args.episodes} episodes, last "

@@ -15,13 +15,18 @@ mixes task traces); routers follow the one contract of :mod:`lbtheory.routers` a
   :class:`KernelSpec` and :func:`kernel_spec` (routers that run inside its loop);
 * ``_simulate``: :func:`simulate` (``engine="auto"|"compiled"|"reference"``), :func:`run_router`,
   :func:`make_sim`, :class:`InstanceResult` (E2E, TTFT, TBT, router wait, ..., the engine);
+* ``_load``: :func:`offered_load` (prefill and decode demand against capacity; overload);
 * ``_impact``: the workload-impact estimator (T_p, r_p, r_d, r_mix, h) and its calibration;
 * ``_predictor``: the output-length bucket classifier (histogram, with backoff) and its report;
 * ``_routers``: Min-Min, Maximum Capacity Usage, greedy mixing heuristic, small/large partition
   (round robin, JSQ and JSQ-tokens are the shared baselines of :mod:`lbtheory.routers`);
 * ``_env``: the routing MDP as a ``gymnasium.Env`` (:class:`RoutingEnv`; its step is one
   compiled kernel call, ``_envkernels``) and its :func:`observation` of a view;
-* ``_dqn``: Double-DQN routers (JAX + optax + equinox), :class:`DQNRouter`, checkpoints.
+* ``_calibrate``: :func:`calibrate_env` (the reward's horizon and scales from a round-robin
+  run) and :func:`bucket_spec_for` (decode buckets at the cluster's decode speed);
+* ``_qnet``: the Q-networks (:class:`SymmetricQNetwork`, the plain MLP);
+* ``_dqn``: Double-DQN training (JAX + optax + equinox), :class:`DQNRouter`;
+* ``_checkpoint``: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`dqn_router`.
 
 The RL names (``_env``, ``_dqn``) load lazily, so the heuristics do not import JAX.
 """
@@ -34,6 +39,7 @@ from ._compiled import CompiledClusterSim, KernelSpec, kernel_spec
 from ._engine import Admission, ClusterConfig, ClusterSim, InstanceView
 from ._impact import (
     ImpactParams,
+    MixReading,
     calibrate_impact,
     decode_reward,
     guidance_penalty,
@@ -41,6 +47,7 @@ from ._impact import (
     prompt_impact_s,
     prompt_reward,
 )
+from ._load import OfferedLoad, offered_load
 from ._predictor import (
     BucketSpec,
     LengthPredictor,
@@ -57,19 +64,29 @@ from ._routers import (
     estimated_completion_s,
 )
 from ._simulate import Engine, InstanceResult, make_sim, result_of, run_router, simulate
-from ._timing import ITERATION_FEATURES, IterationTimeModel, fit_iteration_model
+from ._timing import (
+    A100_KV_BUDGET_TOKENS,
+    A100_LLAMA31_8B,
+    ITERATION_FEATURES,
+    IterationTimeModel,
+    fit_iteration_model,
+)
 
 _LAZY = {
     "EnvConfig": "_env", "RoutingEnv": "_env", "guidance_weight": "_env",
     "observation_size": "_env", "ideal_time_s": "_env", "observation": "_env",
-    "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env",
-    "episode_labels": "_env",
+    "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env", "Progress": "_env",
+    "episode_labels": "_env", "observation_layout": "_env",
+    "calibrate_env": "_calibrate", "bucket_spec_for": "_calibrate", "Calibration": "_calibrate",
+    "prompt_edges_for": "_calibrate",
     "DQNConfig": "_dqn", "TrainResult": "_dqn", "train_dqn": "_dqn", "greedy_rollout": "_dqn",
-    "double_dqn_step": "_dqn",
-    "save_checkpoint": "_dqn", "load_checkpoint": "_dqn", "GUIDANCE_OF": "_dqn",
-    "q_values": "_dqn", "split_net": "_dqn", "greedy_action": "_dqn", "RLKind": "_dqn",
-    "DQNRouter": "_dqn", "dqn_router": "_dqn", "ReplayBuffer": "_dqn",
-    "make_q_network": "_dqn", "double_dqn_update": "_dqn",
+    "double_dqn_step": "_dqn", "GUIDANCE_OF": "_dqn", "RLKind": "_dqn", "Network": "_dqn",
+    "DQNRouter": "_dqn", "ReplayBuffer": "_dqn", "double_dqn_update": "_dqn",
+    "build_network": "_dqn",
+    "save_checkpoint": "_checkpoint", "load_checkpoint": "_checkpoint",
+    "dqn_router": "_checkpoint",
+    "q_values": "_qnet", "split_net": "_qnet", "greedy_action": "_qnet",
+    "make_q_network": "_qnet", "SymmetricQNetwork": "_qnet",
 }
 #: old name -> new name: deprecated aliases kept for one release.
 _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}
@@ -92,9 +109,11 @@ __all__ = [*_LAZY,
     "Admission", "ClusterConfig", "ClusterSim", "InstanceView", "ImpactParams",
     "calibrate_impact", "decode_reward", "guidance_penalty", "mixing_reward", "prompt_impact_s",
     "prompt_reward", "MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
-    "estimated_completion_s", "InstanceResult", "result_of", "run_router", "simulate",
+    "estimated_completion_s", "MixReading", "InstanceResult", "result_of", "run_router", "simulate",
     "CompiledClusterSim", "KernelSpec", "kernel_spec", "Engine", "make_sim",
-    "ITERATION_FEATURES", "IterationTimeModel", "fit_iteration_model", "Workload", "mix_traces",
+    "ITERATION_FEATURES", "IterationTimeModel", "A100_LLAMA31_8B", "A100_KV_BUDGET_TOKENS",
+    "fit_iteration_model", "Workload", "mix_traces",
     "workload_from_arrays", "BucketSpec", "LengthPredictor", "PredictorReport",
-    "evaluate_length_predictor", "fit_length_predictor", "history_feature",
+    "evaluate_length_predictor", "fit_length_predictor", "history_feature", "OfferedLoad",
+    "offered_load",
 ]

@@ -54,8 +54,8 @@ from ._routers import MaxCapacityRouter, MinMinRouter, MixingRouter, SizePartiti
 
 __all__ = ["CompiledClusterSim", "KernelSpec", "kernel_spec"]
 
-#: bytes per request of the compiled state (17 int64/float64 columns) plus the result arrays.
-_BYTES_PER_REQUEST = 8 * (17 + 12)
+#: bytes per request of the compiled state (19 int64/float64 columns) plus the result arrays.
+_BYTES_PER_REQUEST = 8 * (19 + 12)
 
 
 @dataclass(frozen=True)
@@ -103,12 +103,21 @@ def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | None:
         return KernelSpec(None, CODES["maxcap"], f([], float), f([0]))
     if t is MixingRouter:
         prm = router.params or calibrate_impact(config.timing)
-        return KernelSpec(None, CODES["heuristic"],
-                          f([prm.grad1, prm.grad2, prm.epsilon_s, prm.alpha], float), f([0]))
+        return KernelSpec(None, CODES["heuristic"], prm.kernel_params(), f([0]))
     if t is SizePartitionRouter:
         return KernelSpec(None, CODES["small-large"], f([router.threshold_tokens], float),
                           f([0, 0]))
     return None
+
+
+def _log_size(wl: Workload, cfg: ClusterConfig, output: np.ndarray) -> int:
+    """Iterations (and batch entries) the iteration log holds: one per emitted token without
+    chunked prefill; with it, partial-prefill iterations emit none, so four times the tokens
+    emitted and prefilled (more only under heavy preemption: the log then stops and says so)."""
+    tokens = int(output.sum())
+    if not cfg.chunked_prefill:
+        return tokens
+    return 4 * (tokens + int(np.maximum(wl.prompt_tokens, 1).sum())) + 64
 
 
 def _check_size(wl: Workload, cfg: ClusterConfig, n_labels: int, n_bins: int,
@@ -121,7 +130,7 @@ def _check_size(wl: Workload, cfg: ClusterConfig, n_labels: int, n_bins: int,
     cap = max(min(cfg.max_batch, n), 1)
     need = n * (_BYTES_PER_REQUEST + 8 * n_labels) + 8 * m * (cap + n_bins + 16)
     if record:
-        need += 8 * 5 * int(out_tokens.sum())  # one id per emitted token, ≤ one iteration each
+        need += 8 * 5 * _log_size(wl, cfg, out_tokens)  # ids and times per logged iteration
     check_memory(need, f"the compiled instance simulator ({n:,} requests on {m:,} instances"
                        f"{', iteration log' if record else ''})")
 
@@ -258,6 +267,10 @@ class CompiledClusterSim:
         g = self._gi
         if not g[_core.RECORD]:
             return None
+        if g[_core.RECORD] == 2:
+            raise ParameterError("the compiled simulator's iteration log overflowed (chunked "
+                                 "prefill with many partial iterations); use the reference "
+                                 "engine to record this run")
         k, ids0 = int(g[_core.N_LOG_ITER]), int(g[_core.LOG_IDS0])
         li, lf = self.state.log_i, self.state.log_f
         ends = li[ids0 // 2:ids0 // 2 + k].tolist()
@@ -287,12 +300,12 @@ def _new_state(wl: Workload, cfg: ClusterConfig, output: np.ndarray, pred: np.nd
     mi[[c.WHEAD, c.WTAIL]] = -1
     gi = np.zeros(c.N_GI, np.int64)
     gi[c.EPOCH_K] = -1
-    n_log = int(output.sum()) if record else 0
+    n_log = _log_size(wl, cfg, output) if record else 0
     gi[[c.BUDGET, c.MAX_BATCH, c.MAX_PREFILL, c.ADMISSION, c.QUEUE_VIEW, c.RECORD, c.HIST0,
-        c.N_LABELS, c.LOG_IDS0]] = [
+        c.N_LABELS, c.LOG_IDS0, c.CHUNKED]] = [
         cfg.kv_budget_tokens, cfg.max_batch, cfg.max_prefill_tokens,
         int(cfg.admission is Admission.SPF), queue_view, int(record), c.BATCH0 + cap, n_lab,
-        2 * n_log]
+        2 * n_log, int(cfg.chunked_prefill)]
     gf = np.concatenate([cfg.timing.coefficients(), [0.0, cfg.epoch_s], np.full(m, np.inf)])
     return CoreState(ri, rf, mi, gi, gf, np.zeros(3 * n_log, np.int64),
                      np.zeros(2 * n_log))

@@ -9,7 +9,8 @@ states them; the cross-engine tests check the two bit for bit). The state is a
   (each ``max(·, 1)``), predicted output ``PRED``, tokens emitted ``GEN``, ``PREEMPTED``
   (count), ``INSTANCE`` (−1 until dispatched), the links ``NXT`` / ``PRV`` of the instance
   waiting queues (−1: none), the router queue ``RQ`` (``ri[RQ, gi[QH]:gi[QT]]``: request ids,
-  head first), then ``gi[N_LABELS]`` rows of histogram labels from ``LABEL0``;
+  head first), with chunked prefill ``LEFT`` (prefill tokens still to compute) and ``CHUNK``
+  (this iteration's chunk), then ``gi[N_LABELS]`` rows of histogram labels from ``LABEL0``;
 * ``rf[row, v]`` (float64, s): ``ARRIVAL``, ``DISPATCH``, ``ADMIT`` (first admission),
   ``FIRST`` / ``LAST`` (token times), ``FINISH`` (NaN until they happen), ``TBT_SUM`` /
   ``TBT_MAX`` (gaps between tokens);
@@ -29,8 +30,9 @@ states them; the cross-engine tests check the two bit for bit). The state is a
 Few arrays on purpose: numba counts references to every array of a tuple at each call
 boundary. Shortest-prompt-first keeps each waiting queue ordered at all times (preempted
 requests first, then fresh ones by (prompt, id)): the reference sorts at every iteration start,
-and the two agree because resumed requests only ever enter at the front and fresh ones only by
-dispatch, between two starts.
+and the two agree because preempted requests only ever enter at the front and fresh ones only by
+dispatch, between two starts. Chunked prefill: ``_start_chunked`` / the chunked branch of
+``_finish``, the reference's ``_start_chunked`` / ``_finish`` step for step.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ __all__ = ["CoreState", "advance", "dispatch", "queue_length", "earliest_complet
            "fewest_left", "waiting_ids"]
 
 # ri rows
-P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LABEL0 = range(10)
+P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LEFT, CHUNK, LABEL0 = range(12)
 # rf rows
 ARRIVAL, DISPATCH, ADMIT, FIRST, LAST, FINISH, TBT_SUM, TBT_MAX = range(8)
 N_RF = 8
@@ -55,8 +57,8 @@ N_RUN, N_ADM, N_WAIT, WHEAD, WTAIL, KV_USED, WAIT_TOK, LOAD, N_ON, PEAK_KV, N_IT
     range(12)
 # gi entries: counters, then configuration
 (NEXT_ARRIVAL, EPOCH_K, N_DONE, PREEMPTIONS, QH, QT, N_LOG_ITER, N_LOG_IDS, BUDGET, MAX_BATCH,
- MAX_PREFILL, ADMISSION, QUEUE_VIEW, RECORD, HIST0, N_LABELS, LOG_IDS0) = range(17)
-N_GI = 17
+ MAX_PREFILL, ADMISSION, QUEUE_VIEW, RECORD, HIST0, N_LABELS, LOG_IDS0, CHUNKED) = range(18)
+N_GI = 18
 # gf entries: the five iteration-time coefficients (so ``gf`` is the ``coef`` argument of
 # :func:`iteration_seconds`), the clock, the epoch, then per-instance busy times
 NOW, EPOCH_S, BUSY0 = 5, 6, 7
@@ -122,57 +124,134 @@ def _pop_front(ri, mi, m):
 
 # -- one instance --------------------------------------------------------------------------------
 @njit(cache=True)
-def _start(ri, rf, mi, gi, gf, m, t):
-    """Form and start the next iteration of instance ``m`` at time ``t`` (s): preempt by
-    recomputation (the most recently admitted first) while the running requests' next tokens
-    do not fit the budget, else admit waiting requests (the reference's ``_start``)."""
+def _preempt(ri, mi, gi, m):
+    """Preempt by recomputation (the most recently admitted first) while the running requests'
+    KV, their next token and the reserved rest of their prefills (chunked prefill; ``LEFT`` is
+    0 otherwise) exceed the budget. Returns ``(need, preempted)``: the KV the running requests
+    will need, and whether any was preempted."""
     budget = gi[BUDGET]
     nr = mi[N_RUN, m]
     need = mi[KV_USED, m] + nr
+    for i in range(nr):
+        need += ri[LEFT, mi[BATCH0 + i, m]]
     preempted = False
     while need > budget and nr > 0:
         nr -= 1
         v = mi[BATCH0 + nr, m]
-        kv = ri[P, v] + ri[GEN, v]
-        mi[KV_USED, m] -= kv
-        need -= kv + 1
+        full = ri[P, v] + ri[GEN, v]
+        mi[KV_USED, m] -= full - ri[LEFT, v]
+        need -= full + 1
+        ri[LEFT, v] = 0
         _push_front(ri, mi, m, v)
-        mi[WAIT_TOK, m] += kv
+        mi[WAIT_TOK, m] += full
         ri[PREEMPTED, v] += 1
         gi[PREEMPTIONS] += 1
         preempted = True
     mi[N_RUN, m] = nr
+    return need, preempted
+
+
+@njit(cache=True)
+def _admit_one(ri, rf, mi, m, t, nv, slot):
+    """Move the head waiting request (``nv`` tokens to prefill) into batch slot ``slot``."""
+    v = _pop_front(ri, mi, m)
+    mi[WAIT_TOK, m] -= nv
+    mi[BATCH0 + slot, m] = v
+    if np.isnan(rf[ADMIT, v]):
+        rf[ADMIT, v] = t
+    return v
+
+
+@njit(cache=True)
+def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context):
+    """Start the iteration formed (``na`` admitted), or mark the instance idle."""
+    mi[N_ADM, m] = na
+    if mi[N_RUN, m] == 0 and na == 0:
+        gf[BUSY0 + m] = np.inf
+        return
+    if need > mi[PEAK_KV, m]:
+        mi[PEAK_KV, m] = need
+    mi[N_ITER, m] += 1
+    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(n_decode), float(context))
+
+
+@njit(cache=True)
+def _start_chunked(ri, rf, mi, gi, gf, m, t):
+    """:func:`_start` with chunked prefill (the reference's ``_start_chunked``)."""
+    need, preempted = _preempt(ri, mi, gi, m)
+    nr = mi[N_RUN, m]
+    n_dec = 0
+    partial_kv = 0
+    for i in range(nr):
+        v = mi[BATCH0 + i, m]
+        if ri[LEFT, v] == 0:
+            n_dec += 1
+        else:
+            partial_kv += ri[P, v] + ri[GEN, v] - ri[LEFT, v]
+    tok = gi[MAX_PREFILL] - n_dec
+    sum_q = 0.0
+    sum_q2 = 0.0
+    for i in range(nr):
+        v = mi[BATCH0 + i, m]
+        ri[CHUNK, v] = 0
+        if ri[LEFT, v] > 0 and tok > 0:
+            c = min(ri[LEFT, v], tok)
+            ri[CHUNK, v] = c
+            tok -= c
+            x = float(c)
+            o = float(ri[P, v] + ri[GEN, v] - ri[LEFT, v])
+            sum_q += x
+            sum_q2 += x * x + 2.0 * x * o
+    na = 0
+    if not preempted or nr == 0:
+        while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH] and tok > 0:
+            head = mi[WHEAD, m]
+            nv = ri[P, head] + ri[GEN, head]
+            if need + nv + 1 > gi[BUDGET]:
+                break
+            v = _admit_one(ri, rf, mi, m, t, nv, nr + na)
+            na += 1
+            ri[LEFT, v] = nv
+            c = min(nv, tok)
+            ri[CHUNK, v] = c
+            tok -= c
+            need += nv + 1
+            x = float(c)
+            sum_q += x
+            sum_q2 += x * x
+    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_dec, mi[KV_USED, m] - partial_kv)
+
+
+@njit(cache=True)
+def _start(ri, rf, mi, gi, gf, m, t):
+    """Form and start the next iteration of instance ``m`` at time ``t`` (s): preempt by
+    recomputation (the most recently admitted first) while the running requests' next tokens
+    do not fit the budget, else admit waiting requests (the reference's ``_start``)."""
+    if gi[CHUNKED] != 0:
+        _start_chunked(ri, rf, mi, gi, gf, m, t)
+        return
+    need, preempted = _preempt(ri, mi, gi, m)
+    nr = mi[N_RUN, m]
     na = 0
     sum_q = 0.0
     sum_q2 = 0.0
     if not preempted or nr == 0:
         qtok = 0
         while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH]:
-            v = mi[WHEAD, m]
-            nv = ri[P, v] + ri[GEN, v]
+            head = mi[WHEAD, m]
+            nv = ri[P, head] + ri[GEN, head]
             if na > 0 and qtok + nv > gi[MAX_PREFILL]:
                 break
-            if need + nv + 1 > budget:
+            if need + nv + 1 > gi[BUDGET]:
                 break
-            _pop_front(ri, mi, m)
-            mi[WAIT_TOK, m] -= nv
-            mi[BATCH0 + nr + na, m] = v
+            _admit_one(ri, rf, mi, m, t, nv, nr + na)
             na += 1
             x = float(nv)
             sum_q += x
             sum_q2 += x * x
             qtok += nv
             need += nv + 1
-            if np.isnan(rf[ADMIT, v]):
-                rf[ADMIT, v] = t
-    mi[N_ADM, m] = na
-    if nr == 0 and na == 0:
-        gf[BUSY0 + m] = np.inf
-        return
-    if need > mi[PEAK_KV, m]:
-        mi[PEAK_KV, m] = need
-    mi[N_ITER, m] += 1
-    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(nr), float(mi[KV_USED, m]))
+    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, nr, mi[KV_USED, m])
 
 
 @njit(cache=True)
@@ -182,16 +261,31 @@ def _finish(ri, rf, mi, gi, gf, m):
     t = gf[BUSY0 + m]
     nr = mi[N_RUN, m]
     nb = nr + mi[N_ADM, m]
-    kv = mi[KV_USED, m] + nr
-    for i in range(nr, nb):
-        v = mi[BATCH0 + i, m]
-        kv += ri[P, v] + ri[GEN, v] + 1
+    chunked = gi[CHUNKED] != 0
+    if chunked:
+        kv = mi[KV_USED, m]
+        for i in range(nb):
+            v = mi[BATCH0 + i, m]
+            c = ri[CHUNK, v]
+            kv += c + (1 if ri[LEFT, v] == c else 0)  # a decode token, a chunk, a first token
+    else:
+        kv = mi[KV_USED, m] + nr
+        for i in range(nr, nb):
+            v = mi[BATCH0 + i, m]
+            kv += ri[P, v] + ri[GEN, v] + 1
     still = 0
     done = 0
     freed = 0
     hist0 = gi[HIST0]
     for i in range(nb):
         v = mi[BATCH0 + i, m]
+        if chunked and ri[LEFT, v] > 0:
+            ri[LEFT, v] -= ri[CHUNK, v]
+            ri[CHUNK, v] = 0
+            if ri[LEFT, v] > 0:  # prefill not complete: no token yet
+                mi[BATCH0 + still, m] = v
+                still += 1
+                continue
         g = ri[GEN, v] + 1
         ri[GEN, v] = g
         if np.isnan(rf[FIRST, v]):
@@ -228,6 +322,9 @@ def _log(mi, gi, gf, log_i, log_f, m, t):
     k = gi[N_LOG_ITER]
     j = gi[N_LOG_IDS]
     ids0 = gi[LOG_IDS0]
+    if k >= ids0 // 2 or ids0 + j + mi[N_RUN, m] + mi[N_ADM, m] > log_i.size:
+        gi[RECORD] = 2  # the log is full: stop recording (iterations_log refuses to answer)
+        return
     log_i[k] = m
     log_f[2 * k] = t
     log_f[2 * k + 1] = gf[BUSY0 + m]
@@ -244,7 +341,7 @@ def _run_instance(s, m, t_start, t_until):
     """Instance ``m``: start an iteration at ``t_start`` when it is ≥ 0, then end and start
     iterations while the current one ends by ``t_until`` (s; ``inf``: until idle)."""
     ri, rf, mi, gi, gf = s.ri, s.rf, s.mi, s.gi, s.gf
-    record = gi[RECORD] != 0
+    record = gi[RECORD] == 1
     if t_start >= 0.0:
         _start(ri, rf, mi, gi, gf, m, t_start)
         if record and gf[BUSY0 + m] < np.inf:
@@ -316,7 +413,7 @@ def dispatch(s, pos, m):
     u = mi[WTAIL, m]
     if gi[ADMISSION] == 1:  # shortest prompt first: behind resumed and smaller fresh requests
         p = ri[P, v]
-        while u >= 0 and ri[GEN, u] == 0 and (ri[P, u] > p or (ri[P, u] == p and u > v)):
+        while u >= 0 and ri[PREEMPTED, u] == 0 and (ri[P, u] > p or (ri[P, u] == p and u > v)):
             u = ri[PRV, u]
     _insert_after(ri, mi, m, u, v)
     mi[WAIT_TOK, m] += ri[P, v]

@@ -15,6 +15,16 @@ Each instance runs iteration-level (continuous) batching with FCFS admission (TH
   token at the iteration's end (the prefill emits the first token); a request that has emitted its
   output length finishes and frees its KV. A request's KV is prompt + generated tokens.
 
+**Chunked prefill** (``chunked_prefill=True``, vLLM's / Sarathi-Serve's; [R] details): an
+iteration processes at most ``max_prefill_tokens`` tokens, one per decoding request and the
+rest as prefill chunks — first continuing the partly prefilled requests (in batch order), then
+admitting waiting requests, whose prefill may be split over several iterations. A request is
+admitted only if its whole prefill and first token fit the KV budget (the remainder stays
+reserved, so a partial prefill never stalls); it emits its first token at the end of the
+iteration that completes its prefill. A chunk of ``c`` tokens at offset ``o`` costs
+``a_p c + a_q (c² + 2 c o)`` (the chunks of a prompt sum to ``a_q p²``); the decode terms count
+the decoding requests and their context only. A preempted partial prefill starts over.
+
 The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
 up to ``t_k`` join the router queue (FCFS), and the router (the one contract of
 :mod:`lbtheory.routers`) routes queued requests to instances until it decides to wait or the
@@ -71,6 +81,8 @@ class ClusterConfig:
         admission: the instance batcher's admission order, :class:`Admission` or its value:
             ``"fcfs"`` (vLLM's default) or ``"spf"`` (shortest prompt first; preempted requests
             still resume first).
+        chunked_prefill: split prefills into chunks; ``max_prefill_tokens`` is then the
+            iteration's token budget, decodes included (module docstring).
     """
 
     n_instances: int = 4
@@ -80,8 +92,12 @@ class ClusterConfig:
     epoch_s: float = 0.02
     timing: IterationTimeModel = field(default_factory=IterationTimeModel)
     admission: Admission | str = Admission.FCFS
+    chunked_prefill: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.chunked_prefill, bool):
+            raise ParameterError(f"ClusterConfig.chunked_prefill must be True or False, got "
+                                 f"{self.chunked_prefill!r}")
         object.__setattr__(self, "admission",
                            check_option(Admission, self.admission, "ClusterConfig.admission"))
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens"):
@@ -154,7 +170,7 @@ class InstanceView(IdenticalTargets):
 
 class _Instance:
     __slots__ = ("running", "waiting", "kv_used", "busy_until", "admitted", "peak_kv", "n_iter",
-                 "load_tokens", "wait_tokens", "n_on")
+                 "load_tokens", "wait_tokens", "n_on", "chunks")
 
     def __init__(self) -> None:
         self.running: list[int] = []
@@ -167,6 +183,7 @@ class _Instance:
         self.load_tokens = 0
         self.wait_tokens = 0
         self.n_on = 0
+        self.chunks: dict[int, int] = {}
 
 
 class ClusterSim:
@@ -206,6 +223,7 @@ class ClusterSim:
         self._pred_a = pred.astype(np.int64)
         self.arrival = workload.arrival_s.tolist()
         self.gen = [0] * n
+        self.left = [0] * n  # chunked prefill: tokens of a started prefill still to compute
         nan = math.nan
         self.dispatch_s = [nan] * n
         self.admit_s = [nan] * n
@@ -229,64 +247,144 @@ class ClusterSim:
             [] if record else None
 
     # -- instances ---------------------------------------------------------------------------
-    def _start(self, m: int, t: float) -> None:
-        """Form and start the next iteration of instance ``m`` at time ``t`` (s)."""
-        ins, cfg, p, gen = self.inst[m], self.cfg, self.p, self.gen
-        run, wait = ins.running, ins.waiting
+    def _preempt(self, ins: _Instance) -> tuple[int, bool]:
+        """Preempt by recomputation (the most recently admitted first) while the running
+        requests' KV, their next token and the reserved rest of their prefills (chunked
+        prefill; ``left`` is 0 otherwise) exceed the budget; then order the waiting queue
+        (shortest prompt first: preempted requests, then fresh ones by (prompt, id)). Returns
+        ``(need, preempted)``."""
+        cfg, p, gen, left = self.cfg, self.p, self.gen, self.left
+        run = ins.running
         need = ins.kv_used + len(run)
+        for v in run:
+            need += left[v]
         preempted = False
         while need > cfg.kv_budget_tokens and run:
             v = run.pop()
-            kv = p[v] + gen[v]
-            ins.kv_used -= kv
-            need -= kv + 1
-            wait.appendleft(v)
-            ins.wait_tokens += kv
+            full = p[v] + gen[v]
+            ins.kv_used -= full - left[v]
+            need -= full + 1
+            left[v] = 0
+            ins.waiting.appendleft(v)
+            ins.wait_tokens += full
             self.preempted[v] += 1
             self.preemptions += 1
             preempted = True
-        admitted: list[int] = []
-        q: list[int] = []
-        if cfg.admission is Admission.SPF and len(wait) > 1:
-            resumed = [v for v in wait if gen[v] > 0]
-            fresh = sorted((v for v in wait if gen[v] == 0), key=lambda v: (p[v], v))
-            wait = ins.waiting = deque(resumed + fresh)
+        if cfg.admission is Admission.SPF and len(ins.waiting) > 1:
+            ins.waiting = deque(self._admission_order(ins))
+        return need, preempted
+
+    def _admit_one(self, ins: _Instance, t: float, nv: int) -> int:
+        """Move the head waiting request (``nv`` tokens to prefill) into the batch."""
+        v = ins.waiting.popleft()
+        ins.wait_tokens -= nv
+        ins.admitted.append(v)
+        if math.isnan(self.admit_s[v]):
+            self.admit_s[v] = t
+        return v
+
+    def _begin(self, m: int, t: float, need: int, sum_q: float, sum_q2: float, n_decode: int,
+               context: int) -> None:
+        """Start the iteration formed, or mark the instance idle."""
+        ins = self.inst[m]
+        if not ins.running and not ins.admitted:
+            ins.busy_until = math.inf
+            return
+        ins.peak_kv = max(ins.peak_kv, need)
+        ins.n_iter += 1
+        ins.busy_until = t + self.cfg.timing.seconds(sum_q, sum_q2, n_decode, context)
+        if self.iterations_log is not None:
+            self.iterations_log.append((m, t, ins.busy_until, (*ins.running, *ins.admitted)))
+
+    def _start(self, m: int, t: float) -> None:
+        """Form and start the next iteration of instance ``m`` at time ``t`` (s)."""
+        if self.cfg.chunked_prefill:
+            self._start_chunked(m, t)
+            return
+        ins, cfg, p, gen = self.inst[m], self.cfg, self.p, self.gen
+        need, preempted = self._preempt(ins)
+        run, wait = ins.running, ins.waiting
+        ins.admitted = []
+        sum_q = sum_q2 = 0.0
         if not preempted or not run:
             qtok = 0
-            while wait and len(run) + len(admitted) < cfg.max_batch:
-                v = wait[0]
-                nv = p[v] + gen[v]
-                if admitted and qtok + nv > cfg.max_prefill_tokens:
+            while wait and len(run) + len(ins.admitted) < cfg.max_batch:
+                nv = p[wait[0]] + gen[wait[0]]
+                if ins.admitted and qtok + nv > cfg.max_prefill_tokens:
                     break
                 if need + nv + 1 > cfg.kv_budget_tokens:
                     break
-                wait.popleft()
-                ins.wait_tokens -= nv
-                admitted.append(v)
-                q.append(nv)
+                self._admit_one(ins, t, nv)
+                x = float(nv)
+                sum_q += x
+                sum_q2 += x * x
                 qtok += nv
                 need += nv + 1
-                if math.isnan(self.admit_s[v]):
-                    self.admit_s[v] = t
-        if not run and not admitted:
-            ins.busy_until = math.inf
-            return
-        ins.admitted = admitted
-        ins.peak_kv = max(ins.peak_kv, need)
-        ins.n_iter += 1
-        ins.busy_until = t + cfg.timing.iteration_time(q, len(run), ins.kv_used)
-        if self.iterations_log is not None:
-            self.iterations_log.append((m, t, ins.busy_until, (*run, *admitted)))
+        self._begin(m, t, need, sum_q, sum_q2, len(run), ins.kv_used)
+
+    def _start_chunked(self, m: int, t: float) -> None:
+        """:meth:`_start` with chunked prefill (module docstring)."""
+        ins, cfg, p, gen, left = self.inst[m], self.cfg, self.p, self.gen, self.left
+        need, preempted = self._preempt(ins)
+        run, wait = ins.running, ins.waiting
+        n_dec = 0
+        partial_kv = 0
+        for v in run:
+            if left[v] == 0:
+                n_dec += 1
+            else:
+                partial_kv += p[v] + gen[v] - left[v]
+        tok = cfg.max_prefill_tokens - n_dec
+        chunks: dict[int, int] = {}
+        sum_q = sum_q2 = 0.0
+        for v in run:
+            if left[v] > 0 and tok > 0:
+                c = min(left[v], tok)
+                chunks[v] = c
+                tok -= c
+                x, o = float(c), float(p[v] + gen[v] - left[v])
+                sum_q += x
+                sum_q2 += x * x + 2.0 * x * o
+        ins.admitted = []
+        if not preempted or not run:
+            while wait and len(run) + len(ins.admitted) < cfg.max_batch and tok > 0:
+                nv = p[wait[0]] + gen[wait[0]]
+                if need + nv + 1 > cfg.kv_budget_tokens:
+                    break
+                v = self._admit_one(ins, t, nv)
+                left[v] = nv
+                c = min(nv, tok)
+                chunks[v] = c
+                tok -= c
+                need += nv + 1
+                x = float(c)
+                sum_q += x
+                sum_q2 += x * x
+        ins.chunks = chunks
+        self._begin(m, t, need, sum_q, sum_q2, n_dec, ins.kv_used - partial_kv)
 
     def _finish(self, m: int) -> None:
         """End the current iteration of instance ``m``: emit tokens, retire finished requests."""
         ins, p, d, gen = self.inst[m], self.p, self.d, self.gen
         t = ins.busy_until
-        kv = ins.kv_used + len(ins.running)
-        for v in ins.admitted:
-            kv += p[v] + gen[v] + 1
+        chunked = self.cfg.chunked_prefill
+        if chunked:
+            left, chunks = self.left, ins.chunks
+            kv = ins.kv_used
+            for v in ins.running + ins.admitted:
+                c = chunks.get(v, 0)
+                kv += c + (1 if left[v] == c else 0)  # a decode token, a chunk, a first token
+        else:
+            kv = ins.kv_used + len(ins.running)
+            for v in ins.admitted:
+                kv += p[v] + gen[v] + 1
         still: list[int] = []
         for v in ins.running + ins.admitted:
+            if chunked and left[v] > 0:
+                left[v] -= chunks.get(v, 0)
+                if left[v] > 0:  # prefill not complete: no token yet
+                    still.append(v)
+                    continue
             gen[v] += 1
             if math.isnan(self.first_token_s[v]):
                 self.first_token_s[v] = t
@@ -307,6 +405,7 @@ class ClusterSim:
                 still.append(v)
         ins.running = still
         ins.admitted = []
+        ins.chunks = {}
         ins.kv_used = kv
         self._start(m, t)
 
@@ -389,9 +488,9 @@ class ClusterSim:
         shortest-prompt-first: resumed requests, then fresh ones by (prompt, id))."""
         if self.cfg.admission is not Admission.SPF:
             return list(ins.waiting)
-        p, gen = self.p, self.gen
-        return ([v for v in ins.waiting if gen[v] > 0]
-                + sorted((v for v in ins.waiting if gen[v] == 0), key=lambda v: (p[v], v)))
+        p, pre = self.p, self.preempted
+        return ([v for v in ins.waiting if pre[v] > 0]
+                + sorted((v for v in ins.waiting if pre[v] == 0), key=lambda v: (p[v], v)))
 
     def view(self) -> InstanceView:
         """The router's view at the current epoch."""

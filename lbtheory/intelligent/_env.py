@@ -7,31 +7,55 @@
 * **State** (float32, scaled to O(1)): router queue length / 64; head prompt tokens / 4096; head
   predicted decode bucket (one-hot, ``n_d``); per instance the counts of its requests by prompt
   bucket ``P ∈ ℝ^{m×n_p}`` and predicted decode bucket ``D ∈ ℝ^{m×n_d}`` (/16); capacities
-  ``C_m = min(1 − n_m/max_batch, 1 − committed KV/budget)`` (clipped at −4); the estimated
-  earliest completion time ``T̂_c`` (s / 10): min over instances of the fewest predicted
-  remaining tokens × the instance's current decode iteration time [R]; the head request's time in
-  the router queue / ``max_wait_s``.
+  ``C_m = min(1 − n_m/max_batch, 1 − committed KV/budget)``, mapped to ``−log(1 − C_m)`` below 0
+  [R] (:func:`~lbtheory.intelligent._envkernels.capacity_feature`: it never saturates); the
+  estimated earliest completion time ``T̂_c`` (s / 10): min over instances of the fewest
+  predicted remaining tokens × the instance's current decode iteration time [R]; the head
+  request's time in the router queue / ``max_wait_s``. :func:`observation_layout` says which
+  entries are global and which belong to each instance (the symmetric Q-network's input).
 * **Action mask** [R, not in the paper]: waiting is allowed only while the head request has waited
-  less than ``max_wait_s``; without this a policy that always waits never ends an episode.
-  :meth:`RoutingEnv.action_mask` gives the valid actions (also ``info["action_mask"]``); an invalid
-  wait is replaced by routing to the instance with the fewest committed tokens.
+  less than ``max_wait_s`` (without this a policy that always waits never ends an episode) and,
+  with ``wait_only_when_full`` (the default), only while no instance could start the request
+  now (every capacity ``C_m ≤ 0``): deferring is the late binding that can help when every
+  instance is full, and otherwise only delays the queue, by one epoch per wait — a difference
+  of ≈1e-4 of |Q| that a network cannot resolve (greedy policies waited at 70% of their
+  steps). :meth:`RoutingEnv.action_mask` gives the valid actions (also
+  ``info["action_mask"]``); an invalid wait is replaced by routing to the instance with the
+  fewest committed tokens.
 * **Reward** (× ``reward_scale``), THEORY §10:
-  ``r_t = − Σ_{j∈J} (1/T̂_j)(1 − f_jt) + r_w Σ w_mit + w_k h(s_t, s_{t+1})``. The first two
-  terms are counted when time advances (the progress penalty once per elapsed epoch, at the end
-  of the interval [R]); ``T̂_j`` is the request's time alone on an idle instance,
-  ``f_jt = min(1, o_jt / d̂_j)``. ``h = r_mix(chosen) − max_l r_mix(l) ≤ 0``.
+  ``r_t = − Σ_{j∈J} c_j + r_w Σ w_mit + w_k s_h h(s_t, s_{t+1})``, a semi-MDP in continuous time
+  [R]. A step that routes within an epoch takes no time (progress terms 0, discount 1); a step
+  that moves the clock from ``t0`` to ``t1`` charges every request in the system for the part of
+  ``(t0, t1]`` it spends there, discounted from ``t0`` by ``e^{−(t − t0)/H}`` (``H =
+  horizon_s``), and the next state's value is discounted by ``e^{−(t1 − t0)/H}``
+  (``info["discount"]``). The last step charges the whole drain after the last decision, so an
+  episode's undiscounted return is ``−reward_scale · (Σ_j latency_j − r_w n)`` exactly with the
+  default ``progress="latency"`` (``c_j = 1`` per second in the system). ``progress="paper"``
+  weights it by the seed's ``(1/T̂_j)(1 − f_jt)`` per epoch (``T̂_j`` the request's time alone on
+  an idle instance, ``f_jt = min(1, o_jt / d̂_j)`` at the end of the interval). Completions
+  (``r_w``) are discounted to their finish times. The cost has one definition,
+  :func:`~lbtheory.intelligent._envkernels.charge_interval`, for both engines.
 
-  **Sign [R]**: the paper writes ``−(γ − γ̃_k) h``, which with ``h ≤ 0`` would *reward* a
-  worse-than-greedy choice; we add ``+w_k h`` (a penalty of ``w_k |h|``), the reading under which
-  the term is "guidance". **Weight** ``w_k`` (:func:`guidance_weight`, episode ``k``):
-  ``none`` → 0 (Baseline RL); ``static`` → γ (Workload-Aware RL); ``annealed`` (Workload-Guided
-  RL) → ``γ − λ_k γ`` with ``λ_k = 1 − e^{−β_d k}`` (reading ``"hurl"``, Cheng et al. 2021:
-  the guidance vanishes) or ``λ_k = e^{−β_d k}`` (reading ``"literal"``, the seed's formula: the
-  guidance *grows* to γ). ``γ`` is the MDP discount.
+  **Guidance**: ``h = r_mix(chosen) − max_l r_mix(l) ≤ 0`` (:mod:`._impact`). **Sign [R]**: the
+  paper writes ``−(γ − γ̃_k) h``, which with ``h ≤ 0`` would *reward* a worse-than-greedy
+  choice; we add ``+w_k s_h h`` (a penalty of ``w_k s_h |h|``), the reading under which the term
+  is "guidance". **Scale** ``s_h`` [R] (``guidance_scale``): raw ``h`` is ≈1e-5 of a step's
+  progress cost, so the term would change nothing; :func:`~lbtheory.intelligent.calibrate_env`
+  sets ``s_h = ρ / σ_h`` (ρ the mean progress cost per decision, σ_h the standard deviation of
+  ``h``, both under round robin on the calibration workload), making a typical guidance term
+  ``w_k`` times a typical step's cost. **Weight** ``w_k`` (:func:`guidance_weight`, episode
+  ``k``): ``none`` → 0 (Baseline RL); ``static`` → γ (Workload-Aware RL); ``annealed``
+  (Workload-Guided RL) → ``γ − λ_k γ`` with ``λ_k = 1 − e^{−β_d k}`` (reading ``"hurl"``, Cheng
+  et al. 2021: the guidance vanishes) or ``λ_k = e^{−β_d k}`` (reading ``"literal"``, the seed's
+  formula: the guidance *grows* to γ). ``γ`` (``gamma``) is the seed's γ = 0.99, here only the
+  guidance's scale: the MDP's discount is per elapsed time.
+
+  ``info`` carries the raw parts of each step: ``h`` (0 for a wait), ``progress`` (the
+  discounted cost, s), ``completions`` (discounted) and ``discount``.
 
 **Engines.** On the compiled simulator (the default) a step is one call of the kernel
-:func:`~lbtheory.intelligent._envkernels.env_step` — dispatch, advance, the progress-penalty
-terms — and one of :func:`~lbtheory.intelligent._envkernels.observe_state`, which keeps the
+:func:`~lbtheory.intelligent._envkernels.env_step` — dispatch, advance, the interval's cost —
+and one of :func:`~lbtheory.intelligent._envkernels.observe_state`, which keeps the
 per-instance bucket counts P and D up to date instead of rebuilding a view; the reward is
 assembled here, in Python. The state vector has one definition,
 :func:`~lbtheory.intelligent._envkernels.fill_observation`, which :func:`observation` of a
@@ -50,26 +74,28 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .._checks import check_option
+from .._checks import check_option, check_real
 from ..errors import ParameterError
 from ..workloads import Workload
 from . import _core
 from ._compiled import CompiledClusterSim
 from ._engine import ClusterConfig, ClusterSim, InstanceView
 from ._envkernels import (
-    MAX_WAIT_TOL,
     OBS_HIGH,
+    charge_interval,
     env_step,
     fill_observation,
     guidance_h,
+    may_wait,
     observe_state,
 )
-from ._impact import ImpactParams, calibrate_impact, guidance_penalty
+from ._impact import ImpactParams, calibrate_impact, guidance_penalty, instance_loads
 from ._predictor import BucketSpec
 from ._simulate import Engine, make_sim
 
 __all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s",
-           "observation", "wait_allowed", "Guidance", "Reading"]
+           "observation", "wait_allowed", "Guidance", "Reading", "Progress",
+           "observation_layout", "episode_labels"]
 
 
 class Guidance(enum.StrEnum):
@@ -101,6 +127,13 @@ def guidance_weight(kind: Guidance | str, gamma: float, beta_d: float, episode: 
     return float(gamma - lam * gamma)
 
 
+class Progress(enum.StrEnum):
+    """The progress cost of the reward (module docstring)."""
+
+    LATENCY = "latency"  # [R] 1 per second in the system: the return is the total latency
+    PAPER = "paper"      # the seed's (1/T̂_j)(1 − f_jt) per epoch
+
+
 @dataclass(frozen=True)
 class EnvConfig:
     """Options of :class:`RoutingEnv` (see the module docstring).
@@ -108,21 +141,28 @@ class EnvConfig:
     Attributes:
         prompt_edges: prompt-bucket edges (tokens); ``n_p = len + 1``.
         buckets: decode buckets of the predicted output length.
-        completion_reward: ``r_w`` per finished request.
-        reward_scale: multiplies the whole reward (keeps Q-values O(1)).
+        completion_reward: ``r_w`` per finished request (in seconds of latency).
+        reward_scale: multiplies the whole reward; ``None``: 1 (``calibrate_env`` sets it so
+            that round robin's values are ≈ 3 in size).
         guidance: ``none`` / ``static`` / ``annealed``.
         reading: λ_k reading for ``annealed``: ``hurl`` or ``literal``.
-        gamma: MDP discount γ (also the guidance scale).
+        gamma: the seed's γ, the guidance weight's scale (not the discount: ``horizon_s``).
         beta_d: λ_k decay rate per episode.
         max_steps: decisions before the episode is truncated.
-        max_wait_s: longest router-queue wait (s) after which waiting is masked.
         impact: estimator parameters (default: calibrated from the cluster's timing model).
+        max_wait_s: longest router-queue wait (s) after which waiting is masked.
+        progress: ``latency`` (default, [R]) or ``paper`` (:class:`Progress`).
+        horizon_s: discount horizon H (s): a step of duration Δt discounts the next value by
+            ``e^{−Δt/H}``; ``None``: no discount.
+        guidance_scale: ``s_h``, the factor on raw ``h``; ``None``: 1.
+        wait_only_when_full: allow waiting only while every instance is full (module
+            docstring).
     """
 
     prompt_edges: tuple[int, ...] = (256, 1024, 4096)
     buckets: BucketSpec = field(default_factory=BucketSpec)
     completion_reward: float = 1.0
-    reward_scale: float = 0.01
+    reward_scale: float | None = None
     guidance: Guidance | str = Guidance.NONE
     reading: Reading | str = Reading.HURL
     gamma: float = 0.99
@@ -130,12 +170,48 @@ class EnvConfig:
     max_steps: int = 100_000
     impact: ImpactParams | None = None
     max_wait_s: float = 2.0
+    progress: Progress | str = Progress.LATENCY
+    horizon_s: float | None = None
+    guidance_scale: float | None = None
+    wait_only_when_full: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "guidance",
                            check_option(Guidance, self.guidance, "EnvConfig.guidance"))
         object.__setattr__(self, "reading",
                            check_option(Reading, self.reading, "EnvConfig.reading"))
+        object.__setattr__(self, "progress",
+                           check_option(Progress, self.progress, "EnvConfig.progress"))
+        check_real(self.max_wait_s, "EnvConfig.max_wait_s", unit="s", low=0.0)
+        for name in ("reward_scale", "horizon_s"):
+            if getattr(self, name) is not None:
+                check_real(getattr(self, name), f"EnvConfig.{name}", low=0.0, low_open=True)
+        if self.guidance_scale is not None:
+            check_real(self.guidance_scale, "EnvConfig.guidance_scale", low=0.0)
+
+    @property
+    def discount_horizon_s(self) -> float:
+        """H (s; inf: no discount)."""
+        return math.inf if self.horizon_s is None else float(self.horizon_s)
+
+    def discount(self, dt: float) -> float:
+        """The value discount of a step that lasts ``dt`` seconds, ``e^{−dt/H}``."""
+        return math.exp(-dt / self.horizon_s) if self.horizon_s is not None else 1.0
+
+
+def observation_layout(n_instances: int, env: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``(global_index, instance_index)``: the observation entries that describe the decision
+    as a whole (queue, head request, ``T̂_c``, head wait) and, per instance (rows), its own
+    entries (its ``P`` row, ``D`` row and capacity) — the layout written by
+    :func:`~lbtheory.intelligent._envkernels.fill_observation`."""
+    n_p, n_d, m = len(env.prompt_edges) + 1, env.buckets.n_buckets, n_instances
+    k = 2 + n_d
+    inst = np.array([[k + i * n_p + b for b in range(n_p)]
+                     + [k + m * n_p + i * n_d + b for b in range(n_d)]
+                     + [k + m * (n_p + n_d) + i] for i in range(m)], dtype=np.int32)
+    end = k + m * (n_p + n_d + 1)
+    glob = np.array([*range(k), end, end + 1], dtype=np.int32)
+    return glob, inst
 
 
 def observation_size(n_instances: int, env: EnvConfig) -> int:
@@ -180,9 +256,14 @@ def episode_labels(prompt: np.ndarray, pred: np.ndarray, env: EnvConfig) -> np.n
 
 
 def wait_allowed(view: InstanceView, env: EnvConfig) -> bool:
-    """The action mask's wait entry [R]: waiting is allowed only while the head request has
-    waited less than ``max_wait_s``."""
-    return not view.queue_length or view.queue_wait_s[0] < env.max_wait_s - MAX_WAIT_TOL
+    """The action mask's wait entry [R] (:func:`~lbtheory.intelligent._envkernels.may_wait`,
+    module docstring)."""
+    cfg = view.config
+    return not view.queue_length or bool(may_wait(
+        float(view.queue_wait_s[0]), float(env.max_wait_s),
+        np.asarray(view.n_running + view.n_waiting, dtype=np.int64),
+        np.asarray(view.kv_committed, dtype=np.int64), cfg.max_batch, cfg.kv_budget_tokens,
+        env.wait_only_when_full))
 
 
 def ideal_time_s(config: ClusterConfig, prompt: np.ndarray, output_pred: np.ndarray) -> np.ndarray:
@@ -217,9 +298,14 @@ class RoutingEnv(gym.Env):
         self.predict_fn = predict_fn
         self.engine = check_option(Engine, engine, "engine")
         self.impact = self.env_cfg.impact or calibrate_impact(config.timing)
+        self._impact_k = self.impact.kernel_params()
+        e = self.env_cfg
+        self._scale = 1.0 if e.reward_scale is None else float(e.reward_scale)
+        self._s_h = 1.0 if e.guidance_scale is None else float(e.guidance_scale)
         m = config.n_instances
         self._obs_dim = observation_size(m, self.env_cfg)
-        self.observation_space = gym.spaces.Box(-4.0, OBS_HIGH, (self._obs_dim,), np.float32)
+        self.observation_space = gym.spaces.Box(-OBS_HIGH, OBS_HIGH, (self._obs_dim,),
+                                                np.float32)
         self.action_space = gym.spaces.Discrete(m + 1)
         self.episode = 0
         self.sim: ClusterSim | CompiledClusterSim | None = None
@@ -249,10 +335,11 @@ class RoutingEnv(gym.Env):
                 episode_labels(wl.prompt_tokens, np.maximum(wl.output_tokens, 1) if pred is None
                                else pred, self.env_cfg)))
             self._pred = self.sim.state.ri[_core.PRED].astype(float)
-            self._active = np.zeros(2, np.int64)
-            self._terms = np.empty(len(wl))
+        self._first = np.zeros(1, np.int64)
+        self._out = np.zeros(2)
         self._inv_ideal = 1.0 / ideal_time_s(self.cfg, wl.prompt_tokens, self._pred)
         self._arrival = wl.arrival_s
+        self._t_charged = float(wl.arrival_s[0])
         self.steps = 0
         self._done = not self.sim.advance()
         obs, mask = self._observe()
@@ -265,7 +352,7 @@ class RoutingEnv(gym.Env):
             obs = np.empty(self._obs_dim, np.float32)
             mask = np.empty(self.cfg.n_instances + 1, np.bool_)
             observe_state(self.sim.state, obs, mask, self._n_p, self._n_bins,
-                          float(self.env_cfg.max_wait_s))
+                          float(self.env_cfg.max_wait_s), self.env_cfg.wait_only_when_full)
             return obs, mask
         return self.observe(), self.action_mask()
 
@@ -284,54 +371,49 @@ class RoutingEnv(gym.Env):
             return self._observe()[1]
         mask = np.ones(self.cfg.n_instances + 1, dtype=bool)
         if sim is not None and sim.queue:
-            mask[-1] = (sim.now - sim.arrival[sim.queue[0]]
-                        < self.env_cfg.max_wait_s - MAX_WAIT_TOL)
+            mask[-1] = wait_allowed(sim.view(), self.env_cfg)
         return mask
 
-    def _progress_penalty(self) -> float:
-        sim = self.sim
-        now = sim.now
-        gen = np.asarray(sim.gen, dtype=float)
-        fin = np.asarray(sim.finish_s)
-        active = (self._arrival <= now + 1e-12) & ~(fin <= now + 1e-12)
-        f = np.minimum(1.0, gen[active] / np.maximum(self._pred[active], 1.0))
-        return float(np.sum(self._inv_ideal[active] * (1.0 - f)))
-
-    def _head_and_loads(self) -> tuple[int, int, np.ndarray]:
-        """(prompt, predicted output) of the head request and the instances' token loads."""
+    def _committed(self) -> np.ndarray:
+        """The instances' committed (prompt + predicted output) tokens."""
         sim = self.sim
         if isinstance(sim, CompiledClusterSim):
-            st = sim.state
-            h = int(st.ri[_core.RQ, st.gi[_core.QH]])
-            return (int(st.ri[_core.P, h]), int(st.ri[_core.PRED, h]),
-                    st.mi[_core.LOAD].astype(float))
-        h = sim.queue[0]
-        return sim.p[h], sim.pred[h], np.array([i.load_tokens for i in sim.inst], dtype=float)
+            return sim.state.mi[_core.LOAD].astype(float)
+        return np.array([i.load_tokens for i in sim.inst], dtype=float)
 
     def _guidance_h(self, a: int) -> float:
         """h of sending the head request to instance ``a`` (:func:`guidance_penalty`)."""
-        if isinstance(self.sim, CompiledClusterSim):
-            imp = self.impact
-            return float(guidance_h(self.sim.state, a, np.array(
-                [imp.grad1, imp.grad2, imp.epsilon_s, imp.alpha])))
-        p, d, load = self._head_and_loads()
-        return guidance_penalty(a, p, d, load, self.impact)
-
-    def _apply(self, a: int) -> tuple[bool, bool, float]:
-        """Dispatch (``a`` an instance) or wait (``a = -1``), advancing when the action waits
-        or the queue emptied: ``(advanced, alive, progress penalty)``."""
         sim = self.sim
         if isinstance(sim, CompiledClusterSim):
-            advanced, alive = env_step(sim.state, a, self._inv_ideal, self._pred, self._active,
-                                       self._terms)
-            pen = float(np.sum(self._terms[:self._active[1]])) if advanced else 0.0
-            return bool(advanced), bool(alive), pen
+            return float(guidance_h(sim.state, a, self._impact_k))
+        h = sim.queue[0]
+        ins = sim.inst
+        x, y = instance_loads(self.impact, self._committed(),
+                              np.array([i.wait_tokens for i in ins], dtype=float),
+                              np.array([i.kv_used for i in ins], dtype=float))
+        return guidance_penalty(a, sim.p[h], sim.pred[h], x, self.impact, y)
+
+    def _apply(self, a: int) -> tuple[bool, bool]:
+        """Dispatch (``a`` an instance) or wait (``a = -1``), advancing when the action waits
+        or the queue emptied and charging the elapsed interval into ``self._out``:
+        ``(advanced, alive)``."""
+        sim, e = self.sim, self.env_cfg
+        t0, horizon = self._t_charged, e.discount_horizon_s
+        paper = e.progress is Progress.PAPER
+        if isinstance(sim, CompiledClusterSim):
+            advanced, alive = env_step(sim.state, a, self._inv_ideal, self._pred, self._first,
+                                       t0, horizon, paper, self._out)
+            return bool(advanced), bool(alive)
         if a >= 0:
             sim.dispatch(0, a)
         if a >= 0 and sim.queue:
-            return False, True, 0.0
+            return False, True
         alive = sim.advance()
-        return True, alive, self._progress_penalty()
+        self._out[:] = charge_interval(
+            self._arrival, np.array(sim.finish_s), np.array(sim.gen, dtype=np.int64),
+            self._pred, self._inv_ideal, self._first, sim.next_arrival, t0,
+            sim.now if alive else math.inf, horizon, paper, self.cfg.epoch_s)
+        return True, alive
 
     def step(self, action: int):
         """Apply ``action``; returns (obs, reward, terminated, truncated, info)."""
@@ -342,23 +424,24 @@ class RoutingEnv(gym.Env):
         a = int(action)
         if not 0 <= a <= m:
             raise ParameterError(f"action {a} out of range [0, {m}]")
-        reward = 0.0
         if a == m and not self._mask[m]:
-            a = int(np.argmin(self._head_and_loads()[2]))
-        if a < m:
-            w = self.guidance_w
-            if w:
-                reward += w * self._guidance_h(a)
-        t0, done0 = sim.now, sim.n_done
-        advanced, alive, penalty = self._apply(a if a < m else -1)
+            a = int(np.argmin(self._committed()))
+        h = self._guidance_h(a) if a < m else 0.0
+        reward = self.guidance_w * self._s_h * h
+        t_decision = sim.now
+        advanced, alive = self._apply(a if a < m else -1)
+        progress = completions = 0.0
+        discount = 1.0
         if advanced:
-            epochs = max(1, round((sim.now - t0) / self.cfg.epoch_s)) if alive else 1
-            reward -= epochs * penalty
-            reward += e.completion_reward * (sim.n_done - done0)
+            progress, completions = float(self._out[0]), float(self._out[1])
+            reward += e.completion_reward * completions - progress
             self._done = not alive
+            self._t_charged = sim.now
+            discount = e.discount(sim.now - t_decision) if alive else 0.0
         self.steps += 1
         truncated = not self._done and self.steps >= e.max_steps
         obs, mask = self._observe()
         self._mask = mask
-        info = {"completed": sim.n_done, "time_s": sim.now, "action_mask": mask}
-        return obs, float(reward * e.reward_scale), self._done, truncated, info
+        info = {"completed": sim.n_done, "time_s": sim.now, "action_mask": mask, "h": h,
+                "progress": progress, "completions": completions, "discount": discount}
+        return obs, float(reward * self._scale), self._done, truncated, info

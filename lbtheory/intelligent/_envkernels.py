@@ -3,10 +3,10 @@ behind :func:`~lbtheory.intelligent.observation` of a view) and the compiled env
 
 The compiled step (:func:`env_step`) applies one action to a
 :class:`~lbtheory.intelligent.CompiledClusterSim`'s state — dispatch the head request, then
-advance to the next decision when the action waits or the queue emptied — and returns what the
-reward needs (whether time advanced, the progress-penalty terms of the active requests in
-request order) and writes the next observation and action mask, without building a view. The
-environment (:class:`~lbtheory.intelligent.RoutingEnv`) assembles the reward in Python.
+advance to the next decision when the action waits or the queue emptied — and charges the
+elapsed interval (:func:`charge_interval`, which the reference engine's environment calls
+too: one definition of the progress cost), without building a view. The environment
+(:class:`~lbtheory.intelligent.RoutingEnv`) assembles the reward in Python.
 
 Per-request labels of the state (``ri[LABEL0]``: prompt bucket, ``ri[LABEL0 + 1]``:
 ``n_p`` + decode bucket) make ``mi[HIST0 + b, m]`` the per-instance bucket counts P and D.
@@ -20,12 +20,12 @@ from numba import njit
 from ._core import (
     ARRIVAL,
     BUDGET,
+    EPOCH_S,
     FINISH,
     GEN,
     HIST0,
     KV_USED,
     LABEL0,
-    LOAD,
     MAX_BATCH,
     N_ON,
     N_RUN,
@@ -42,15 +42,29 @@ from ._core import (
     earliest_completion_s,
     fewest_left,
 )
-from ._impact import mixing_reward_scalar
+from ._rkernels import mixing_at
+
+#: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
+#: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
+#: changes (2: chunked prefill; 3: shared preemption and iteration start).
+CORE_REVISION = 3
 
 __all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL",
-           "guidance_h"]
+           "guidance_h", "charge_interval", "capacity_feature", "may_wait"]
 
 #: upper bound of every observation entry (the entries are scaled to O(1); clipped here).
 OBS_HIGH = 1.0e4
 #: tolerance of the wait mask's comparison (s).
 MAX_WAIT_TOL = 1e-12
+
+
+@njit(cache=True)
+def capacity_feature(cap):
+    """The capacity entry of the state [R]: ``C`` itself while ``C ≥ 0`` (free room), and
+    ``−log(1 − C)`` below (committed work beyond the batch or KV limit, in units of the limit):
+    continuous, increasing and never clipped, so an instance ten limits deep still differs
+    from one two limits deep (a clip at −4 made them equal)."""
+    return cap if cap >= 0.0 else -np.log1p(-cap)
 
 
 @njit(cache=True)
@@ -78,17 +92,32 @@ def fill_observation(obs, queue_length, head_prompt, head_bucket, counts, n_p, n
             obs[k + i * n_d + b] = counts[n_p + b, i] / 16.0
     k += m * n_d
     for i in range(m):
-        cap = min(1.0 - n_on[i] / max_batch, 1.0 - kv_committed[i] / kv_budget)
-        obs[k + i] = max(cap, -4.0)
+        obs[k + i] = capacity_feature(min(1.0 - n_on[i] / max_batch,
+                                          1.0 - kv_committed[i] / kv_budget))
     obs[k + m] = 0.0 if t_min == np.inf else t_min / 10.0
     if queue_length:
-        obs[k + m + 1] = head_wait_s / max_wait_s
+        obs[k + m + 1] = head_wait_s / max_wait_s if max_wait_s > 0.0 else 0.0
     for j in range(obs.size):
         obs[j] = min(obs[j], OBS_HIGH)
 
 
 @njit(cache=True)
-def observe_state(s, obs, mask, n_p, n_bins, max_wait_s):
+def may_wait(head_wait_s, max_wait_s, n_on, kv_committed, max_batch, kv_budget, only_full):
+    """The wait entry of the action mask [R]: the head request has waited less than
+    ``max_wait_s`` and — with ``only_full`` — no instance could start it now: every instance
+    has a full batch or more committed KV (in use + waiting prefill) than its budget
+    (capacity ``C_m ≤ 0``)."""
+    if not head_wait_s < max_wait_s - MAX_WAIT_TOL:
+        return False
+    if only_full:
+        for i in range(n_on.size):
+            if min(1.0 - n_on[i] / max_batch, 1.0 - kv_committed[i] / kv_budget) > 0.0:
+                return False
+    return True
+
+
+@njit(cache=True)
+def observe_state(s, obs, mask, n_p, n_bins, max_wait_s, only_full):
     """The observation and action mask of the current decision of a compiled state (labels
     as in the module docstring)."""
     ri, rf, mi, gi, gf = s.ri, s.rf, s.mi, s.gi, s.gf
@@ -104,59 +133,94 @@ def observe_state(s, obs, mask, n_p, n_bins, max_wait_s):
         head_prompt = ri[P, h]
         head_bucket = ri[LABEL0 + 1, h] - n_p
         head_wait = now - rf[ARRIVAL, h]
-        mask[n_inst] = head_wait < max_wait_s - MAX_WAIT_TOL
+    kv_committed = mi[KV_USED] + mi[WAIT_TOK]
+    if qlen:
+        mask[n_inst] = may_wait(head_wait, max_wait_s, mi[N_ON], kv_committed, gi[MAX_BATCH],
+                                gi[BUDGET], only_full)
     fewest = np.zeros(n_inst, np.int64)
     fewest_left(s, fewest)
     t_min = earliest_completion_s(gf, mi[N_RUN], mi[KV_USED], fewest)
-    kv_committed = mi[KV_USED] + mi[WAIT_TOK]
     h0 = gi[HIST0]
     fill_observation(obs, qlen, head_prompt, head_bucket, mi[h0:h0 + n_bins], n_p, mi[N_ON],
                      kv_committed, gi[MAX_BATCH], gi[BUDGET], t_min, head_wait, max_wait_s)
 
 
 @njit(cache=True)
-def env_step(s, action, inv_ideal, pred, first_active, terms):
+def charge_interval(arrival, finish, gen, pred, inv_ideal, first, n_arrived, t0, t1, horizon_s,
+                    paper, epoch_s):
+    """The progress cost and discounted completions of the interval ``(t0, t1]`` (s; ``t1 =
+    inf``: to the end of the drain): ``(cost, completions)``.
+
+    Every request arrived by ``t1`` (ids ``< n_arrived``) and not finished by ``t0`` is charged
+    over the part ``[a, b]`` of the interval it spends in the system (``a = max(t0, arrival)``,
+    ``b = min(t1, finish)``), discounted in continuous time from ``t0``:
+    ``∫_a^b e^{−(t − t0)/H} dt`` (``b − a`` when ``horizon_s = H`` is inf). ``paper``: weighted
+    by the seed's ``(1/T̂_j)(1 − f_j) / epoch_s`` (``f_j = min(1, o_j / max(d̂_j, 1))`` at
+    ``t1``; ``inv_ideal`` = 1/T̂_j), i.e. per epoch as THEORY §10 writes it; otherwise weight 1,
+    so the cost of a whole episode is the sum of the requests' latencies (s) exactly.
+    ``completions`` counts the requests finishing in ``(t0, t1]``, each discounted by
+    ``e^{−(finish − t0)/H}``. ``first[0]`` is the lowest id not finished by ``t0`` (kept up to
+    date; ``finish`` is NaN until a request finishes)."""
+    lo = first[0]
+    while lo < n_arrived and finish[lo] <= t0:
+        lo += 1
+    first[0] = lo
+    discount = horizon_s < np.inf
+    cost = 0.0
+    done = 0.0
+    for v in range(lo, n_arrived):
+        f = finish[v]
+        if f <= t0:
+            continue
+        a = max(t0, arrival[v])
+        b = f if f < t1 else t1
+        if b > a:
+            if discount:
+                w = horizon_s * (np.exp(-(a - t0) / horizon_s) - np.exp(-(b - t0) / horizon_s))
+            else:
+                w = b - a
+            if paper:
+                w *= inv_ideal[v] * (1.0 - min(1.0, gen[v] / max(pred[v], 1.0))) / epoch_s
+            cost += w
+        if f <= t1:
+            done += np.exp(-(f - t0) / horizon_s) if discount else 1.0
+    return cost, done
+
+
+@njit(cache=True)
+def env_step(s, action, inv_ideal, pred, first, t0, horizon_s, paper, out):
     """Apply one action: ``action >= 0`` sends the head request to that instance; then, when
-    the action waits (``-1``) or the queue emptied, advance to the next decision. Returns
-    ``(advanced, alive)``; after an advance, ``terms[:k]`` (``k = first_active[1]``) are the
-    progress-penalty terms ``(1/T̂_j)(1 − min(1, o_j / max(d̂_j, 1)))`` of the requests arrived
-    and not finished by the new epoch, in request order (``first_active[0]``: the lowest
-    request id not finished by then; ``pred`` the predicted outputs as float)."""
-    ri, rf, gi = s.ri, s.rf, s.gi
+    the action waits (``-1``) or the queue emptied, advance to the next decision and charge
+    ``(t0, new epoch]`` (``(t0, inf)`` when the episode ends: the whole drain) by
+    :func:`charge_interval` into ``out = [cost, completions]``. Returns ``(advanced, alive)``
+    (``pred``: the predicted outputs as float; ``first``: :func:`charge_interval`'s pointer)."""
+    gi = s.gi
     if action >= 0:
         dispatch(s, 0, action)
         if gi[QT] > gi[QH]:
             return False, True
     alive = advance(s)
-    now = s.gf[NOW]
-    lo = first_active[0]
-    while lo < gi[NEXT_ARRIVAL] and rf[FINISH, lo] <= now + 1e-12:
-        lo += 1
-    first_active[0] = lo
-    k = 0
-    for v in range(lo, gi[NEXT_ARRIVAL]):
-        if not rf[FINISH, v] <= now + 1e-12:
-            f = min(1.0, ri[GEN, v] / max(pred[v], 1.0))
-            terms[k] = inv_ideal[v] * (1.0 - f)
-            k += 1
-    first_active[1] = k
+    t1 = s.gf[NOW] if alive else np.inf
+    out[0], out[1] = charge_interval(s.rf[ARRIVAL], s.rf[FINISH], s.ri[GEN], pred, inv_ideal,
+                                     first, gi[NEXT_ARRIVAL], t0, t1, horizon_s, paper,
+                                     s.gf[EPOCH_S])
     return True, alive
 
 
 @njit(cache=True)
 def guidance_h(s, choice, impact):
-    """h = r_mix(choice) − max_l r_mix(l) for the head request (``impact``: grad1, grad2,
-    epsilon_s, alpha) — :func:`~lbtheory.intelligent.guidance_penalty` on the state, through
-    :func:`~lbtheory.intelligent._impact.mixing_reward_scalar`."""
+    """h = r_mix(choice) − max_l r_mix(l) for the head request (``impact``:
+    :meth:`~lbtheory.intelligent.ImpactParams.kernel_params`) —
+    :func:`~lbtheory.intelligent.guidance_penalty` on the state, through the mixing
+    heuristic's kernel :func:`~lbtheory.intelligent._rkernels.mixing_at`."""
     ri, mi = s.ri, s.mi
     h = ri[RQ, s.gi[QH]]
-    p = float(ri[P, h])
-    d = float(ri[PRED, h])
+    p = ri[P, h]
+    d = ri[PRED, h]
     best = -np.inf
     mine = 0.0
     for m in range(mi.shape[1]):
-        r = mixing_reward_scalar(p, d, float(mi[LOAD, m]), impact[0], impact[1], impact[2],
-                                 impact[3])
+        r = mixing_at(mi, m, p, d, impact)
         if r > best:
             best = r
         if m == choice:

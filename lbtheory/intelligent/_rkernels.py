@@ -48,7 +48,12 @@ from ._core import (
 from ._impact import mixing_reward_scalar
 from ._timing import iteration_seconds
 
-__all__ = ["CODES", "route_builtin", "run_builtin", "routing_loop"]
+#: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
+#: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
+#: changes (2: chunked prefill; 3: shared preemption and iteration start).
+CORE_REVISION = 3
+
+__all__ = ["CODES", "route_builtin", "run_builtin", "routing_loop", "mixing_at"]
 
 #: kernel codes of the registry's instance policies.
 CODES = {"rr": 0, "jsq": 1, "random": 2, "p2c": 3, "minmin": 4, "maxcap": 5, "heuristic": 6,
@@ -110,12 +115,24 @@ def _maxcap(mi, gi, p):
 
 
 @njit(cache=True)
+def mixing_at(mi, m, p, d, params):
+    """r_mix of a (p, d) request on instance ``m`` (``params``:
+    :meth:`~lbtheory.intelligent.ImpactParams.kernel_params`; the loads of its reading)."""
+    if params[5] != 0.0:  # split: prefill backlog, decode context
+        x = float(mi[WAIT_TOK, m])
+        y = float(mi[KV_USED, m])
+    else:
+        x = y = float(mi[LOAD, m])
+    return mixing_reward_scalar(float(p), float(d), x, y, params[0], params[1], params[2],
+                                params[3], params[4])
+
+
+@njit(cache=True)
 def _mixing(mi, p, d, params):
     best = -np.inf
     best_m = 0
     for m in range(mi.shape[1]):
-        r = mixing_reward_scalar(float(p), float(d), float(mi[LOAD, m]), params[0], params[1],
-                                 params[2], params[3])
+        r = mixing_at(mi, m, p, d, params)
         if m == 0 or r > best:
             best, best_m = r, m
     return best_m
@@ -142,7 +159,7 @@ def route_builtin(s, code, params, rstate, rng):
         return _minmin(ri, mi, gi, s.gf)
     if code == _MAXCAP:
         return 0, _maxcap(mi, gi, ri[P, head])
-    if code == _MIXING:  # params: grad1, grad2, epsilon_s, alpha
+    if code == _MIXING:  # params: ImpactParams.kernel_params()
         return 0, _mixing(mi, ri[P, head], ri[PRED, head], params)
     # small-large: params: threshold (tokens); rstate: the two round-robin positions
     half = max(n_inst // 2, 1)

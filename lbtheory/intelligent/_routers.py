@@ -13,7 +13,10 @@ baselines of :mod:`lbtheory.routers` (``make_router("rr", "instances")``).
 * ``maxcap`` — Maximum Capacity Usage [R]: the instance with the most free capacity now,
   ``min(1 − (n_m + 1)/max_batch, 1 − (K_m + W_m + p_i)/kv_budget)`` (``K_m`` KV in use, ``W_m``
   waiting prefill tokens; it uses no output-length prediction).
-* ``heuristic`` — the greedy mixing heuristic: ``argmax_m r_mix`` (the choice with h = 0).
+* ``heuristic`` — the greedy mixing heuristic: ``argmax_m r_mix`` (the choice with h = 0), under
+  the estimator's ``"split"`` reading [R] by default: the prompt term sees each instance's
+  prefill backlog, the decode term its decode context, so the request's own prompt length
+  decides which matters (:mod:`._impact`; the literal reading is least-loaded routing).
 * ``small-large`` — dedicated small/large partition (:class:`SizePartitionRouter`).
 """
 
@@ -27,7 +30,7 @@ import numpy as np
 from .._checks import check_int
 from ..routers import Assignment, Stateless
 from ._engine import InstanceView
-from ._impact import ImpactParams, calibrate_impact, mixing_reward
+from ._impact import ImpactParams, calibrate_impact, instance_loads, mixing_reward
 
 __all__ = ["MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
            "estimated_completion_s"]
@@ -96,8 +99,8 @@ class MixingRouter:
               rng: np.random.Generator) -> tuple[int, ImpactParams]:
         """argmax of r_mix for the head request."""
         prm = state if state is not None else calibrate_impact(view.config.timing)
-        r = mixing_reward(int(view.queue_prompt[0]), int(view.queue_output_pred[0]),
-                          view.load_tokens, prm)
+        x, y = instance_loads(prm, view.load_tokens, view.waiting_prefill_tokens, view.kv_used)
+        r = mixing_reward(int(view.queue_prompt[0]), int(view.queue_output_pred[0]), x, prm, y)
         return int(np.argmax(r)), prm
 
 

@@ -18,6 +18,14 @@ first principles, not measurements): reading the 13.5 GB of weights at ≈900 GB
 give ``attention_s_per_token2 = 8e-9`` s; reading 0.5 MB of KV per context token gives
 ``context_s_per_token = 6e-7`` s; ``decode_s_per_seq = 1e-4`` s of per-sequence overhead. Use
 :func:`fit_iteration_model` to replace them with measured slopes.
+
+:data:`A100_LLAMA31_8B` [R] (the seed's second testbed, Knowl 5 and 7), by the same rules:
+16 GB of bf16 weights at ≈2.0 TB/s give ``base_s = 0.008``; 16 GFLOP/token at ≈190 TFLOP/s
+(60% of 312) give ``prefill_s_per_token = 8.4e-5``; ``4 L d q²`` = 524k q² FLOPs give
+``attention_s_per_token2 = 2.8e-9``; 131 kB of KV per token (GQA: 2 × 32 layers × 8 KV heads
+× 128 × 2 bytes) at 2 TB/s give ``context_s_per_token = 6.6e-8``; ``decode_s_per_seq = 5e-5``.
+Its KV budget, :data:`A100_KV_BUDGET_TOKENS` = 400,000 tokens: 0.9 × 80 GB − 16 GB of weights
+over 131 kB per token ≈ 427k, rounded down.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from numba import njit
 from .._checks import check_real
 from ..errors import ModelError
 
-__all__ = ["IterationTimeModel", "fit_iteration_model", "ITERATION_FEATURES", "iteration_seconds"]
+__all__ = ["IterationTimeModel", "fit_iteration_model", "ITERATION_FEATURES", "iteration_seconds",
+           "A100_LLAMA31_8B", "A100_KV_BUDGET_TOKENS"]
 
 #: Names of the model's coefficients, in the column order :func:`fit_iteration_model` uses.
 ITERATION_FEATURES: tuple[str, ...] = ("base_s", "prefill_s_per_token", "attention_s_per_token2",
@@ -92,9 +101,24 @@ class IterationTimeModel:
         return float(_iteration_seconds_py(self._coef, sum_q, sum_q2, float(n_decode),
                                            float(context_tokens)))
 
+    def seconds(self, sum_q: float, sum_q2: float, n_decode: int, context_tokens: int) -> float:
+        """Seconds of one iteration from the sums ``Σ q`` and ``Σ q²`` of its prefill work
+        (tokens, tokens²; chunked prefill passes ``Σ (c² + 2 c o)`` for chunks ``c`` at
+        offsets ``o``), its decoding requests and their context (tokens)."""
+        return float(_iteration_seconds_py(self._coef, float(sum_q), float(sum_q2),
+                                           float(n_decode), float(context_tokens)))
+
     def coefficients(self) -> np.ndarray:
         """The five coefficients in :data:`ITERATION_FEATURES` order."""
         return np.array([getattr(self, n) for n in ITERATION_FEATURES], dtype=float)
+
+
+#: Llama-3.1-8B on one A100-80GB [R] (module docstring).
+A100_LLAMA31_8B = IterationTimeModel(base_s=0.008, prefill_s_per_token=8.4e-5,
+                                     attention_s_per_token2=2.8e-9, decode_s_per_seq=5e-5,
+                                     context_s_per_token=6.6e-8)
+#: KV-cache budget of one A100-80GB serving Llama-3.1-8B (tokens) [R].
+A100_KV_BUDGET_TOKENS = 400_000
 
 
 def fit_iteration_model(prefill_tokens: Sequence[float], prefill_tokens_sq: Sequence[float],

@@ -1,0 +1,161 @@
+"""Q-networks of the Double-DQN routers (equinox) and their fast decision path.
+
+Two networks map a :class:`~lbtheory.intelligent.RoutingEnv` observation to ``m + 1`` action
+values (route to instance 0 … m − 1, wait):
+
+* :class:`SymmetricQNetwork` (the default) [R]: one **shared** per-instance head scores
+  "route to instance i" from the global entries (queue, head request, ``T̂_c``, head wait), the
+  instance's own entries (its P and D rows and capacity) and context pooled over all instances
+  (the mean and the instance's difference from it); a separate head scores waiting from the
+  global entries and the pooled mean and maximum; a value head ``V`` reads the same pooled
+  input. The heads' outputs are advantages, combined as in a dueling network (Wang et al.
+  2016): ``Q(s, a) = V(s) + A(s, a) − mean_a A(s, a)``, so the large state-dependent part of Q
+  (|Q| ≈ 3) is learnt once and the small differences between choices (a wait costs one epoch,
+  ≈1e-4 of |Q|) are not buried under it. Permuting the instances in the observation permutes
+  the first ``m`` outputs the same way and leaves the wait value unchanged — exactly: each
+  pooling (the features' mean and maximum, the advantages' mean) sorts over the instances
+  before summing, so it sees the same numbers in the same order for every permutation, and the
+  head is one function applied to each instance's row. The advantage heads start small
+  (``head_init_scale``, 0.01 in training [R]): a randomly initialised head differs between two
+  instances' states by ≈3% of |Q|, far more than the true gaps (≈0.1%), and that random
+  preference for some load pattern, reinforced by the greedy policy, overloaded an instance in
+  development runs. A choice's value is learnt as a
+  function of that instance's state, so "the same choice on another instance" is the same
+  function (an MLP with one output per
+  instance learns a separate bias per instance, and its greedy policy collapsed onto one or
+  two instances). Its size does not grow with ``m``.
+* ``eqx.nn.MLP`` (``network="mlp"``): the seed's plain network, one output per action.
+
+:func:`split_net` splits a network into arrays and a hashed :class:`Structure` so that
+:func:`greedy_action` and the training step call ``jax.jit`` with the structure static.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["SymmetricQNetwork", "make_q_network", "q_values", "Structure", "combine",
+           "split_net", "greedy_action"]
+
+
+class SymmetricQNetwork(eqx.Module):
+    """Instance-symmetric Q-network (module docstring).
+
+    Attributes:
+        glob: observation indices of the global entries.
+        inst: per instance (rows), the observation indices of its entries.
+        head: the shared per-instance MLP, ``[g, x_i, x_i − x̄, x̄] → A(route to i)``.
+        wait: the wait MLP, ``[g, x̄, max_i x_i] → A(wait)``.
+        value: the state-value MLP, ``[g, x̄, max_i x_i] → V``.
+    """
+
+    glob: tuple[int, ...] = eqx.field(static=True)
+    inst: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    head: eqx.nn.MLP
+    wait: eqx.nn.MLP
+    value: eqx.nn.MLP
+
+    def __init__(self, glob: np.ndarray, inst: np.ndarray, hidden: tuple[int, ...],
+                 key: jax.Array, head_init_scale: float = 1.0) -> None:
+        self.glob = tuple(int(i) for i in glob)
+        self.inst = tuple(tuple(int(i) for i in row) for row in inst)
+        n_g, n_f = len(self.glob), len(self.inst[0])
+        k1, k2, k3 = jax.random.split(key, 3)
+        self.head = eqx.nn.MLP(n_g + 3 * n_f, 1, width_size=hidden[0], depth=len(hidden),
+                               activation=jax.nn.relu, key=k1)
+        self.wait = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
+                               activation=jax.nn.relu, key=k2)
+        self.value = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
+                                activation=jax.nn.relu, key=k3)
+        if head_init_scale != 1.0:  # the advantage heads' output layer: scaled, no bias
+            for name in ("head", "wait"):
+                last = getattr(self, name).layers[-1]
+                mlp = eqx.tree_at(lambda n: (n.layers[-1].weight, n.layers[-1].bias),
+                                  getattr(self, name),
+                                  (last.weight * head_init_scale, jnp.zeros_like(last.bias)))
+                setattr(self, name, mlp)
+
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        g = obs[jnp.asarray(self.glob)]
+        x = obs[jnp.asarray(self.inst)]                    # (m, F)
+        m = x.shape[0]
+        srt = jnp.sort(x, axis=0)                          # each feature over the instances
+        mean = jnp.sum(srt, axis=0) / m
+        rows = jnp.concatenate([jnp.broadcast_to(g, (m, g.shape[0])), x, x - mean,
+                                jnp.broadcast_to(mean, x.shape)], axis=1)
+        pooled = jnp.concatenate([g, mean, srt[-1]])
+        adv = jnp.concatenate([jax.vmap(self.head)(rows)[:, 0], self.wait(pooled)])
+        centre = jnp.sum(jnp.sort(adv)) / (m + 1)
+        return self.value(pooled)[0] + (adv - centre)
+
+
+def make_q_network(obs_dim: int, n_actions: int, hidden: tuple[int, ...], key: jax.Array, *,
+                   layout: tuple[np.ndarray, np.ndarray] | None = None,
+                   head_init_scale: float = 1.0) -> Any:
+    """The Q-network: with ``layout`` (``observation_layout``'s ``(global, per instance)``
+    indices) a :class:`SymmetricQNetwork` with ``n_actions = m + 1`` (its advantage heads'
+    output layer initialised × ``head_init_scale``, bias 0); without, an equinox MLP from an
+    observation to ``n_actions`` action values."""
+    if layout is None:
+        return eqx.nn.MLP(obs_dim, n_actions, width_size=hidden[0], depth=len(hidden),
+                          activation=jax.nn.relu, key=key)
+    glob, inst = layout
+    if inst.shape[0] + 1 != n_actions:
+        raise ValueError(f"layout has {inst.shape[0]} instances, expected {n_actions - 1}")
+    return SymmetricQNetwork(glob, inst, hidden, key, head_init_scale)
+
+
+@eqx.filter_jit
+def q_values(net: Any, obs: jax.Array) -> jax.Array:
+    """Q-values of one observation (``m + 1`` actions)."""
+    return net(obs)
+
+
+class Structure:
+    """The static part of a network (``eqx.partition``'s second half) as a ``jax.jit`` static
+    argument, hashed once: ``jax.jit`` hashes its static arguments at every call, and an
+    equinox module hashes field by field (tens of µs, on every decision and every update).
+    Equal structures compare equal, so trainings share compiled functions."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Structure) and self._hash == other._hash
+                                 and self.value == other.value)
+
+
+def combine(params: Any, static: Structure) -> Any:
+    """The network from its arrays and :class:`Structure` (:func:`split_net`'s inverse)."""
+    return eqx.combine(params, static.value)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _q_split(params: Any, static: Structure, obs: jax.Array) -> jax.Array:
+    return combine(params, static)(obs)
+
+
+def split_net(net: Any) -> tuple[Any, Structure]:
+    """(arrays, :class:`Structure`) of a Q-network, for the fast decision path of
+    :func:`greedy_action` and the training step (``jax.jit`` with the structure static:
+    several times less dispatch overhead than ``eqx.filter_jit`` per call)."""
+    params, static = eqx.partition(net, eqx.is_array)
+    return params, Structure(static)
+
+
+def greedy_action(split: tuple[Any, Any], obs: np.ndarray, mask: np.ndarray) -> int:
+    """argmax of the Q-values over the valid actions (``split`` from :func:`split_net`)."""
+    q = np.asarray(_q_split(split[0], split[1], obs))
+    return int(np.argmax(np.where(mask, q, -np.inf)))

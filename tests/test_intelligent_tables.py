@@ -1,0 +1,81 @@
+"""The Intelligent Router tables' verdict rule and collapse flag (experiments/_intelligent_tables)
+against hand-computed numbers: Δ per episode, the Student-t interval over training seeds
+(scipy's t quantile), each branch of the rule written before the runs, and the instance-share
+count that decides "collapsed"."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+@pytest.fixture
+def tables(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    import _intelligent_tables
+
+    yield _intelligent_tables
+    for name in ("_intelligent_tables", "intelligent_router"):
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("lo, hi, paper, collapsed, want", [
+    (-5.0, -1.0, -4.35, False, "reproduced"),       # the interval contains the seed's Δ
+    (-9.0, -6.0, -4.35, False, "reproduced"),       # entirely below it (better than published)
+    (-3.0, -1.0, -4.35, False, "partly"),           # below 0, above the seed's Δ
+    (-1.0, 2.0, -4.35, False, "not reproduced"),    # contains 0
+    (1.0, 3.0, -4.35, False, "not reproduced"),     # above 0
+    (-9.0, -6.0, -4.35, True, "not reproduced (collapsed)"),  # collapse overrides
+    (-1.0, 2.0, None, False, "—"),                  # nothing published
+    (math.nan, math.nan, -4.35, False, "no interval"),
+])
+def test_verdict_rule_by_hand(tables, lo, hi, paper, collapsed, want):
+    assert tables.verdict(lo, hi, paper, collapsed) == want
+
+
+def _episode(e2e: float, shares: list[float]) -> dict:
+    return {"latency": {"mean": e2e}, "router_wait": {"mean": 0.01}, "ttft": {"mean": 0.1},
+            "preemptions": 0, "shares": shares, "completed": 20}
+
+
+def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
+    seeds = ["20000", "20001"]
+    config = {"part": "heuristic", "router": "rr", "table": "k4", "instances": 2,
+              "hardware": "v100", "mix": "five-task", "rate_rps": 20.0, "requests": 20,
+              "chunk": 0, "fit_requests": 1000, "eval_seeds": [int(s) for s in seeds]}
+    load = {"rate_rps": 20.0, "prefill_demand": 0.1, "decode_demand": 0.5, "utilisation": 0.6,
+            "decode_tps": 25.0}
+    rr = {"label": "rr", "eval": {"20000": _episode(10.0, [1.0, 1.0]),
+                                  "20001": _episode(20.0, [1.0, 1.0])},
+          "offered_load": {s: load for s in seeds}, "predictor_accuracy": 0.7, "threshold": 300}
+    # three training seeds of Baseline RL; seed 2's second episode sends 1.6× its share to one
+    # instance (collapsed), the others stay at or below 1.5×
+    e2e = [(9.0, 19.0), (9.5, 18.0), (8.0, 22.0)]
+    shares = [[[1.2, 0.8], [1.5, 0.5]], [[1.0, 1.0], [0.9, 1.1]], [[1.1, 0.9], [1.6, 0.4]]]
+    rows = [(config, rr)]
+    for k in range(3):
+        run = {"label": "rl", "train_seed": k, "status": "completed", "train_s": 1.0,
+               "scales": {"horizon_s": 8.0}, "history": [{"wait_fraction": 0.0}],
+               "eval": {s: _episode(e2e[k][j], shares[k][j]) for j, s in enumerate(seeds)}}
+        rows.append(({**config, "part": "rl", "router": "rl", "train_seed": k}, run))
+    out = tables.summarise_table("k4", rows)["routers"]
+    # Δ per seed: the mean over episodes of 100 (E2E / E2E_rr − 1)
+    per_seed = [np.mean([100 * (a / 10.0 - 1), 100 * (b / 20.0 - 1)]) for a, b in e2e]
+    np.testing.assert_allclose(out["rl"]["per_seed_delta"], per_seed, rtol=1e-12)
+    half = stats.t.ppf(0.975, 2) * np.std(per_seed, ddof=1) / math.sqrt(3)
+    assert out["rl"]["delta_pct"] == pytest.approx(np.mean(per_seed), rel=1e-12)
+    assert out["rl"]["delta_lo"] == pytest.approx(np.mean(per_seed) - half, rel=1e-9)
+    assert out["rl"]["delta_hi"] == pytest.approx(np.mean(per_seed) + half, rel=1e-9)
+    # exactly 1.5× is not collapsed; 1.6× in one of the six runs is, whatever the interval
+    assert out["rl"]["max_share"] == 1.6
+    assert (out["rl"]["collapsed_episodes"], out["rl"]["runs"]) == (1, 6)
+    assert out["rl"]["verdict"] == "not reproduced (collapsed)"
+    assert out["rr"]["delta_pct"] == 0.0 and out["rr"]["collapsed_episodes"] == 0
+    assert tables._episodes(out["rl"]) == "1/6"
