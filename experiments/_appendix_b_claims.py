@@ -110,6 +110,12 @@ def _levels(s: dict, key: str) -> list:
     return sorted(g["level"][key] for g in s["groups"])
 
 
+def _ends(s: dict, key: str) -> tuple[list, dict, dict]:
+    """The levels of ``key`` and the groups at the lowest and the highest."""
+    lv = _levels(s, key)
+    return lv, _group(s, **{key: lv[0]}), _group(s, **{key: lv[-1]})
+
+
 def _parts(g: dict, pols: tuple[str, ...]) -> str:
     """The measured reason: each policy's mean/Rand split into network and serving parts
     (Rand's own split first), its error rate and the share it routes off the source cell."""
@@ -170,13 +176,20 @@ def _baseline(s: dict | None) -> list[tuple]:
     return rows
 
 
-def _utilisation(s: dict | None) -> list[tuple]:
+def _unusable(s: dict | None, title: str, levels: int = 1) -> list[tuple] | None:
+    """The one row of a claim group that cannot be judged (no summary, or a profile without
+    DLB's six policies and MNLB, or fewer than ``levels`` levels); None when it can."""
     if not s:
-        return [("Utilisation sweep (three claims)", MISSING, "not run", "")]
-    if not _has(s, (*DLB, "mnlb")) or len(s["groups"]) < 2:
-        return [("Utilisation sweep (three claims)", NOT_MEASURED, "not measured", "")]
-    us = _levels(s, "utilisation")
-    lo_g, hi_g = _group(s, utilisation=us[0]), _group(s, utilisation=us[-1])
+        return [(title, MISSING, "not run", "")]
+    if not _has(s, (*DLB, "mnlb")) or len(s["groups"]) < levels:
+        return [(title, NOT_MEASURED, "not measured", "")]
+    return None
+
+
+def _utilisation(s: dict | None) -> list[tuple]:
+    if bad := _unusable(s, "Utilisation sweep (three claims)", 2):
+        return bad
+    us, lo_g, hi_g = _ends(s, "utilisation")
     mid = _group(s, utilisation=0.8) or hi_g
     b_lo, b_mid = _best(lo_g, DLB), _best(mid, DLB)
     # gain = 1 − normalised mean; the claim: gain at 0.8 > gain at the lowest load
@@ -233,12 +246,9 @@ def _paired_mean_vs_group(g: dict, a: str, group: tuple[str, ...]) -> dict:
 
 
 def _y(s: dict | None) -> list[tuple]:
-    if not s:
-        return [("y scaling (two claims)", MISSING, "not run", "")]
-    if not _has(s, (*DLB, "mnlb")):
-        return [("y scaling (two claims)", NOT_MEASURED, "not measured", "")]
-    ys = _levels(s, "y")
-    gh = _group(s, y=ys[-1])
+    if bad := _unusable(s, "y scaling (two claims)"):
+        return bad
+    ys, _, gh = _ends(s, "y")
     order = sorted((p for p in gh["policies"] if p != "rand"), key=lambda p: _m(gh, p))
     better = order[:order.index("mnlb")] if "mnlb" in order else []
     rif_bad = all(_m(gh, r) >= max(_m(gh, p) for p in MODEL) for r in RIF)
@@ -321,12 +331,9 @@ def _events(s: dict | None) -> list[tuple]:
 
 
 def _noise(s: dict | None) -> list[tuple]:
-    if not s:
-        return [("Noise ε (two claims)", MISSING, "not run", "")]
-    if not _has(s, (*DLB, "mnlb")) or len(s["groups"]) < 2:
-        return [("Noise ε (two claims)", NOT_MEASURED, "not measured", "")]
-    es = _levels(s, "noise_eps")
-    g0, g1 = _group(s, noise_eps=es[0]), _group(s, noise_eps=es[-1])
+    if bad := _unusable(s, "Noise ε (two claims)", 2):
+        return bad
+    es, g0, g1 = _ends(s, "noise_eps")
     imm = {p: abs(_m(g1, p) - _m(g0, p)) for p in (*RIF, "mnlb") if p in g0["policies"]}
     rand_same = _m(g1, "rand", "mean_s") == _m(g0, "rand", "mean_s")
     rows = [_row("Noise ε: RIF, Rand, MNLB immune",

@@ -18,7 +18,7 @@ from scipy import stats as sps
 from lbtheory.errors import DataFormatError
 from lbtheory.registry import make_router
 from lbtheory.routers import DEFAULT_STEPSIZE_SCALES, ErrorAversion, FlowRouter, RandomRouter
-from lbtheory.sim import appendix_b_scenario, generate_arrivals, scenario_from_dict, simulate
+from lbtheory.sim import appendix_b_scenario, generate_arrivals, simulate
 from lbtheory.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,15 +166,10 @@ def test_protocol_rand_avoids_a_failing_cell_with_error_aversion():
     assert isinstance(r, ErrorAversion) and isinstance(r.router, RandomRouter)
     assert not isinstance(protocol_router("mnlb"), ErrorAversion)
     assert not isinstance(protocol_router("rand", error_aversion=False), ErrorAversion)
-    d = {"cells": [{"name": n, "replicas": 2, "arrival_rate": lam,
-                    "service": {"model": "mm1", "capacity": 20.0, "K": 1.0}}
-                   for n, lam in (("a", 12.0), ("b", 0.0))],
-         "arcs": [{"from": "a", "to": "a", "delay": 0.0}, {"from": "a", "to": "b", "delay": 0.01}],
-         "simulation": {"server": {"kind": "mmc", "slots": 4, "mean_service_s": 0.4,
-                                   "queue_limit": 10},
-                        "cells": {"b": {"mean_service_s": 4.0, "queue_limit": 1}},
-                        "probe_period_s": 0.05}}
-    sc = scenario_from_dict(d)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_sim import failing_cell_scenario
+
+    sc = failing_cell_scenario()
     plain = simulate(sc, protocol_router("rand", error_aversion=False), duration_s=200.0, seed=3)
     averse = simulate(sc, protocol_router("rand"), duration_s=200.0, seed=3)
     assert plain.routed[0, 1] / plain.requests == pytest.approx(0.5, abs=0.02)

@@ -345,17 +345,21 @@ def test_perturbed_model_scales_its_parameters_and_flow_lat_runs_with_estimation
     assert float(b.latency(1.0)) == pytest.approx(0.4, rel=0.2)
 
 
+def failing_cell_scenario():
+    """b: 2 servers × 4 slots of mean 4 s = 2 req/s with 1 queue place; Rand sends it 6 req/s."""
+    return scenario_from_dict({
+        "cells": [{"name": n, "replicas": 2, "arrival_rate": lam,
+                   "service": {"model": "mm1", "capacity": 20.0, "K": 1.0}}
+                  for n, lam in (("a", 12.0), ("b", 0.0))],
+        "arcs": [{"from": "a", "to": "a", "delay": 0.0}, {"from": "a", "to": "b", "delay": 0.01}],
+        "simulation": {"server": {"kind": "mmc", "slots": 4, "mean_service_s": 0.4,
+                                  "queue_limit": 10},
+                       "cells": {"b": {"mean_service_s": 4.0, "queue_limit": 1}},
+                       "probe_period_s": 0.05}})
+
+
 def test_error_aversion_steers_away_from_an_overflowing_cell(sim):
-    # b: 2 servers × 4 slots of mean 4 s = 2 req/s with 1 queue place; Rand sends it 6 req/s
-    d = {"cells": [{"name": n, "replicas": 2, "arrival_rate": lam,
-                    "service": {"model": "mm1", "capacity": 20.0, "K": 1.0}}
-                   for n, lam in (("a", 12.0), ("b", 0.0))],
-         "arcs": [{"from": "a", "to": "a", "delay": 0.0}, {"from": "a", "to": "b", "delay": 0.01}],
-         "simulation": {"server": {"kind": "mmc", "slots": 4, "mean_service_s": 0.4,
-                                   "queue_limit": 10},
-                        "cells": {"b": {"mean_service_s": 4.0, "queue_limit": 1}},
-                        "probe_period_s": 0.05}}
-    sc = scenario_from_dict(d)
+    sc = failing_cell_scenario()
     plain = sim(sc, make_router("rand"), duration_s=200.0, seed=3)
     averse = sim(sc, make_router("rand", error_aversion=True), duration_s=200.0, seed=3)
     # without aversion b receives half (6 req/s) and overflows: error rate ≥ (6 − 2)/12 = 1/3 − …
