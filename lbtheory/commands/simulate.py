@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", nargs="?", default=None,
                         help="scenario file (YAML/JSON): topology plus a 'simulation:' section")
     parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
-                        help="generate DLB's Appendix-B scenario with this seed instead of a file")
+                        help="generate DLB's Appendix-B scenario with this seed instead of a file "
+                        "(latency models fitted to the simulated cells, time-varying arrivals)")
     parser.add_argument("--cells", type=int, default=None,
                         help="number of cells of the Appendix-B scenario (default: U{2..10})")
     parser.add_argument("--utilisation", type=float, default=0.8,
@@ -37,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--y", type=float, default=1.0,
                         help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
     parser.add_argument("--noise", type=float, default=0.0,
-                        help="Appendix-B: latency-model noise ε (fitted ℓ × (1 + εξ))")
+                        help="Appendix-B: latency-model noise ε (every fitted parameter of "
+                             "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
     parser.add_argument("--policy", default="flow-grad",
                         help="policy or comma-separated policies, each run on the same "
                              "arrivals; one of " + ", ".join(POLICY_NAMES))
@@ -268,7 +270,8 @@ def stepsize_reports(sc, routers: list[tuple[str, object]]) -> dict[str, dict]:
                 c = float(critical_stepsize(net, flow.cost,
                                             probe_period_s=sc.probe_period_s).critical_stepsize)
                 crit[flow.cost] = (c, None) if np.isfinite(c) else (
-                    None, "stable for every stepsize (no routing choice with a delay)")
+                    None, "the linearised fluid model is stable for every stepsize (its "
+                          "equilibrium routes on a vertex, or no loop has a delay)")
             except (LBTheoryError, ValueError, np.linalg.LinAlgError) as exc:
                 crit[flow.cost] = (None, f"{type(exc).__name__}: {exc}")
         c, reason = crit[flow.cost]
