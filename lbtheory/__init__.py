@@ -85,11 +85,10 @@ _RENAMED: dict[str, tuple[str, str]] = {"Trace": ("workloads", "Workload"),
 
 def __getattr__(name: str) -> Any:
     if name in _RENAMED:
-        import warnings
+        from .errors import warn_deprecated
 
         mod, new = _RENAMED[name]
-        warnings.warn(f"lbtheory.{name} is deprecated; use lbtheory.{new}", DeprecationWarning,
-                      stacklevel=2)
+        warn_deprecated(f"lbtheory.{name}", f"lbtheory.{new}")
         return getattr(importlib.import_module(f".{mod}", __name__), new)
     mod = _EXPORTS.get(name)
     if mod is None:

@@ -244,3 +244,18 @@ def test_the_three_simulators_share_the_request_type_contract_and_registry() -> 
         assert {"workloads", "routers"} <= graph[sim], (sim, graph[sim])
     users = {u for u, deps in graph.items() if "registry" in deps}
     assert users <= {"commands", "sweep"}, users
+
+
+@pytest.mark.parametrize("module, old, new", [
+    ("lbtheory", "Trace", "Workload"), ("lbtheory", "RouterView", "CellView"),
+    ("lbtheory.routers", "RouterView", "CellView"), ("lbtheory.workloads", "Trace", "Workload"),
+    ("lbtheory.intelligent", "SimResult", "InstanceResult"),
+    ("lbtheory.intelligent", "ClusterView", "InstanceView"),
+])
+def test_renamed_names_warn_and_resolve_to_the_new_object(module, old, new):
+    import importlib
+
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated, use .*{new}"):
+        value = getattr(mod, old)
+    assert value is getattr(mod, new)

@@ -27,7 +27,6 @@ The RL names (``_env``, ``_dqn``) load lazily, so the heuristics do not import J
 """
 
 import importlib
-import warnings
 from typing import Any
 
 from ..workloads import Workload, mix_traces, workload_from_arrays
@@ -79,8 +78,9 @@ _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
-        warnings.warn(f"lbtheory.intelligent.{name} is deprecated; use "
-                      f"lbtheory.intelligent.{new}", DeprecationWarning, stacklevel=2)
+        from ..errors import warn_deprecated
+
+        warn_deprecated(f"lbtheory.intelligent.{name}", f"lbtheory.intelligent.{new}")
         return globals()[new]
     mod = _LAZY.get(name)
     if mod is None:

@@ -19,7 +19,6 @@ facade) so that ``lbtheory --help`` stays fast.
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import Any
 
 _EXPORTS = {
@@ -52,8 +51,9 @@ __all__ = [*_EXPORTS]
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
-        warnings.warn(f"lbtheory.routers.{name} is deprecated; use lbtheory.routers.{new}",
-                      DeprecationWarning, stacklevel=2)
+        from ..errors import warn_deprecated
+
+        warn_deprecated(f"lbtheory.routers.{name}", f"lbtheory.routers.{new}")
         return __getattr__(new)
     if name in ("make_router", "POLICY_NAMES"):  # moved up to the one registry (0.2)
         raise AttributeError(f"lbtheory.routers.{name} moved to lbtheory.registry.{name} (the "

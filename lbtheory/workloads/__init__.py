@@ -6,7 +6,6 @@ instance simulator and BalanceRoute's decode simulator. ``Trace`` is the old nam
 type (deprecated alias, kept for one release).
 """
 
-import warnings
 from typing import Any
 
 from ._mix import mix_traces
@@ -19,8 +18,8 @@ __all__ = ["Workload", "TraceOrderWarning", "TraceFormatWarning", "read_trace", 
 
 def __getattr__(name: str) -> Any:
     if name == "Trace":
-        warnings.warn("lbtheory.workloads.Trace is deprecated: it is the same type as "
-                      "lbtheory.workloads.Workload; use that name", DeprecationWarning,
-                      stacklevel=2)
+        from ..errors import warn_deprecated
+
+        warn_deprecated("lbtheory.workloads.Trace", "lbtheory.workloads.Workload (the same type)")
         return Workload
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
