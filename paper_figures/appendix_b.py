@@ -223,9 +223,10 @@ def fig_eta(s: dict, path: Path) -> None:
         out = sum(1 for p in dlb if not lo <= p["eta_over_crit"] <= hi)
         for ax, (key, _) in zip(axes, panels):
             q = [p for p in mine if p["rule"] != "dlb" and p[key] is not None]
-            ax.plot([p["eta_over_crit"] * np.exp(np.random.default_rng(0).normal(0, 0.03))
-                     for p in q], [p[key] for p in q], ls="none", marker=".", ms=3,
-                    color=col, alpha=0.35)
+            # a small fixed horizontal jitter (one draw per point) keeps the dots of a factor apart
+            jit = np.exp(np.random.default_rng(0).normal(0.0, 0.03, len(q)))
+            ax.plot([p["eta_over_crit"] * j for p, j in zip(q, jit)], [p[key] for p in q],
+                    ls="none", marker=".", ms=3, color=col, alpha=0.35)
             med = [np.median([p[key] for p in q if p["rule"] == f"{f:g}"] or [np.nan])
                    for f in facs]
             ax.plot(facs, med, color=col, lw=1.8, marker="o", ms=4,
