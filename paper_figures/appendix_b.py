@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -42,12 +43,15 @@ def _load(results: Path, name: str) -> dict | None:
     return json.loads(p.read_text(encoding="utf-8"))
 
 
-def _subtitle(s: dict, ci: bool = True) -> str:
+def _subtitle(s: dict, ci: bool = True, spread: str | None = None) -> str:
+    """Profile, sample and run length; ``spread`` (default: the 95 % CI, or the mean when
+    ``ci`` is False) says what the drawn statistic is."""
     dur = "/".join(f"{d:g}" for d in s["duration_s"])
     warm = "/".join(f"{w:g}" for w in s.get("warmup_s", [0.0]))
     n, t = len(s["scenarios"]), len(s["trials"])
-    spread = ("95 % CI over scenarios" if n > 1 else "one scenario: no interval") if ci else \
-        "mean over scenarios × trials"
+    if spread is None:
+        spread = ("95 % CI over scenarios" if n > 1 else "one scenario: no interval") if ci \
+            else "mean over scenarios × trials"
     return (f"profile {s['profile']}: {n} scenario{'s' if n > 1 else ''} × {t} "
             f"trial{'s' if t > 1 else ''} per level, {dur} s per run (first {warm} s discarded); "
             f"{spread}" + ("" if s["profile"] == "full" else " — not DLB's full protocol"))
@@ -141,7 +145,8 @@ def fig_lines(s: dict, title: str, key: str, xlabel: str, path: Path, *,
             _error_axis(ax, seen)
         else:
             ax.axhline(1.0, color="k", lw=0.8, ls=":", label="Rand (= 1)")
-        ax.set(xlabel=xlabel, ylabel=ylabel)
+        # a long level description is wrapped so neighbouring panels' labels never overlap
+        ax.set(xlabel=xlabel if "\n" in xlabel else textwrap.fill(xlabel, 46), ylabel=ylabel)
         if logx:
             from matplotlib.ticker import NullFormatter, NullLocator
 
@@ -254,7 +259,8 @@ def fig_eta(s: dict, path: Path) -> None:
     axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                     title="dots: one scenario × trial", title_fontsize=7)
     fig.suptitle("Exp 7: does the fluid model's critical stepsize predict oscillation in the "
-                 "simulated cluster? (it ignores request-level randomness)\n" + _subtitle(s),
+                 "simulated cluster? (it ignores request-level randomness)\n"
+                 + _subtitle(s, spread="dots: each scenario × trial, lines: medians"),
                  fontsize=9)
     fig.tight_layout()
     print(save_figure_atomic(fig, path))
@@ -277,7 +283,7 @@ def main(results: Path | None = None, out: Path | None = None) -> int:
     s = _load(a.results, "noise")
     if s:
         fig_lines(s, "Exp 3 (Fig 10-style): latency-model noise ε", "noise_eps",
-                  "noise ε (every fitted parameter of cell j × (1 + εξ_j), ξ_j ~ U[−1, 1])",
+                  "noise ε: every fitted parameter of cell j\n× (1 + εξ_j), ξ_j ~ U[−1, 1]",
                   a.out / "appendix_b_noise.png")
     s = _load(a.results, "y")
     if s:
