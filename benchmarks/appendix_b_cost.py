@@ -1,8 +1,9 @@
 """What DLB's full Appendix-B protocol (``lbtheory sweep appendix-b --profile full``) costs.
 
 A timed partial run: ``--per-experiment`` cells of each experiment's ``full`` grid (drawn with a
-seeded generator) run exactly as the sweep runs them (:func:`appendix_b_cell`, 600 simulated s,
-every policy — on the compiled engine, the default). The full grid's cost is then estimated by
+seeded generator) run exactly as the sweep runs them (:func:`appendix_b_cell`, 600 simulated s
+with issue 25's protocol — fitted latency models, time-varying arrivals, error aversion —, every
+policy, on the compiled engine, the default). The full grid's cost is then estimated by
 a ratio estimator: seconds per expected request-run (the expected Poisson arrivals of a cell's
 scenario × its policy runs, computed for every cell of the grid without simulating) measured on
 each experiment's sample, times that experiment's total; the spread of the ratio within each
@@ -61,7 +62,7 @@ def main() -> None:
     print("| experiment | full cells | policy-runs | expected request-runs | sampled cells | "
           "sample wall s | s per M request-runs | est. worker-h |")
     print("|---|---|---|---|---|---|---|---|")
-    appendix_b_cell({"scenario": 0, "n_cells": 2, "duration_s": 1.0,
+    appendix_b_cell({"scenario": 0, "n_cells": 2, "duration_s": 1.0, "warmup_s": 0.0,
                      "policies": ["rand", "flow-grad", "mnlb"]})  # compile / load caches
     total = var = 0.0
     tot_work, tot_runs, tot_cells, longest, sampled = 0.0, 0, 0, 0.0, 0

@@ -5,18 +5,23 @@ library: it is the *protocol* (which policies, how long, what is measured), buil
 library's simulator (:mod:`lbtheory.sim`), registry (:mod:`lbtheory.registry`) and stability
 module. The sweep runner ships it to Dask workers by value, like the experiment file.
 
-A *cell* of the Appendix-B experiments (issue 12; THEORY §11.1 items 11–13) is a pure function
-of a JSON config (:func:`appendix_b_cell`): it draws the Appendix-B scenario of ``scenario``
-(:func:`~lbtheory.sim.appendix_b_scenario`), the arrivals of ``(scenario, trial)`` once, runs
-every policy on exactly those arrivals and returns, per policy, the mean / p50 / p90 / p99
-end-to-end latency of the successful requests (s), the overflow error rate and the latency
-normalised by Rand's on the same arrivals (policy / Rand, THEORY §11.1 item 11).
+A *cell* (:func:`appendix_b_cell`, a pure function of a JSON config) draws the Appendix-B
+scenario of ``scenario`` (:func:`~lbtheory.sim.appendix_b_scenario`: fitted latency models,
+time-varying Poisson arrivals), the arrivals of ``(scenario, trial)`` once, runs every policy on
+exactly those arrivals for ``duration_s`` (DLB: 10 minutes) and measures the requests that
+arrive after the warm-up ``warmup_s`` (issue 25 item 7): mean / p50 / p90 / p99 end-to-end
+latency of the successful ones (s), its network and serving parts, the overflow error rate, and
+the latency normalised by Rand's on the same arrivals (THEORY §11.1 item 11). Rand and DLB's six
+routers run inside DLB's error aversion (DLB App. B.1: Rand "utilizes our error aversion
+mechanism"; it is part of the DLB stack the six routers run in); MNLB and the extras do not.
 
 Experiment 7 ("theory meets practice") adds flow routers whose stepsize is a multiple of the
-exact critical stepsize η_crit of the scenario's linearised fluid model at its equilibrium
-(:func:`lbtheory.stability.critical_stepsize`), next to DLB's rule (η ∝ 1/mean delay), and an
-oscillation measure of the routing weights the simulator records at every
-``record_every``-th probe round (``simulate(..., record_routing_every=...)``, on either engine).
+exact critical stepsize η_crit of the scenario's linearised fluid model at its equilibrium, with
+the probe period in the feedback delay (:func:`lbtheory.stability.critical_stepsize`), next to
+the default rule, all without error aversion (the fluid model has none), and measures
+oscillation on the *workloads* (:mod:`_appendix_b_oscillation`). The fluid η_crit ignores
+request-level randomness (Poisson arrivals, random service): it is a statement about the mean
+dynamics only.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import math
 from typing import Any
 
 import numpy as np
+from _appendix_b_oscillation import workload_oscillation
 
 from lbtheory._checks import check_int, check_real
 from lbtheory.errors import DataFormatError, LBTheoryError
@@ -33,9 +39,9 @@ from lbtheory.routers import CellView
 from lbtheory.sim import SimResult, appendix_b_scenario, generate_arrivals, simulate
 from lbtheory.stats import mean, percentiles, ratio
 
-__all__ = ["DLB_POLICIES", "MAIN_POLICIES", "EXTRA_POLICIES", "FLOW_COSTS", "CELL_DEFAULTS",
-           "appendix_b_cell", "check_cell_config", "trial_seed", "run_metrics",
-           "weight_oscillation", "flow_stepsize", "cell_scenario"]
+__all__ = ["DLB_POLICIES", "MAIN_POLICIES", "EXTRA_POLICIES", "AVERSE_POLICIES", "FLOW_COSTS",
+           "CELL_DEFAULTS", "appendix_b_cell", "check_cell_config", "trial_seed", "run_metrics",
+           "flow_stepsize", "cell_scenario", "protocol_router"]
 
 #: DLB's six algorithms (THEORY §11.1 item 12).
 DLB_POLICIES = ("disc-rif", "disc-lat", "disc-grad", "flow-rif", "flow-lat", "flow-grad")
@@ -43,15 +49,20 @@ DLB_POLICIES = ("disc-rif", "disc-lat", "disc-grad", "flow-rif", "flow-lat", "fl
 MAIN_POLICIES = (*DLB_POLICIES, "rand", "mnlb")
 #: extras of issue 12 (not in DLB's figures).
 EXTRA_POLICIES = ("rr", "jsq", "p2c")
+#: the policies of the DLB stack, which run inside error aversion (module docstring).
+AVERSE_POLICIES = (*DLB_POLICIES, "rand")
 #: cost name of the stability module → flow policy.
 FLOW_COSTS = {"gradient": "flow-grad", "latency": "flow-lat", "rif": "flow-rif"}
 
-#: every key a cell config may have, with its default (None = required).
+#: every key a cell config may have, with its default (None = required). ``warmup_s`` [R]: one
+#: interval of the arrival-rate path (60 s, 10 % of DLB's 10 minutes); the fluid model's
+#: flow-grad decay time 1/|Re s| at the default stepsize is 5.1 s (median), 9.1 s (P90), 48 s
+#: (max) over the 39 scenarios of experiments/_appendix_b_derive.py.
 CELL_DEFAULTS: dict[str, Any] = {
-    "scenario": None, "trial": 0, "duration_s": 600.0, "utilisation": 0.8, "y": 1.0,
-    "noise_eps": 0.0, "burst": False, "outage": False, "homogeneous": False, "n_cells": None,
-    "policies": list(MAIN_POLICIES), "eta_factors": [], "eta_costs": [],
-    "series_bins": 0, "burn_in_frac": 1.0 / 3.0, "record_every": 5,
+    "scenario": None, "trial": 0, "duration_s": 600.0, "warmup_s": 60.0, "utilisation": 0.8,
+    "y": 1.0, "noise_eps": 0.0, "burst": False, "outage": False, "homogeneous": False,
+    "n_cells": None, "policies": list(MAIN_POLICIES), "error_aversion": True,
+    "eta_factors": [], "eta_costs": [], "series_bins": 0, "record_period_s": 0.1,
 }
 
 
@@ -62,9 +73,9 @@ def _bad(field: str, msg: str) -> DataFormatError:
 def check_cell_config(config: Any) -> dict[str, Any]:
     """The config with defaults filled in; raises :class:`DataFormatError` naming the field.
 
-    Checks: known keys only; ``scenario`` / ``trial`` non-negative integers; ``duration_s`` > 0;
-    policies known, distinct and including ``rand`` (the normaliser); ``eta_costs`` among
-    :data:`FLOW_COSTS` and ``eta_factors`` positive when given.
+    Checks: known keys only; ``scenario`` / ``trial`` non-negative integers; ``duration_s`` > 0
+    and 0 ≤ ``warmup_s`` < ``duration_s``; policies known, distinct and including ``rand`` (the
+    normaliser); ``eta_costs`` among :data:`FLOW_COSTS` and ``eta_factors`` positive when given.
     """
     POLICY_NAMES = policy_names("cells")
     if not isinstance(config, dict):
@@ -74,15 +85,20 @@ def check_cell_config(config: Any) -> dict[str, Any]:
         raise _bad(unknown[0], f"unknown key(s) {unknown}; expected keys from "
                                f"{sorted(CELL_DEFAULTS)}")
     cfg = {**CELL_DEFAULTS, **config}
+
     def error(key: str):
         return lambda msg: _bad(key, msg)
 
     for key in ("scenario", "trial"):
         check_int(cfg[key], key, low=0, error=error(key))
-    for key in ("duration_s", "utilisation", "y"):
+    for key in ("duration_s", "utilisation", "y", "record_period_s"):
         check_real(cfg[key], key, low=0.0, low_open=True, error=error(key))
+    check_real(cfg["warmup_s"], "warmup_s", low=0.0, high=float(cfg["duration_s"]),
+               high_open=True, error=error("warmup_s"))
     if cfg["n_cells"] is not None:
         check_int(cfg["n_cells"], "n_cells", low=1, error=error("n_cells"))
+    if not isinstance(cfg["error_aversion"], bool):
+        raise _bad("error_aversion", f"expected true or false, got {cfg['error_aversion']!r}")
     pols = cfg["policies"]
     if not isinstance(pols, list) or not pols:
         raise _bad("policies", f"expected a non-empty list of policy names, got {pols!r}")
@@ -104,10 +120,7 @@ def check_cell_config(config: Any) -> dict[str, Any]:
     if bool(cfg["eta_costs"]) != bool(cfg["eta_factors"]):
         raise _bad("eta_factors", "give both eta_costs and eta_factors (experiment 7) or "
                                   "neither")
-    check_real(cfg["burn_in_frac"], "burn_in_frac", low=0.0, high=1.0, high_open=True,
-               error=error("burn_in_frac"))
     check_int(cfg["series_bins"], "series_bins", low=0, error=error("series_bins"))
-    check_int(cfg["record_every"], "record_every", low=1, error=error("record_every"))
     return cfg
 
 
@@ -125,87 +138,71 @@ def cell_scenario(cfg: dict[str, Any]):
                                y=float(cfg["y"]), homogeneous=bool(cfg["homogeneous"]))
 
 
+def protocol_router(name: str, error_aversion: bool = True, **options: Any) -> Any:
+    """The router of policy ``name`` as the protocol runs it: inside error aversion when it is
+    one of :data:`AVERSE_POLICIES` and ``error_aversion`` is on."""
+    return make_router(name, error_aversion=error_aversion and name in AVERSE_POLICIES,
+                       **options)
+
+
 def _finite(v: float) -> float | None:
     """JSON-safe number: None for nan/inf."""
     return float(v) if math.isfinite(v) else None
 
 
-def run_metrics(res: SimResult, series_bins: int = 0) -> dict[str, Any]:
-    """Per-run numbers: latency of successful requests (s), errors, and optionally a time series
-    in ``series_bins`` equal bins of [0, duration): mean latency of the requests completed in the
-    bin (s, None if none), completions and errors in the bin."""
-    lat = res.latency_s
-    out: dict[str, Any] = {"requests": res.requests, "completed": res.completed,
-                           "errors": res.errors, "error_rate": _finite(res.error_rate),
-                           "mean": _finite(mean(lat)),
-                           "mean_network_s": _finite(mean(res.network_s))}
+def run_metrics(res: SimResult, warmup_s: float = 0.0, series_bins: int = 0) -> dict[str, Any]:
+    """Per-run numbers over the requests that arrived at or after ``warmup_s`` (s): latency of
+    the successful ones (s) and its network / serving parts, the overflow errors that happened
+    after ``warmup_s`` and the error rate errors / (completed + errors) among them; the share of
+    requests routed away from their source cell and each cell's utilisation (whole run); and
+    optionally a time series over the whole run in ``series_bins`` equal bins of [0, duration):
+    mean latency of the requests completed in the bin (s, None if none), completions and errors
+    in the bin."""
+    keep = res.arrival_s >= warmup_s
+    lat, net = res.latency_s[keep], res.network_s[keep]
+    errors = int((res.error_s >= warmup_s).sum())
+    done = int(keep.sum())
+    routed = np.asarray(res.routed, dtype=float)
+    out: dict[str, Any] = {"requests": res.requests, "completed": done, "errors": errors,
+                           "in_flight": res.in_flight,
+                           "error_rate": _finite(ratio(errors, done + errors)),
+                           "mean": _finite(mean(lat)), "mean_network_s": _finite(mean(net)),
+                           "mean_serving_s": _finite(mean(lat - net)),
+                           "remote_share": _finite(ratio(routed.sum() - np.trace(routed),
+                                                         routed.sum())),
+                           "utilisation": [float(u) for u in res.utilisation]}
     out.update({k: _finite(v) for k, v in percentiles(lat, (50.0, 90.0, 99.0)).items()})
     if series_bins:
         edges = np.linspace(0.0, res.duration_s, series_bins + 1)
         idx = np.clip(np.searchsorted(edges, res.completion_s, side="right") - 1, 0,
                       series_bins - 1)
-        done = np.bincount(idx, minlength=series_bins)
-        tot = np.bincount(idx, weights=lat, minlength=series_bins)
+        n_done = np.bincount(idx, minlength=series_bins)
+        tot = np.bincount(idx, weights=res.latency_s, minlength=series_bins)
         eidx = np.clip(np.searchsorted(edges, res.error_s, side="right") - 1, 0,
                        series_bins - 1)
         errs = np.bincount(eidx, minlength=series_bins)
         out["series"] = {"t_mid_s": (0.5 * (edges[:-1] + edges[1:])).tolist(),
-                         "mean": [float(t / c) if c else None for t, c in zip(tot, done)],
-                         "completed": done.tolist(), "errors": errs.tolist()}
+                         "mean": [float(t / c) if c else None for t, c in zip(tot, n_done)],
+                         "completed": n_done.tolist(), "errors": errs.tolist()}
     return out
 
 
-def flow_stepsize(router: Any, net: Any) -> float:
-    """The stepsize η a flow router uses on ``net`` (1/(cost unit·s)): its own, or DLB's rule
-    (:meth:`~lbtheory.routers.FlowRouter.eta` on the network's delays)."""
+def flow_stepsize(router: Any, sc: Any) -> float:
+    """The stepsize η a flow router uses on scenario ``sc`` (1/(cost unit·s)): its own, or the
+    default rule (:meth:`~lbtheory.routers.FlowRouter.eta` on the delays and probe period)."""
+    net = sc.network
     return float(router.eta(CellView(time=0.0, workload=np.zeros(net.n),
                                      replicas=np.ones(net.n), delays=net.delays,
-                                     mask=net.adjacency)))
+                                     mask=net.adjacency, probe_period_s=sc.probe_period_s)))
 
 
-def weight_oscillation(times: np.ndarray, rows: np.ndarray, weights: np.ndarray,
-                       t_from: float) -> float:
-    """RMS deviation of the routing rows from their linear trend after ``t_from`` (s).
-
-    ``rows`` has shape (samples, sources, cells); every weight x_ij(t) on t ≥ t_from is detrended
-    by its least-squares line (so a slow drift towards equilibrium is not counted as an
-    oscillation), and per source i the measure is sqrt(mean_t ‖x_i(t) − trend_i(t)‖²) — a
-    probability: 0 = routing on a straight line; a row alternating between two vertices of the
-    simplex gives 1. The result is the ``weights``-weighted mean over sources (DLB: λ_i); nan
-    with fewer than three samples.
-    """
-    t = np.asarray(times, dtype=float)
-    X = np.asarray(rows, dtype=float)
-    keep = t >= t_from
-    if keep.sum() < 3:
-        return float("nan")
-    X, t = X[keep], t[keep]
-    A = np.column_stack([np.ones_like(t), t - t.mean()])
-    flat = X.reshape(X.shape[0], -1)
-    coef, *_ = np.linalg.lstsq(A, flat, rcond=None)
-    resid = (flat - A @ coef).reshape(X.shape)
-    dev = np.sqrt((resid ** 2).sum(axis=2).mean(axis=0))
-    w = np.asarray(weights, dtype=float)
-    return float((dev * w).sum() / w.sum()) if w.sum() > 0 else float(dev.mean())
-
-
-def _workload_cv(res: SimResult, t_from: float) -> float | None:
-    """Mean over cells of the coefficient of variation of N_j(t) after ``t_from`` (s)."""
-    keep = res.series_t >= t_from
-    if keep.sum() < 2:
-        return None
-    W = res.series_workload[keep]
-    m = W.mean(axis=0)
-    cv = np.where(m > 0, W.std(axis=0) / np.where(m > 0, m, 1.0), 0.0)
-    return _finite(float(cv.mean()))
-
-
-def _eta_crit(net: Any, cost: str) -> dict[str, Any]:
-    """η_crit of the scenario's linearised fluid model for ``cost`` (or why there is none)."""
+def _eta_crit(sc: Any, cost: str) -> dict[str, Any]:
+    """η_crit of the scenario's linearised fluid model for ``cost``, the probe period in the
+    feedback delay (or why there is none)."""
     from lbtheory.stability import critical_stepsize
 
     try:
-        cs = critical_stepsize(net, cost)
+        cs = critical_stepsize(sc.network, cost, probe_period_s=sc.probe_period_s)
     except (LBTheoryError, ValueError, np.linalg.LinAlgError) as exc:
         return {"eta_crit": None, "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
     crit = float(cs.critical_stepsize)
@@ -215,66 +212,87 @@ def _eta_crit(net: Any, cost: str) -> dict[str, Any]:
             "verified": bool(cs.verified), "reason": None}
 
 
+def _scenario_info(sc: Any) -> dict[str, Any]:
+    net = sc.network
+    pos = net.adjacency & (net.delays > 0)
+    return {"name": sc.name, "n_cells": net.n, "replicas": [c.replicas for c in net.cells],
+            "arrival_rates": net.arrival_rates.tolist(),
+            "capacities": [float(c) for c in sc.capacities()],
+            "mean_delay_s": float(net.delays[pos].mean()) if pos.any() else 0.0,
+            "probe_period_s": float(sc.probe_period_s)}
+
+
+def _eta_runs(cfg: dict[str, Any], sc: Any, arr: Any, seed: int, runs: dict,
+              series: dict) -> dict[str, Any]:
+    """Experiment 7: the flow routers at the default rule and at factor × η_crit (no error
+    aversion), with their workload oscillation relative to Rand's (``series['rand']``)."""
+    T, W = float(cfg["duration_s"]), float(cfg["warmup_s"])
+    crit_all: dict[str, Any] = {}
+    for cost in cfg["eta_costs"]:
+        info = crit_all[cost] = _eta_crit(sc, cost)
+        pol = FLOW_COSTS[cost]
+        labels = [(f"{pol}@dlb", make_router(pol))]
+        if info["eta_crit"] is not None:
+            labels += [(f"{pol}@{f:g}", make_router(pol, stepsize=f * info["eta_crit"]))
+                       for f in cfg["eta_factors"]]
+        for label, router in labels:
+            res = simulate(sc, router, duration_s=T, seed=seed, arrivals=arr, policy=label,
+                           record_period_s=cfg["record_period_s"])
+            m = run_metrics(res, W, cfg["series_bins"])
+            m["eta"] = eta = flow_stepsize(router, sc)
+            m["eta_over_crit"] = (eta / info["eta_crit"] if info["eta_crit"] is not None
+                                  else None)
+            m.update(workload_oscillation(res.series_t, res.series_workload, *series["rand"],
+                                          t_from=W))
+            runs[label] = m
+    return crit_all
+
+
 def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
     """Run one Appendix-B cell (see the module docstring); pure and deterministic.
 
     Returns a JSON-serialisable dict: ``scenario`` (n cells, replicas, λ, μ̄ in req/s, mean
-    one-way delay in s), ``seed``, ``runs`` (label → :func:`run_metrics`, plus ``eta`` (the
-    flow stepsize used, 1/(cost unit·s)), ``eta_over_crit``, ``osc_weights`` and
-    ``osc_workload`` for experiment-7 runs), ``normalised`` (label → mean and p90 / Rand's) and
-    ``eta_crit`` (cost → :func:`_eta_crit`) for experiment 7. Labels are policy names, and
-    ``flow-grad@0.5`` (η = 0.5 η_crit) or ``flow-grad@dlb`` (DLB's rule) in experiment 7.
+    one-way delay and probe period in s), ``seed``, ``runs`` (label → :func:`run_metrics`, plus
+    ``eta`` (the flow stepsize used, 1/(cost unit·s)), ``eta_over_crit`` and the workload
+    oscillation keys of :func:`workload_oscillation` for experiment-7 runs), ``normalised``
+    (label → mean and p90 / Rand's, and the network and serving parts of the mean / Rand's
+    mean) and ``eta_crit`` (cost → η_crit info) for experiment 7. Labels are policy names, and
+    ``flow-grad@0.5`` (η = 0.5 η_crit) or ``flow-grad@dlb`` (the default rule) in experiment 7.
 
     Raises:
         DataFormatError: a bad config (the message names the field).
     """
     cfg = check_cell_config(config)
     sc = cell_scenario(cfg)
-    T = float(cfg["duration_s"])
+    T, W = float(cfg["duration_s"]), float(cfg["warmup_s"])
     seed = trial_seed(cfg["scenario"], cfg["trial"])
     arr = generate_arrivals(sc, T, seed)
-    net = sc.network
+    eta_exp = bool(cfg["eta_costs"])
+    period = cfg["record_period_s"] if eta_exp else None
     runs: dict[str, dict[str, Any]] = {}
+    series: dict[str, tuple] = {}
     for p in cfg["policies"]:
-        res = simulate(sc, make_router(p), duration_s=T, seed=seed, arrivals=arr, policy=p)
-        runs[p] = run_metrics(res, cfg["series_bins"])
-    out: dict[str, Any] = {
-        "scenario": {"name": sc.name, "n_cells": net.n,
-                     "replicas": [c.replicas for c in net.cells],
-                     "arrival_rates": net.arrival_rates.tolist(),
-                     "capacities": [float(c) for c in sc.capacities()],
-                     "mean_delay_s": float(net.delays[net.adjacency & (net.delays > 0)].mean())
-                     if (net.adjacency & (net.delays > 0)).any() else 0.0},
-        "seed": seed, "requests": len(arr), "runs": runs}
-    if cfg["eta_costs"]:
-        t_from = cfg["burn_in_frac"] * T
-        lam = net.arrival_rates
-        out["eta_crit"] = {}
-        for cost in cfg["eta_costs"]:
-            info = _eta_crit(net, cost)
-            out["eta_crit"][cost] = info
-            pol = FLOW_COSTS[cost]
-            labels = [(f"{pol}@dlb", make_router(pol))]
-            if info["eta_crit"] is not None:
-                labels += [(f"{pol}@{f:g}", make_router(pol, stepsize=f * info["eta_crit"]))
-                           for f in cfg["eta_factors"]]
-            for label, router in labels:
-                res = simulate(sc, router, duration_s=T, seed=seed, arrivals=arr, policy=label,
-                               record_routing_every=cfg["record_every"])
-                m = run_metrics(res, cfg["series_bins"])
-                m["eta"] = eta = flow_stepsize(router, net)
-                m["eta_over_crit"] = (eta / info["eta_crit"]
-                                      if info["eta_crit"] is not None else None)
-                m["osc_weights"] = _finite(weight_oscillation(
-                    res.routing_t, res.routing_x, lam[list(res.routing_sources)], t_from)) \
-                    if res.routing_t.size else None
-                m["osc_workload"] = _workload_cv(res, t_from)
-                runs[label] = m
+        # experiment 7 compares plain routers with the fluid model: no error aversion there
+        router = protocol_router(p, cfg["error_aversion"] and not eta_exp)
+        res = simulate(sc, router, duration_s=T, seed=seed, arrivals=arr, policy=p,
+                       record_period_s=period)
+        runs[p] = run_metrics(res, W, cfg["series_bins"])
+        series[p] = (res.series_t, res.series_workload)
+    out: dict[str, Any] = {"scenario": _scenario_info(sc), "seed": seed,
+                           "requests": len(arr),
+                           "requests_measured": int((arr.arrival_s >= W).sum()), "runs": runs}
+    if eta_exp:
+        out["eta_crit"] = _eta_runs(cfg, sc, arr, seed, runs, series)
     base = runs["rand"]
-    out["normalised"] = {
-        label: {"mean": _finite(ratio(m["mean"], base["mean"]))
-                if m["mean"] is not None and base["mean"] is not None else None,
-                "p90": _finite(ratio(m["p90"], base["p90"]))
-                if m["p90"] is not None and base["p90"] is not None else None}
-        for label, m in runs.items()}
+    out["normalised"] = {label: _normalised(m, base) for label, m in runs.items()}
     return out
+
+
+def _normalised(m: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
+    """mean, p90 / Rand's, and the network and serving parts of the mean / Rand's mean."""
+    def div(a: float | None, b: float | None) -> float | None:
+        return _finite(ratio(a, b)) if a is not None and b is not None else None
+
+    return {"mean": div(m["mean"], base["mean"]), "p90": div(m["p90"], base["p90"]),
+            "network": div(m["mean_network_s"], base["mean"]),
+            "serving": div(m["mean_serving_s"], base["mean"])}

@@ -2,15 +2,19 @@
 
 Every cell is :func:`_appendix_b_protocol.appendix_b_cell` (the protocol module this experiment
 owns, beside it in experiments/): one Appendix-B scenario × trial,
-every policy on the same arrivals, latency normalised by Rand's on those arrivals.
+every policy on the same arrivals, latency normalised by Rand's on those arrivals, measured
+after a warm-up (issue 25).
 
 Profiles:
-    * ``full``    — DLB's protocol: 10 scenarios × 5 trials × 600 simulated s (CPU-hours; for a
-      Dask cluster: ``lbtheory sweep appendix-b --scheduler tcp://host:8786``).
-    * ``reduced`` — what was run on the 2-core development machine: 1 trial; exp 1 on 10
-      scenarios and exp 7 on 8, 60 simulated s; exps 2–6 on 3 scenarios, 20 simulated s, fewer
-      levels per sweep (labelled as such in every summary and figure).
-    * ``quick``   — CI: 3-cell scenarios, 5 simulated s, a few policies.
+    * ``full``    — DLB's protocol: 10 scenarios × 5 trials × 600 simulated s (the first 60 s
+      discarded), every level (``lbtheory sweep appendix-b --profile full --workers 2``).
+    * ``reduced`` — the same runs with 1 trial, exps 2–6 on 3 scenarios.
+    * ``quick``   — CI: 3-cell scenarios, 60 simulated s (exps 1 and 7) or 20 s (exps 2–6),
+      5 s warm-up, a few policies.
+
+Summaries give, per level and policy, the mean over scenarios of the per-scenario mean over
+trials, with a 95 % Student-t interval over scenarios (the scenarios are the sample; trials only
+average out arrival and service noise within one).
 
 Run: ``lbtheory sweep appendix-b --profile reduced --workers 2`` or
 ``python experiments/appendix_b.py --profile reduced --scheduler local --workers 2``.
@@ -35,38 +39,44 @@ from _appendix_b_protocol import EXTRA_POLICIES, MAIN_POLICIES, appendix_b_cell 
 
 PROFILES = ("quick", "reduced", "full")
 GROUP = "appendix-b"
+#: the protocol's code version (part of every cell's cache key): issue 25's protocol.
+VERSION = "issue25"
 
 #: per profile: scenario seeds of exp 1 ("scenarios"), exp 7 ("eta") and exps 2–6 ("few"),
-#: trials, simulated seconds (exps 1 and 7: "duration_s"; exps 2–6: "few_duration_s"). The
-#: reduced profile is sized to what 2 heavily shared cores could compute in about an hour
-#: (y = 10 — 10× the requests — only in the full profile).
+#: trials, simulated seconds (exps 1 and 7: "duration_s"; exps 2–6: "few_duration_s") and the
+#: warm-up discarded from every run's measurements ("warmup_s", [R]: module
+#: _appendix_b_protocol).
 PROTOCOL: dict[str, dict[str, Any]] = {
     "full": {"scenarios": list(range(10)), "eta": list(range(10)), "few": list(range(10)),
              "trials": list(range(5)), "duration_s": 600.0, "few_duration_s": 600.0,
-             "n_cells": None},
-    "reduced": {"scenarios": list(range(10)), "eta": list(range(8)), "few": list(range(3)),
-                "trials": [0], "duration_s": 60.0, "few_duration_s": 20.0, "n_cells": None},
-    "quick": {"scenarios": [3], "eta": [3], "few": [3], "trials": [0], "duration_s": 5.0,
-              "few_duration_s": 5.0, "n_cells": 3},
+             "warmup_s": 60.0, "n_cells": None},
+    "reduced": {"scenarios": list(range(10)), "eta": list(range(10)), "few": list(range(3)),
+                "trials": [0], "duration_s": 600.0, "few_duration_s": 600.0,
+                "warmup_s": 60.0, "n_cells": None},
+    "quick": {"scenarios": [3], "eta": [3], "few": [3], "trials": [0], "duration_s": 60.0,
+              "few_duration_s": 20.0, "warmup_s": 5.0, "n_cells": 3},
 }
 
 #: levels of each sweep per profile (full = the issue's levels).
 LEVELS: dict[str, dict[str, list]] = {
     "utilisation": {"full": [0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95],
-                    "reduced": [0.2, 0.8, 0.95], "quick": [0.5, 0.95]},
-    "noise_eps": {"full": [0.0, 0.1, 0.2, 0.5], "reduced": [0.0, 0.5],
+                    "reduced": [0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95], "quick": [0.5, 0.95]},
+    "noise_eps": {"full": [0.0, 0.1, 0.2, 0.5], "reduced": [0.0, 0.1, 0.2, 0.5],
                   "quick": [0.0, 0.5]},
-    "y": {"full": [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0], "reduced": [0.5, 1.0, 4.0],
-          "quick": [0.5, 2.0]},
+    "y": {"full": [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0],
+          "reduced": [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0], "quick": [0.5, 2.0]},
     "event": {"full": ["burst", "outage"], "reduced": ["burst", "outage"],
               "quick": ["burst", "outage"]},
-    "homogeneous": {"full": [0.5, 0.8, 0.95], "reduced": [0.8, 0.95], "quick": [0.8]},
+    "homogeneous": {"full": [0.5, 0.8, 0.95], "reduced": [0.5, 0.8, 0.95], "quick": [0.8]},
     "eta_factors": {"full": [0.1, 0.25, 0.5, 0.9, 1.5, 3.0],
                     "reduced": [0.1, 0.25, 0.5, 0.9, 1.5, 3.0],
                     "quick": [0.5, 1.5]},
-    "eta_costs": {"full": ["gradient", "latency", "rif"], "reduced": ["gradient", "latency"],
+    "eta_costs": {"full": ["gradient", "latency", "rif"], "reduced": ["gradient", "latency",
+                                                                     "rif"],
                   "quick": ["gradient"]},
 }
+#: bins of the experiment-5 time series (10 s each over 600 s).
+SERIES_BINS = {"full": 60, "reduced": 60, "quick": 10}
 
 QUICK_POLICIES = ["rand", "disc-grad", "flow-grad", "mnlb"]
 
@@ -94,7 +104,7 @@ def _cells(profile: str, scen_key: str, levels: list[dict], **fixed: Any) -> lis
             for t in p["trials"]:
                 dur = p["few_duration_s"] if scen_key == "few" else p["duration_s"]
                 cfg = {"scenario": s, "trial": t, "duration_s": dur,
-                       "n_cells": p["n_cells"], **fixed, **lv}
+                       "warmup_s": p["warmup_s"], "n_cells": p["n_cells"], **fixed, **lv}
                 out.append(cfg)
     return out
 
@@ -126,7 +136,7 @@ def grid_y(profile: str) -> list[dict]:
 def grid_events(profile: str) -> list[dict]:
     """Experiment 5: demand burst to 95 % and capacity outage in [0.3, 0.7]·duration."""
     return _cells(profile, "few", [{ev: True} for ev in LEVELS["event"][profile]],
-                  policies=_policies(profile), series_bins=30 if profile != "quick" else 10)
+                  policies=_policies(profile), series_bins=SERIES_BINS[profile])
 
 
 def grid_homogeneous(profile: str) -> list[dict]:
@@ -158,27 +168,55 @@ def _level_of(cfg: dict, keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: cfg.get(k, False if k in ("burst", "outage") else None) for k in keys}
 
 
+#: per policy metric of a summary: (name, how a cell's value is read).
+METRICS = {
+    "mean_norm": lambda c, p: c["normalised"][p]["mean"],
+    "p90_norm": lambda c, p: c["normalised"][p]["p90"],
+    "network_norm": lambda c, p: c["normalised"][p].get("network"),
+    "serving_norm": lambda c, p: c["normalised"][p].get("serving"),
+    "mean_s": lambda c, p: c["runs"][p]["mean"],
+    "p90_s": lambda c, p: c["runs"][p]["p90"],
+    "error_rate": lambda c, p: c["runs"][p]["error_rate"],
+    "remote_share": lambda c, p: c["runs"][p].get("remote_share"),
+}
+
+
+def _scenario_means(pairs: list[tuple[int, float | None]]) -> dict[int, float]:
+    """Per scenario, the mean over its trials of the values that are not None."""
+    by: dict[int, list[float]] = {}
+    for s, v in pairs:
+        if v is not None:
+            by.setdefault(s, []).append(float(v))
+    return {s: sum(v) / len(v) for s, v in by.items()}
+
+
 def summarise_rows(rows: list[tuple[dict, dict]], keys: tuple[str, ...]) -> list[dict]:
-    """Group cells by the level ``keys`` and give, per policy label, the mean and Student-t 95 %
-    CI over cells (scenario × trial) of: normalised mean and p90 latency (policy / Rand on the
-    same arrivals), mean and p90 latency (s) and overflow error rate."""
+    """Group cells by the level ``keys`` and give, per policy label and metric of
+    :data:`METRICS` (normalised mean and p90 latency = policy / Rand on the same arrivals, the
+    network and serving parts of the normalised mean, mean and p90 latency in s, overflow error
+    rate, share routed off the source cell), the mean over scenarios of the per-scenario mean
+    over trials with a 95 % Student-t interval over scenarios; ``per_scenario`` keeps the
+    per-scenario means (scenario order in ``per_scenario["scenarios"]``, None where missing)
+    for paired comparisons."""
     groups: dict[str, dict] = {}
     for cfg, res in rows:
         lv = _level_of(cfg, keys)
         g = groups.setdefault(repr(sorted(lv.items())), {"level": lv, "cells": []})
-        g["cells"].append(res)
+        g["cells"].append((int(cfg["scenario"]), res))
     out = []
     for g in groups.values():
-        labels = list(g["cells"][0]["runs"])
-        pol = {}
+        labels = list(g["cells"][0][1]["runs"])
+        scen = sorted({s for s, _ in g["cells"]})
+        pol, per = {}, {"scenarios": scen}
         for lab in labels:
-            have = [c for c in g["cells"] if lab in c["runs"]]
-            pol[lab] = {"mean_norm": _ci([c["normalised"][lab]["mean"] for c in have]),
-                        "p90_norm": _ci([c["normalised"][lab]["p90"] for c in have]),
-                        "mean_s": _ci([c["runs"][lab]["mean"] for c in have]),
-                        "p90_s": _ci([c["runs"][lab]["p90"] for c in have]),
-                        "error_rate": _ci([c["runs"][lab]["error_rate"] for c in have])}
-        out.append({"level": g["level"], "cells": len(g["cells"]), "policies": pol})
+            have = [(s, c) for s, c in g["cells"] if lab in c["runs"]]
+            pol[lab], per[lab] = {}, {}
+            for m, f in METRICS.items():
+                by = _scenario_means([(s, f(c, lab)) for s, c in have])
+                pol[lab][m] = _ci(list(by.values()))
+                per[lab][m] = [by.get(s) for s in scen]
+        out.append({"level": g["level"], "cells": len(g["cells"]), "scenarios": len(scen),
+                    "policies": pol, "per_scenario": per})
     return out
 
 
@@ -217,10 +255,13 @@ def _eta_points(rows: list[tuple[dict, dict]]) -> list[dict]:
                 continue
             pol, _, rule = lab.partition("@")
             cost = {"flow-grad": "gradient", "flow-lat": "latency", "flow-rif": "rif"}[pol]
+            crit = res["eta_crit"][cost]
             pts.append({"scenario": cfg["scenario"], "trial": cfg["trial"], "policy": pol,
                         "rule": rule, "eta": m["eta"], "eta_over_crit": m["eta_over_crit"],
-                        "eta_crit": res["eta_crit"][cost]["eta_crit"],
-                        "osc_weights": m["osc_weights"], "osc_workload": m["osc_workload"],
+                        "eta_crit": crit["eta_crit"], "fluid_period_s": crit.get("period_s"),
+                        "workload_var_rel": m.get("workload_var_rel"),
+                        "peak_ratio": m.get("peak_ratio"),
+                        "peak_period_s": m.get("peak_period_s"),
                         "mean_norm": res["normalised"][lab]["mean"],
                         "p90_norm": res["normalised"][lab]["p90"],
                         "error_rate": m["error_rate"]})
@@ -234,6 +275,7 @@ def _collector(name: str, keys: tuple[str, ...]):
                    "duration_s": sorted({float(c["duration_s"]) for c, _ in rows}),
                    "scenarios": sorted({int(c["scenario"]) for c, _ in rows}),
                    "trials": sorted({int(c["trial"]) for c, _ in rows}),
+                   "warmup_s": sorted({float(c.get("warmup_s", 0.0)) for c, _ in rows}),
                    "groups": summarise_rows(rows, keys),
                    "manifest": run_manifest({"experiment": name, "profile": profile,
                                              "grid": [c for c, _ in rows]})}
@@ -255,14 +297,14 @@ def _collector(name: str, keys: tuple[str, ...]):
 def _exp(name: str, description: str, grid, keys: tuple[str, ...]) -> Experiment:
     return Experiment(name=name, description=description, grid=grid, cell=appendix_b_cell,
                       collect=_collector(name, keys), profiles=PROFILES, group=GROUP,
-                      default="reduced")  # full: ≈38 h on 2 cores (BENCHMARKS.md)
+                      default="reduced", version=VERSION)
 
 
 EXPERIMENTS = [  # in order of priority (a group run computes them in this order)
     _exp("appendix-b-baseline", "DLB App. B exp 1: all policies at 80% utilisation "
          "(Fig 6-style)", grid_baseline, ("utilisation",)),
-    _exp("appendix-b-eta", "Exp 7: flow routers at factor x exact eta_crit vs DLB's rule; "
-         "weight oscillation", grid_eta, ()),
+    _exp("appendix-b-eta", "Exp 7: flow routers at factor x exact eta_crit vs the default "
+         "rule; workload oscillation vs Rand", grid_eta, ()),
     _exp("appendix-b-utilisation", "DLB App. B exp 2: utilisation sweep 20-95% (Fig 7-style)",
          grid_utilisation, ("utilisation",)),
     _exp("appendix-b-events", "DLB App. B exp 5: demand burst and capacity outage "

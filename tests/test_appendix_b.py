@@ -1,6 +1,7 @@
-"""DLB Appendix-B experiments (issue 12): the quick profile end to end through the sweep runner,
-normalisation and CIs against independent computations, experiment 7's stepsizes against the
-stability module, the oscillation measure against closed forms, and bad configs."""
+"""DLB Appendix-B experiments (issues 12, 25): the quick profile end to end through the sweep
+runner, normalisation and CIs against independent computations, the warm-up excluded, the
+protocol's error aversion avoiding a failing cell, experiment 7's stepsizes against the stability
+module, the workload-oscillation measure against closed forms, and bad configs."""
 
 from __future__ import annotations
 
@@ -16,18 +17,20 @@ from scipy import stats as sps
 
 from lbtheory.errors import DataFormatError
 from lbtheory.registry import make_router
-from lbtheory.routers import FlowRouter
+from lbtheory.routers import DEFAULT_STEPSIZE_SCALES, ErrorAversion, FlowRouter, RandomRouter
 from lbtheory.sim import appendix_b_scenario, generate_arrivals, simulate
 from lbtheory.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 EXP_FILE = ROOT / "experiments" / "appendix_b.py"
 sys.path.insert(0, str(ROOT / "experiments"))
+from _appendix_b_oscillation import HIGHPASS_S, workload_oscillation  # noqa: E402
 from _appendix_b_protocol import (  # noqa: E402  (the protocol module the experiment owns)
+    AVERSE_POLICIES,
     appendix_b_cell,
+    protocol_router,
     run_metrics,
     trial_seed,
-    weight_oscillation,
 )
 
 
@@ -70,6 +73,7 @@ def test_quick_group_end_to_end(quick):
     assert set(ev["series"]) == {"burst", "outage"}
     eta = json.loads((out / "appendix-b-eta" / "summary.json").read_text())
     assert {p["rule"] for p in eta["points"]} == {"dlb", "0.5", "1.5"}
+    assert all(p["workload_var_rel"] > 0 and p["peak_period_s"] > 0 for p in eta["points"])
     claims = (out / "claims.md").read_text()
     assert "profile(s): quick" in claims and "not tuned" in claims
     assert "| Noise ε (two claims) |" in claims and "**not measured**" in claims
@@ -100,60 +104,128 @@ def test_normalisation_against_raw_cells(quick):
                 assert (v["mean_norm"]["lo"], v["mean_norm"]["hi"]) == pytest.approx((lo, hi))
 
 
-def test_cell_normalisation_matches_direct_simulation():
-    """The cell's numbers equal a direct simulation of the same scenario and arrivals, with
-    mean/p90 from numpy and the ratio computed here."""
-    cfg = {"scenario": 5, "n_cells": 3, "duration_s": 4.0, "policies": ["rand", "disc-grad"]}
+def _after(res, warmup):
+    """Latencies of the requests that arrived at or after ``warmup``, their arrival rebuilt
+    from the other arrays (completion − latency + τ; latency = completion − arrival + τ)."""
+    arrival = res.completion_s - res.latency_s + 0.5 * res.network_s
+    return res.latency_s[arrival >= warmup - 1e-9]
+
+
+def test_cell_normalisation_matches_direct_simulation_after_the_warm_up():
+    """The cell's numbers equal a direct simulation of the same scenario and arrivals (Rand and
+    disc-grad inside error aversion), with mean/p90 from numpy over the requests that arrived
+    after the warm-up, and the ratio computed here; the warm-up changes them (a run that kept
+    it would fail)."""
+    W = 6.0
+    cfg = {"scenario": 5, "n_cells": 3, "duration_s": 30.0, "warmup_s": W,
+           "policies": ["rand", "disc-grad"]}
     out = appendix_b_cell(cfg)
-    sc = appendix_b_scenario(5, n_cells=3, duration_s=4.0)
+    sc = appendix_b_scenario(5, n_cells=3, duration_s=30.0)
     seed = trial_seed(5, 0)
-    arr = generate_arrivals(sc, 4.0, seed)
-    raw = {p: simulate(sc, make_router(p), duration_s=4.0, seed=seed, arrivals=arr)
-           for p in ("rand", "disc-grad")}
+    arr = generate_arrivals(sc, 30.0, seed)
+    raw = {p: simulate(sc, make_router(p, error_aversion=True), duration_s=30.0, seed=seed,
+                       arrivals=arr) for p in ("rand", "disc-grad")}
     for p, r in raw.items():
-        assert out["runs"][p]["mean"] == pytest.approx(float(np.mean(r.latency_s)), rel=1e-12)
-        assert out["runs"][p]["p90"] == pytest.approx(float(np.percentile(r.latency_s, 90)))
-        assert out["runs"][p]["errors"] == r.errors
+        lat = _after(r, W)
+        assert 0 < lat.size < r.completed
+        assert out["runs"][p]["completed"] == lat.size
+        assert out["runs"][p]["mean"] == pytest.approx(float(np.mean(lat)), rel=1e-12)
+        assert out["runs"][p]["p90"] == pytest.approx(float(np.percentile(lat, 90)))
+        assert out["runs"][p]["mean"] != pytest.approx(float(np.mean(r.latency_s)), rel=1e-6)
+        assert out["runs"][p]["errors"] == int((r.error_s >= W).sum())
+    assert out["requests_measured"] == int((arr.arrival_s >= W).sum())
     for m, f in (("mean", np.mean), ("p90", lambda a: np.percentile(a, 90))):
         assert out["normalised"]["disc-grad"][m] == pytest.approx(
-            f(raw["disc-grad"].latency_s) / f(raw["rand"].latency_s), rel=1e-12)
-    assert out["normalised"]["rand"] == {"mean": 1.0, "p90": 1.0}
+            f(_after(raw["disc-grad"], W)) / f(_after(raw["rand"], W)), rel=1e-12)
+    assert out["normalised"]["rand"]["mean"] == 1.0
+    n = out["normalised"]["disc-grad"]
+    assert n["network"] + n["serving"] == pytest.approx(n["mean"], rel=1e-12)
+
+
+def test_warm_up_excludes_the_empty_start():
+    """run_metrics against a hand count: requests that arrived before the warm-up are not
+    measured, whatever their completion time; errors before it neither."""
+    sc = appendix_b_scenario(2, n_cells=3, outage=True, duration_s=40.0)
+    res = simulate(sc, make_router("rand"), duration_s=40.0, seed=4)
+    for W in (0.0, 12.0, 30.0):
+        m = run_metrics(res, W)
+        lat = _after(res, W)
+        assert m["completed"] == lat.size and m["mean"] == pytest.approx(float(np.mean(lat)))
+        assert m["errors"] == int((res.error_s >= W).sum())
+    assert run_metrics(res, 12.0)["completed"] < run_metrics(res, 0.0)["completed"]
+
+
+def test_protocol_rand_avoids_a_failing_cell_with_error_aversion():
+    """DLB App. B.1: Rand "utilizes our error aversion mechanism to avoid unhealthy cells". The
+    protocol wraps Rand and the six DLB routers (not MNLB or the extras); on a cell that
+    overflows (b: 2 req/s of capacity, one queue place, half of Rand's 12 req/s) the protocol's
+    Rand sends it a few per cent and loses a few per cent of plain Rand's requests."""
+    assert set(AVERSE_POLICIES) == {"rand", "disc-rif", "disc-lat", "disc-grad", "flow-rif",
+                                    "flow-lat", "flow-grad"}
+    r = protocol_router("rand")
+    assert isinstance(r, ErrorAversion) and isinstance(r.router, RandomRouter)
+    assert not isinstance(protocol_router("mnlb"), ErrorAversion)
+    assert not isinstance(protocol_router("rand", error_aversion=False), ErrorAversion)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_sim import failing_cell_scenario
+
+    sc = failing_cell_scenario()
+    plain = simulate(sc, protocol_router("rand", error_aversion=False), duration_s=200.0, seed=3)
+    averse = simulate(sc, protocol_router("rand"), duration_s=200.0, seed=3)
+    assert plain.routed[0, 1] / plain.requests == pytest.approx(0.5, abs=0.02)
+    assert plain.error_rate > 0.25
+    assert averse.routed[0, 1] / averse.requests < 0.05
+    assert averse.errors < 0.05 * plain.errors
 
 
 def test_eta_runs_use_factor_times_critical_stepsize():
     """Experiment 7: η given to the flow router = factor × critical_stepsize of the scenario's
-    network (computed here, independently); the DLB-rule run uses 0.01 / mean one-way delay."""
+    network with its probe period (computed here, independently); the default-rule run uses the
+    gradient constant / (mean one-way delay + δ/2)."""
     from lbtheory.stability import critical_stepsize
 
-    cfg = {"scenario": 3, "n_cells": 3, "duration_s": 2.0, "policies": ["rand"],
-           "eta_costs": ["gradient"], "eta_factors": [0.5, 2.0], "record_every": 1}
+    cfg = {"scenario": 3, "n_cells": 3, "duration_s": 2.0, "warmup_s": 0.5, "policies": ["rand"],
+           "eta_costs": ["gradient"], "eta_factors": [0.5, 2.0]}
     out = appendix_b_cell(cfg)
-    net = appendix_b_scenario(3, n_cells=3, duration_s=2.0).network
-    crit = critical_stepsize(net, "gradient").critical_stepsize
+    sc = appendix_b_scenario(3, n_cells=3, duration_s=2.0)
+    crit = critical_stepsize(sc.network, "gradient",
+                             probe_period_s=sc.probe_period_s).critical_stepsize
+    assert crit < critical_stepsize(sc.network, "gradient").critical_stepsize  # longer loop
     assert out["eta_crit"]["gradient"]["eta_crit"] == pytest.approx(crit, rel=1e-9)
     for f in (0.5, 2.0):
         run = out["runs"][f"flow-grad@{f:g}"]
         assert run["eta"] == pytest.approx(f * crit, rel=1e-9)
         assert run["eta_over_crit"] == pytest.approx(f, rel=1e-9)
+    net = sc.network
     d = net.delays[net.adjacency & (net.delays > 0)]
-    assert out["runs"]["flow-grad@dlb"]["eta"] == pytest.approx(0.01 / d.mean(), rel=1e-12)
+    assert out["runs"]["flow-grad@dlb"]["eta"] == pytest.approx(
+        DEFAULT_STEPSIZE_SCALES["gradient"] / (d.mean() + 0.5 * sc.probe_period_s), rel=1e-12)
 
 
-def test_weight_oscillation_closed_forms():
-    t = np.linspace(0.0, 20.0, 2001)
-    a = 0.2
-    x = 0.5 + a * np.sin(2 * np.pi * t / 2.0)            # 10 whole periods
-    rows = np.stack([x, 1 - x], axis=1)[:, None, :]      # one source, two cells
-    # RMS of ‖(a sin, −a sin)‖ is a; the least-squares line removes the part of sin correlated
-    # with t: cov(t, sin ωt) = −1/ω over whole periods, var t = T²/12 ⇒ a·sqrt(1 − 24/(ωT)²)
-    w, T = np.pi, 20.0
-    closed = a * np.sqrt(1.0 - 24.0 / (w * T) ** 2)
-    assert weight_oscillation(t, rows, np.array([1.0]), 0.0) == pytest.approx(closed, rel=1e-3)
-    drift = np.stack([0.3 + 0.01 * t, 0.7 - 0.01 * t], axis=1)[:, None, :]
-    assert weight_oscillation(t, drift, np.array([1.0]), 0.0) == pytest.approx(0.0, abs=1e-12)
-    both = np.concatenate([rows, drift], axis=1)           # λ-weighted mean over two sources
-    assert weight_oscillation(t, both, np.array([3.0, 1.0]), 0.0) == pytest.approx(
-        0.75 * closed, rel=1e-3)
+def test_workload_oscillation_closed_forms():
+    """White noise of sd s per cell for Rand; the same plus a sine of amplitude A and period
+    3 s for the policy: the variation ratio is √(s² + A²/2)/s (the 30-s moving average leaves a
+    3-s sine and white noise nearly whole), the spectral peak sits at 3 s, and an identical
+    run has ratio 1."""
+    rng = np.random.default_rng(0)
+    dt, T, s, A = 0.1, 600.0, 2.0, 3.0
+    t = np.arange(0.0, T, dt)
+    noise = rng.normal(0.0, s, size=(t.size, 2))
+    sine = A * np.sin(2 * np.pi * t / 3.0)
+    osc = workload_oscillation(t, noise + np.stack([sine, -sine], axis=1), t,
+                               rng.normal(0.0, s, size=(t.size, 2)), t_from=60.0)
+    w = max(1, round(HIGHPASS_S / dt))
+    shrink = 1.0 - 1.0 / w                 # removing a w-sample mean: variance × (1 − 1/w)
+    closed = np.sqrt(s ** 2 * shrink + A ** 2 / 2) / (s * np.sqrt(shrink))
+    assert osc["workload_var_rel"] == pytest.approx(closed, rel=0.03)
+    assert osc["peak_period_s"] == pytest.approx(3.0, rel=0.02)
+    assert osc["peak_ratio"] > 10
+    same = workload_oscillation(t, noise, t, noise, t_from=60.0)
+    assert same["workload_var_rel"] == pytest.approx(1.0, rel=1e-12)
+    assert same["peak_ratio"] == pytest.approx(1.0, rel=1e-9)
+    # a linear drift (a load that ramps) is removed whole by the moving average
+    drift = workload_oscillation(t, noise + 0.05 * t[:, None], t, noise, t_from=60.0)
+    assert drift["workload_var_rel"] == pytest.approx(1.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("engine", ["compiled", "reference"])
@@ -209,6 +281,8 @@ def test_mean_ci_against_scipy():
     ({"scenario": 1, "duration_s": 0}, "duration_s"),
     ({"scenario": 1, "eta_costs": ["gradient"]}, "eta_factors"),
     ({"scenario": 1, "eta_costs": ["speed"], "eta_factors": [1.0]}, "eta_costs"),
+    ({"scenario": 1, "duration_s": 30.0, "warmup_s": 30.0}, "warmup_s"),
+    ({"scenario": 1, "error_aversion": "yes"}, "error_aversion"),
 ])
 def test_bad_cell_config_names_the_field(bad, field):
     with pytest.raises(DataFormatError, match=field) as info:
@@ -246,7 +320,8 @@ def tiny_results(res: Path) -> None:
                 k = 1.0 if lab == "rand" else float(rng.uniform(0.8, 1.1))
                 runs[lab] = {"mean": 1.5 * k, "p90": 3.0 * k, "p50": 1.2 * k, "p99": 5.0 * k,
                              "error_rate": 0.01 * k, "requests": 100, "completed": 99,
-                             "errors": 1, "mean_network_s": 0.05}
+                             "errors": 1, "mean_network_s": 0.05, "mean_serving_s": 1.45 * k,
+                             "remote_share": 0.3}
                 if cfg.get("series_bins"):
                     b = cfg["series_bins"]
                     runs[lab]["series"] = {"t_mid_s": list(np.linspace(0.5, 7.5, b)),
@@ -255,8 +330,9 @@ def tiny_results(res: Path) -> None:
                 if "@" in lab:
                     r = lab.split("@")[1]
                     runs[lab].update(eta=0.4, eta_over_crit=0.8 if r == "dlb" else float(r),
-                                     osc_weights=0.1 * k, osc_workload=0.2)
-                norm[lab] = {"mean": k, "p90": k}
+                                     workload_var_rel=k, workload_sd=3.0 * k, peak_ratio=2 * k,
+                                     peak_period_s=2.5)
+                norm[lab] = {"mean": k, "p90": k, "network": 0.05 / 1.5, "serving": k - 0.05 / 1.5}
             rows.append((cfg, {"runs": runs, "normalised": norm, "eta_crit": crit,
                                "scenario": {"n_cells": 3, "mean_delay_s": 0.05}}))
         e.collect(rows, res / e.name, "quick")

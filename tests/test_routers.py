@@ -72,22 +72,39 @@ def test_discrete_router_splits_ties_evenly():
 
 
 def test_flow_router_one_step_matches_hand_projection():
-    # η = 1, δ = 0.1 s, latency costs (0.5, 0.7): v = (0.5, 0.5) − 0.1·(0.5, 0.7) = (0.45, 0.43);
-    # projection onto the simplex adds (1 − 0.88)/2 = 0.06: x = (0.51, 0.49).
+    # x starts at Rand's weights ∝ replicas (1, 2): (1/3, 2/3). η = 1, δ = 0.1 s, latency costs
+    # (0.5, 0.7): v = (1/3, 2/3) − 0.1·(0.5, 0.7) = (0.28333…, 0.59666…), sum 0.88; the
+    # projection onto the simplex adds (1 − 0.88)/2 = 0.06: x = (0.34333…, 0.65666…).
     r = FlowRouter("latency", stepsize=1.0)
     s = r.observe(r.init(0), view(t=0.0))
-    np.testing.assert_allclose(s.x[0], [0.5, 0.5])
+    np.testing.assert_allclose(s.x[0], [1 / 3, 2 / 3])
     s = r.observe(s, view(t=0.1))
-    np.testing.assert_allclose(s.x[0], [0.51, 0.49], atol=1e-12)
+    np.testing.assert_allclose(s.x[0], [1 / 3 - 0.05 + 0.06, 2 / 3 - 0.07 + 0.06], atol=1e-12)
     rng = np.random.default_rng(3)
     picks = [r.route(s, view(t=0.1), rng)[0] for _ in range(20000)]
-    assert abs(np.mean(np.asarray(picks) == 0) - 0.51) < 4 * np.sqrt(0.25 / 20000)
+    p0 = 1 / 3 + 0.01
+    assert abs(np.mean(np.asarray(picks) == 0) - p0) < 4 * np.sqrt(p0 * (1 - p0) / 20000)
+    # a source whose residency row excludes a cell starts ∝ replicas on its row only
+    row = r.initial_row(view(workload=(1.0, 1.0, 1.0), replicas=(1.0, 2.0, 5.0),
+                             delays=np.zeros((3, 3)), mask=[[1, 0, 1]] * 3), 0)
+    np.testing.assert_allclose(row, [1 / 6, 0.0, 5 / 6])
 
 
-def test_flow_router_default_stepsize_is_inverse_mean_delay():
-    # mean one-way delay over arcs with τ > 0 is 0.1 s -> η = 0.01 / 0.1 = 0.1
-    assert FlowRouter("gradient").eta(view()) == pytest.approx(0.1)
+def test_flow_router_default_stepsize_is_per_cost_over_the_feedback_delay():
+    # mean one-way delay over arcs with τ > 0 is 0.1 s; probes every 0.02 s add δ/2 = 0.01 s:
+    # η = constant(cost) / 0.11
+    from lbtheory.routers import DEFAULT_STEPSIZE_SCALES
+
+    for cost in ("rif", "latency", "gradient"):
+        c = DEFAULT_STEPSIZE_SCALES[CostKind.parse(cost)]
+        assert FlowRouter(cost).eta(view()) == pytest.approx(c / 0.1)
+        assert FlowRouter(cost).eta(view(probe_period_s=0.02)) == pytest.approx(c / 0.11)
+    # the costs' critical stepsizes differ ≈10-fold: so do the constants
+    assert DEFAULT_STEPSIZE_SCALES[CostKind.LATENCY] > 5 * DEFAULT_STEPSIZE_SCALES[CostKind.RIF]
     assert FlowRouter("gradient", stepsize_scale=0.5).eta(view()) == pytest.approx(5.0)
+    # no delay at all: the probe period alone sets the feedback delay (1-s probes: 0.5 s)
+    zero = view(delays=np.zeros((2, 2)), probe_period_s=1.0)
+    assert FlowRouter("gradient", stepsize_scale=0.5).eta(zero) == pytest.approx(1.0)
     with pytest.raises(StepsizeError, match="stepsize"):
         FlowRouter("rif", stepsize=-1.0)
 

@@ -152,3 +152,53 @@ def test_a_run_over_the_memory_limit_is_one_error_line(capsys):
     assert main(["simulate", str(EXAMPLE), "--duration", "1e6"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "LBTHEORY_MAX_MEMORY_GB" in err[0]
+
+
+def _four_cells_no_delay(tmp_path):
+    """Issue 25 item 9: 4 M/M/c cells, every delay 0, probes every 1 s."""
+    lam = {"a": 9.0, "b": 5.0, "c": 4.0, "d": 6.0}
+    data = {"cells": [{"name": n, "replicas": 2, "arrival_rate": v,
+                       "service": {"model": "mm1", "capacity": 8.0, "K": 4.0}}
+                      for n, v in lam.items()],
+            "arcs": [{"from": i, "to": j, "delay": 0.0} for i in lam for j in lam],
+            "simulation": {"server": {"kind": "mmc", "slots": 2, "mean_service_s": 0.5,
+                                      "queue_limit": 10}, "probe_period_s": 1.0}}
+    p = tmp_path / "four.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+def test_flow_stepsize_is_reported_beside_the_fluid_critical_stepsize(capsys, tmp_path):
+    """`simulate` reports each flow policy's η next to the fluid model's η_crit (probe period in
+    the feedback delay; computed here independently) and warns on stderr — exit code 0 — when η
+    is beyond it. The old default 0.01/max(mean delay, 1 ms) = 10/s on this zero-delay,
+    1-s-probe topology jumps to a corner every round and overflows; the per-cost default over
+    (delay + δ/2) does not."""
+    from lbtheory.sim import load_scenario
+    from lbtheory.stability import critical_stepsize
+
+    path = _four_cells_no_delay(tmp_path)
+    net = load_scenario(path).network
+    crit = critical_stepsize(net, "latency", probe_period_s=1.0).critical_stepsize
+    assert main(["simulate", path, "--policy", "rand,flow-lat", "--duration", "300", "--seed",
+                 "2", "--json", "--stepsize", "10"]) == 0
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    st = out["policies"]["flow-lat"]["stepsize"]
+    assert "stepsize" not in out["policies"]["rand"]
+    assert st["eta"] == 10.0 and st["eta_crit"] == pytest.approx(crit, rel=1e-9)
+    assert st["eta_over_crit"] == pytest.approx(10.0 / crit, rel=1e-9) and st["eta_over_crit"] > 1
+    assert "warning: flow-lat: stepsize η = 10" in cap.err and "η_crit" in cap.err
+    bad, rand = out["policies"]["flow-lat"], out["policies"]["rand"]
+    assert bad["error_rate"] > 0.005 and bad["error_rate"] > 10 * rand["error_rate"]
+    assert main(["simulate", path, "--policy", "rand,flow-lat", "--duration", "300", "--seed",
+                 "2", "--json"]) == 0
+    cap = capsys.readouterr()
+    good = json.loads(cap.out)["policies"]["flow-lat"]
+    assert cap.err == ""
+    assert good["stepsize"]["eta_over_crit"] < 1
+    assert good["error_rate"] < 0.2 * bad["error_rate"]
+    # the text table prints the same numbers
+    assert main(["simulate", path, "--policy", "flow-lat", "--duration", "50"]) == 0
+    text = capsys.readouterr().out
+    assert f"fluid η_crit = {crit:.4g}" in text

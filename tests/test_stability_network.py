@@ -353,3 +353,22 @@ def test_non_unique_rif_routing_is_moved_inside_the_face():
     raw = rightmost_roots(raw_linear_dde(net, lin.point, cr.critical_stepsize * 1.2), count=4)
     mine = spectrum(lin, cr.critical_stepsize * 1.2, count=4)
     assert abs(raw.rightmost - mine.rightmost) < 1e-8 * abs(mine.rightmost)
+
+
+def test_probe_period_adds_half_a_period_to_the_feedback_delay():
+    """THEORY §3: routers that probe every δ see τ^fb = τ + δ/2, i.e. the loop delay of §7.5
+    becomes T = 2τ + δ/2. The symmetric two-cell oracle with that T, solved here from
+    θ tan θ = aT and K_crit = θ²/(T² cos θ) (a = 0.32, f' = 0.5, Λ = 12), against
+    critical_stepsize(..., probe_period_s=δ); δ = 0 changes nothing."""
+    net = symmetric_two_cell()
+    a, fp, lam, tau = 0.32, 0.5, 12.0, 0.05
+    for delta in (0.0, 0.04, 0.2):
+        T = 2 * tau + delta / 2
+        theta = brentq(lambda th, aT=a * T: th * math.tan(th) - aT, 1e-12, math.pi / 2 - 1e-12)
+        closed = theta ** 2 / (T ** 2 * math.cos(theta)) / (lam * fp)
+        cr = critical_stepsize(net, "gradient", probe_period_s=delta)
+        assert abs(cr.critical_stepsize - closed) < 1e-7 * closed
+    assert critical_stepsize(net, "gradient", probe_period_s=0.0).critical_stepsize == \
+        pytest.approx(0.536158128, rel=1e-8)
+    with pytest.raises(Exception, match="probe_period_s"):
+        critical_stepsize(net, "gradient", probe_period_s=-1.0)

@@ -13,8 +13,9 @@ NAME = "simulate"
 HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, App. B): a scenario "
         "file (topology + 'simulation:' section) or a generated Appendix-B scenario; prints "
         "end-to-end latency mean/p50/p90/p99 (s), overflow errors and requests still in flight "
-        "per policy (--json adds per-cell routed requests, errors, utilisation and mean "
-        "workload).")
+        "per policy, and each flow policy's stepsize η next to the fluid model's critical "
+        "stepsize η_crit (a warning on stderr when η is beyond it); --json adds per-cell routed "
+        "requests, errors, utilisation and mean workload.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", nargs="?", default=None,
                         help="scenario file (YAML/JSON): topology plus a 'simulation:' section")
     parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
-                        help="generate DLB's Appendix-B scenario with this seed instead of a file")
+                        help="generate DLB's Appendix-B scenario with this seed instead of a file "
+                        "(latency models fitted to the simulated cells, time-varying arrivals)")
     parser.add_argument("--cells", type=int, default=None,
                         help="number of cells of the Appendix-B scenario (default: U{2..10})")
     parser.add_argument("--utilisation", type=float, default=0.8,
@@ -36,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--y", type=float, default=1.0,
                         help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
     parser.add_argument("--noise", type=float, default=0.0,
-                        help="Appendix-B: latency-model noise ε (fitted ℓ × (1 + εξ))")
+                        help="Appendix-B: latency-model noise ε (every fitted parameter of "
+                             "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
     parser.add_argument("--policy", default="flow-grad",
                         help="policy or comma-separated policies, each run on the same "
                              "arrivals; one of " + ", ".join(POLICY_NAMES))
@@ -44,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of arrivals, request sizes and routing draws")
     parser.add_argument("--stepsize", type=float, default=None,
-                        help="flow-routing stepsize η, 1/(cost unit·s) (default: "
-                             "0.01/mean one-way delay)")
+                        help="flow-routing stepsize η, 1/(cost unit·s) (default: a per-cost "
+                             "constant / (mean one-way delay + probe period/2))")
     parser.add_argument("--estimate", action="store_true",
                         help="cells fit their latency model online (softplus, sliding window; "
                              "a scenario's own 'estimation:' section takes precedence)")
@@ -197,12 +200,15 @@ def run(args: argparse.Namespace) -> int:
     results = [simulate(sc, router, duration_s=args.duration, seed=args.seed,
                         arrivals=arrivals, policy=name, engine=args.engine)
                for name, router in routers]
+    steps = stepsize_reports(sc, routers)
     if args.plot:
         _plot(results, args.plot, sc)
     if args.json:
-        print(dumps_json({"scenario": sc.name, "policies": {r.policy: r.to_dict()
-                                                             for r in results}}))
+        print(dumps_json({"scenario": sc.name, "policies": {
+            r.policy: r.to_dict() | ({"stepsize": steps[r.policy]} if r.policy in steps else {})
+            for r in results}}))
         _warn_in_flight(results, len(arrivals))
+        _warn_stepsize(steps)
         return 0
     engines = "/".join(sorted({r.engine for r in results}))
     print(f"scenario {sc.name}: {sc.network.n} cells, {args.duration:g} s, seed {args.seed}, "
@@ -218,8 +224,75 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r.policy:<10} {_fmt(s['mean'])} {_fmt(s['p50'])} {_fmt(s['p90'])} "
               f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
               f"{r.in_flight:9d}{norm}")
+    for name, st in steps.items():
+        crit = st["eta_crit"]
+        print(f"{name}: stepsize η = {st['eta']:.4g} 1/(cost unit·s); fluid η_crit = "
+              + (f"{crit:.4g} (η/η_crit = {st['eta_over_crit']:.3g})" if crit is not None
+                 else f"n/a ({st['reason']})"))
     _warn_in_flight(results, len(arrivals))
+    _warn_stepsize(steps)
     return 0
+
+
+#: what the reported η_crit is (JSON ``stepsize.basis``).
+STEPSIZE_BASIS = ("exact critical stepsize of the fluid model linearised at its equilibrium, "
+                  "feedback delay τ + δ_probe/2 (lbtheory.stability.critical_stepsize); it "
+                  "ignores request-level randomness")
+
+
+def _flow_router(router: object):
+    """The FlowRouter inside error aversion / affinity wrappers, or None."""
+    from ..routers import FlowRouter
+
+    while router is not None and not isinstance(router, FlowRouter):
+        router = getattr(router, "router", None)
+    return router
+
+
+def stepsize_reports(sc, routers: list[tuple[str, object]]) -> dict[str, dict]:
+    """Per flow policy: its stepsize η, the fluid model's η_crit for its cost with the probe
+    period (None with the reason when there is no finite one) and η/η_crit."""
+    from ..errors import LBTheoryError
+    from ..routers import CellView
+    from ..stability import critical_stepsize
+
+    net, crit = sc.network, {}
+    out = {}
+    for name, router in routers:
+        flow = _flow_router(router)
+        if flow is None:
+            continue
+        eta = float(flow.eta(CellView(time=0.0, workload=np.zeros(net.n),
+                                      replicas=np.ones(net.n), delays=net.delays,
+                                      mask=net.adjacency, probe_period_s=sc.probe_period_s)))
+        if flow.cost not in crit:
+            try:
+                c = float(critical_stepsize(net, flow.cost,
+                                            probe_period_s=sc.probe_period_s).critical_stepsize)
+                crit[flow.cost] = (c, None) if np.isfinite(c) else (
+                    None, "the linearised fluid model is stable for every stepsize (its "
+                          "equilibrium routes on a vertex, or no loop has a delay)")
+            except (LBTheoryError, ValueError, np.linalg.LinAlgError) as exc:
+                crit[flow.cost] = (None, f"{type(exc).__name__}: {exc}")
+        c, reason = crit[flow.cost]
+        out[name] = {"eta": eta, "eta_crit": c, "eta_over_crit": eta / c if c else None,
+                     "cost": flow.cost.value, "probe_period_s": float(sc.probe_period_s),
+                     "basis": STEPSIZE_BASIS, "reason": reason}
+    return out
+
+
+def _warn_stepsize(steps: dict[str, dict]) -> None:
+    """A warning on stderr (the exit code stays 0) for each flow policy whose η is beyond the
+    fluid model's η_crit (each probe round's step η·δ beyond η_crit·δ)."""
+    import sys
+
+    for name, st in steps.items():
+        if st["eta_over_crit"] is not None and st["eta_over_crit"] > 1.0:
+            print(f"warning: {name}: stepsize η = {st['eta']:.4g} is {st['eta_over_crit']:.3g}× "
+                  f"the fluid model's critical stepsize η_crit = {st['eta_crit']:.4g} for this "
+                  f"topology and probe period ({st['probe_period_s']:g} s): each probe round's "
+                  f"step η·δ is beyond η_crit·δ, and flow routing may oscillate; pass a smaller "
+                  f"--stepsize", file=sys.stderr)
 
 
 def _warn_in_flight(results: list, requests: int) -> None:

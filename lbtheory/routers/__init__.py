@@ -34,12 +34,13 @@ _EXPORTS = {
     "sample_index_kernel": "_contract", "cumulative_kernel": "_contract",
     "CellView": "_view", "CostTables": "_view", "mean_network_delay": "_view",
     "cost_row": "_view", "cost_matrix": "_view",
-    "DEFAULT_STEPSIZE_SCALE": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",
+    "DEFAULT_STEPSIZE_SCALES": "_dlb", "DiscreteRouter": "_dlb", "FlowRouter": "_dlb",
     "MNLBProgram": "_mnlb", "MNLBRouter": "_mnlb", "MNLBState": "_mnlb",
     "ErrorAversion": "_aversion",
     "AffinityRouter": "_affinity",
     "fit_latency_model": "_estimation", "perturb_model": "_estimation",
     "scale_to_replicas": "_estimation", "FitFamily": "_estimation",
+    "SOFTNESS_FLOOR": "_estimation", "latency_noise": "_estimation",
 }
 #: old name -> (new name, since): deprecated aliases kept for one release.
 _DEPRECATED = {"RouterView": "CellView"}

@@ -5,10 +5,12 @@ gradient cost (THEORY §4, from :mod:`lbtheory.costs`).
   ĉ_ij = c_ij(N̂_j); ties split evenly at random (THEORY §13.6: DLB does not say; our choice [R]).
 * :class:`FlowRouter` — routing probabilities x_i updated at each probe round by
   x_i ← Π_Δi(x_i − η·δ·ĉ_i) (THEORY §3 (2), δ = time since the previous probe round), then each
-  request is sent to j with probability x_ij. Default η = ``stepsize_scale`` / (mean one-way
-  network delay) — DLB App. B.1 chooses the stepsize inversely proportional to the mean network
-  latency; the constant is ours [R]. Any η (e.g. ``lbtheory.stability.critical_stepsize``) can be
-  passed as ``stepsize``.
+  request is sent to j with probability x_ij; x_i starts at Rand's weights (∝ replicas, DLB
+  App. B.1). Default η = ``stepsize_scale`` / (mean one-way network delay + δ_probe/2) — DLB
+  App. B.1 chooses the stepsize inversely proportional to the mean network latency; the probe
+  period adds δ/2 to the feedback delay (THEORY §3), and the constant depends on the cost
+  (:data:`DEFAULT_STEPSIZE_SCALES`) [R]. Any η (e.g. ``lbtheory.stability.critical_stepsize``)
+  can be passed as ``stepsize``.
 """
 
 from __future__ import annotations
@@ -26,13 +28,22 @@ from ._contract import cumulative, sample_index
 from ._view import CellView, check_source, cost_matrix, cost_row, flow_step, mean_network_delay
 
 __all__ = ["DiscreteRouter", "FlowRouter", "DiscreteState", "FlowState",
-           "DEFAULT_STEPSIZE_SCALE", "MIN_DELAY_S"]
+           "DEFAULT_STEPSIZE_SCALES", "MIN_DELAY_S"]
 
-#: η = DEFAULT_STEPSIZE_SCALE / mean delay (1/(cost unit·s)) [R]: a dimensionless constant that
-#: kept flow routing stable on the symmetric two-cell oracle of THEORY §7.5 for all three costs
-#: (η·τ below its critical values 0.0134 (RIF), 0.134 (latency), 0.0268 (gradient)).
-DEFAULT_STEPSIZE_SCALE = 0.01
-#: floor of the mean delay used by the default stepsize when every arc has τ = 0 (s).
+#: η = DEFAULT_STEPSIZE_SCALES[cost] / (mean one-way delay + δ_probe/2), 1/(cost unit·s) [R]:
+#: per cost, half the 10th percentile of η_crit·(mean one-way delay + δ/2) over 40 Appendix-B
+#: scenarios at 80 % utilisation that no experiment uses (seeds 100–139, fitted latency models,
+#: probes every 10 ms; η_crit = the fluid model's exact critical stepsize with the probe period,
+#: :func:`lbtheory.stability.critical_stepsize`) — so the default is at most half the fluid
+#: limit on 90 % of such topologies. Derived by ``experiments/_appendix_b_derive.py``
+#: (percentiles P10 / median / P90 of η_crit·τ_fb: gradient 0.0119 / 0.036 / 0.12 (39
+#: scenarios: one has a boundary equilibrium), latency 0.0219 / 0.085 / 0.84, RIF 0.00252 /
+#: 0.0045 / 0.030); the costs' critical values differ ≈10-fold (RIF's cost is requests per
+#: replica, the others seconds). The previous single constant 0.01 was 4× RIF's P10.
+DEFAULT_STEPSIZE_SCALES: dict[CostKind, float] = {
+    CostKind.RIF: 0.00126, CostKind.LATENCY: 0.0110, CostKind.GRADIENT: 0.00593}
+#: floor of the feedback delay used by the default stepsize when every arc has τ = 0 and the
+#: probe period is unknown (s).
 MIN_DELAY_S = 1e-3
 
 
@@ -110,14 +121,16 @@ class FlowRouter:
 
     Args:
         cost: "rif", "latency" or "gradient".
-        stepsize: η (1/(cost unit·s)); None → ``stepsize_scale / mean_network_delay``.
-        stepsize_scale: dimensionless constant of the default stepsize.
+        stepsize: η (1/(cost unit·s)); None → ``stepsize_scale / (mean one-way delay +
+            δ_probe/2)`` (module docstring).
+        stepsize_scale: dimensionless constant of the default stepsize (default: the cost's
+            :data:`DEFAULT_STEPSIZE_SCALES`).
         name: label in results (default ``flow-`` + the cost's short label).
     """
 
     cost: CostKind | str = CostKind.GRADIENT
     stepsize: float | None = None
-    stepsize_scale: float = DEFAULT_STEPSIZE_SCALE
+    stepsize_scale: float | None = None
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -130,13 +143,25 @@ class FlowRouter:
             object.__setattr__(self, "name", f"flow-{self.cost.short}")
 
     def eta(self, view: CellView) -> float:
-        """The stepsize η used on this view (1/(cost unit·s))."""
+        """The stepsize η used on this view (1/(cost unit·s)): ``stepsize``, or the default rule
+        on the view's delays and probe period."""
         if self.stepsize is not None:
             return float(self.stepsize)
-        return self.stepsize_scale / max(mean_network_delay(view), MIN_DELAY_S)
+        scale = (DEFAULT_STEPSIZE_SCALES[self.cost] if self.stepsize_scale is None
+                 else self.stepsize_scale)
+        delay = mean_network_delay(view) + 0.5 * float(view.probe_period_s)
+        return scale / max(delay, MIN_DELAY_S)
+
+    def initial_row(self, view: CellView, source: int) -> np.ndarray:
+        """x_i before the first update: Rand's weights, ∝ the probed replicas on the source's
+        residency row (DLB App. B.1's Rand routes ∝ replicas)."""
+        row = check_source(view, source)
+        w = np.where(row, np.asarray(view.replicas, dtype=float), 0.0)
+        return w / w.sum() if w.sum() > 0 else row / row.sum()
 
     def init(self, seed: int = 0) -> FlowState:
-        """No routing yet: each source starts uniform over its admissible cells on first use."""
+        """No routing yet: each source starts at Rand's weights on first use
+        (:meth:`initial_row`)."""
         return FlowState(x=(), cum=(), last_time=())
 
     def _ensure(self, state: FlowState, view: CellView, source: int) -> FlowState:
@@ -144,8 +169,7 @@ class FlowRouter:
             state = FlowState(x=(None,) * view.n, cum=(None,) * view.n,
                               last_time=(None,) * view.n, eta=self.eta(view))
         if state.x[source] is None:
-            row = check_source(view, source)
-            x = row / row.sum()
+            x = self.initial_row(view, source)
             state = FlowState(_dict_set(state.x, source, x),
                               _dict_set(state.cum, source, cumulative(x)),
                               _dict_set(state.last_time, source, float(view.time)), state.eta)

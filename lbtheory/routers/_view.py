@@ -47,6 +47,8 @@ class CellView:
         error_rate: per-cell error EMA carried by probes (n,, fraction), or None.
         source: the source cell i whose root router this view belongs to.
         tables: cost tables of ``models`` at integer workloads (:class:`CostTables`), or None.
+        probe_period_s: time between two probe rounds (s; 0 if unknown) — a flow router's
+            default stepsize counts it in the feedback delay.
     """
 
     time: float
@@ -60,6 +62,7 @@ class CellView:
     error_rate: np.ndarray | None = None
     source: int = 0
     tables: CostTables | None = None
+    probe_period_s: float = 0.0
 
     @property
     def n(self) -> int:

@@ -23,8 +23,16 @@ reference engine otherwise (``SimResult.engine`` / ``engine_note`` say which and
 ``engine="reference"`` picks the reference. Both give the same per-request records.
 """
 
-from ._appendix_b import EVENT_WINDOW, appendix_b_scenario
-from ._arrivals import arrivals_from_trace, generate_arrivals, seed_streams, with_sessions
+from ._appendix_b import APPENDIX_B_RATE_VARIATION, EVENT_WINDOW, appendix_b_scenario
+from ._arrivals import (
+    arrivals_from_trace,
+    generate_arrivals,
+    interval_counts,
+    rate_profile,
+    rate_variation_from_counts,
+    seed_streams,
+    with_sessions,
+)
 from ._kernel_router import KernelRouter
 from ._result import SimResult
 from ._scenario import (
@@ -33,6 +41,7 @@ from ._scenario import (
     Estimation,
     LeafPolicy,
     Outage,
+    RateVariation,
     Scenario,
     ServerKind,
     ServerSpec,
@@ -45,4 +54,6 @@ from ._simulate import Engine, simulate
 __all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "ServerKind", "LeafPolicy",
            "TokenDist", "Burst", "Outage", "Affinity", "load_scenario", "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
-           "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter"]
+           "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter",
+           "RateVariation", "rate_profile", "rate_variation_from_counts", "interval_counts",
+           "APPENDIX_B_RATE_VARIATION"]

@@ -3,8 +3,14 @@
 Without Google's cell locations and RTT history, the network comes from a fixed table of region
 round-trip times [R]: cells are spread over randomly chosen regions; intra-region RTT ~ U[1, 5] ms,
 inter-region RTT from :data:`REGION_RTT_MS` (30–250 ms); τ = RTT/2; every cell may use every cell.
-The routers' latency model of a cell is a softplus fitted by construction [R]: θ0 = unloaded
-latency E[P]t_p + E[D]t_d, θ1 = 1/μ̄_j, knee θ2 = min(decode slots, 0.9 θ0 μ̄_j), θ3 = θ2/10.
+The routers' latency model of a cell is DLB's softplus fitted to the simulator's own
+(N, latency) measurements of that cell (:func:`~._calibrate.fit_cell_model`, slope fixed at
+1/μ̄_j; issue 25 item 2); the fit's prior is the formula the generator used before [R]:
+θ0 = unloaded latency E[P]t_p + E[D]t_d, θ1 = 1/μ̄_j, knee θ2 = min(decode slots, 0.9 θ0 μ̄_j),
+θ3 = θ2/10 (``fit_latency=False`` keeps that formula — its knee is sharper than the servers'
+measured curve). Arrivals are a time-varying Poisson process (DLB App. B.1) whose per-source rate
+path has the per-minute variation of the Azure conversation trace
+(:data:`APPENDIX_B_RATE_VARIATION`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ import numpy as np
 from .._checks import check_int, check_memory, check_real, check_seed
 from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
-from ._scenario import Burst, Outage, Scenario, ServerSpec
+from ..routers import perturb_model
+from ._calibrate import fit_cell_model
+from ._scenario import Burst, Outage, RateVariation, Scenario, ServerSpec
 
-__all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES", "EVENT_WINDOW"]
+__all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES", "EVENT_WINDOW",
+           "APPENDIX_B_RATE_VARIATION"]
 
 REGION_NAMES = ("us-east", "us-west", "europe", "asia-east", "asia-south", "south-america")
 #: Round-trip times between regions (ms) [R]: plausible public-internet values, not Google's.
@@ -34,6 +43,15 @@ REGION_RTT_MS = np.array([
 #: a burst or outage lasts [EVENT_WINDOW[0], EVENT_WINDOW[1]) × duration (fractions of the horizon).
 EVENT_WINDOW = (0.3, 0.7)
 
+#: per-source rate path of the Appendix-B arrivals: the variation of the per-minute request
+#: counts of the bundled Azure LLM conversation trace (examples/traces, 58 complete minutes),
+#: Poisson noise removed (:func:`lbtheory.sim.rate_variation_from_counts`: σ = 0.2126,
+#: lag-1 correlation 0.8652; tests/test_appendix_b.py recomputes them). The code trace
+#: (σ = 0.86, correlation 0.22) has 12 of its 57 minutes without a request — an on/off
+#: source, the "synchronised traffic that defies standard probabilistic modelling" of DLB §6,
+#: not the time-varying Poisson process of App. B.1 — so it is not used.
+APPENDIX_B_RATE_VARIATION = RateVariation(sigma=0.2126, correlation=0.8652, interval_s=60.0)
+
 #: lognormal per-cell speed factor: mean 1, sd 0.2 (THEORY §11.1 item 4).
 _SIGMA = math.sqrt(math.log(1.04))
 
@@ -42,7 +60,9 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
                         duration_s: float = 600.0, burst: bool = False, outage: bool = False,
                         noise_eps: float = 0.0, y: float = 1.0, homogeneous: bool = False,
                         prefill_s_per_token: float = 0.25e-3,
-                        decode_s_per_token: float = 25e-3) -> Scenario:
+                        decode_s_per_token: float = 25e-3, fit_latency: bool = True,
+                        rate_variation: RateVariation | None = APPENDIX_B_RATE_VARIATION
+                        ) -> Scenario:
     """Draw one Appendix-B scenario.
 
     Args:
@@ -52,14 +72,17 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         duration_s: horizon (s); a burst or outage lasts [0.3, 0.7]·duration (180–420 s of 600 s).
         burst: raise one random cell's λ so that total utilisation is 95% during the window.
         outage: set random cells to 1 online server until utilisation exceeds 95% in the window.
-        noise_eps: ε of the robustness mode: each cell's fitted latency scaled by (1 + εξ_j),
-            ξ_j ~ U[−1, 1] (THEORY §11.1 item 10 [R]).
+        noise_eps: ε of the robustness mode: every fitted parameter of cell j scaled by
+            (1 + εξ_j), ξ_j ~ U[−1, 1] (DLB App. B; :func:`lbtheory.routers.perturb_model`).
         y: token times ÷ y and rates × y (item 13; utilisation unchanged).
         homogeneous: DLB's "homogeneous cells, small latencies" case (THEORY §11.2) [R reading]:
             every cell in one region (RTT ~ U[1, 5] ms), k_j = 10 servers, identical servers
             (ξ = 1); demand shares stay Dirichlet. The same random draws are made (then overridden),
             so the other cells' draws do not depend on this flag.
         prefill_s_per_token, decode_s_per_token: t̄_p, t̄_d (s/token) [R].
+        fit_latency: fit each cell's latency model to the simulator's measurements (default;
+            ≈0.1–0.3 s per cell) or keep the formula (module docstring).
+        rate_variation: the arrivals' rate path (None: homogeneous Poisson).
     """
     seed = check_seed(seed, "appendix_b.seed")
     for name, v in (("utilisation", utilisation), ("duration_s", duration_s), ("y", y)):
@@ -106,12 +129,20 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     for j in range(n):
         theta0 = EP * tp[j] + ED * td[j]
         knee = min(float(servers[j].decode_slots * k[j]), 0.9 * theta0 * cap[j])
-        model = SoftplusLatency(base_latency=float(noise[j] * theta0),
-                                slope=float(noise[j] / cap[j]), knee=knee,
-                                softness=max(knee / 10.0, 1e-3))
+        model = SoftplusLatency(base_latency=float(theta0), slope=float(1.0 / cap[j]),
+                                knee=knee, softness=max(knee / 10.0, 1e-3))
         cells.append(Cell(names[j], int(k[j]), float(lam[j]), model))
     arcs = [Arc(names[i], names[j], float(tau[i, j])) for i in range(n) for j in range(n)]
     net = CellNetwork(cells, arcs)
+    if fit_latency:
+        measured = dataclasses.replace(proto, network=net, name=f"appendix-b-{seed}")
+        cells = [dataclasses.replace(c, service=fit_cell_model(measured, j, seed=seed))
+                 for j, c in enumerate(cells)]
+    if noise_eps > 0:
+        cells = [dataclasses.replace(c, service=perturb_model(c.service, float(noise[j])))
+                 for j, c in enumerate(cells)]
+    if fit_latency or noise_eps > 0:
+        net = CellNetwork(cells, arcs)
     t0, t1 = EVENT_WINDOW[0] * duration_s, EVENT_WINDOW[1] * duration_s
     bursts, outages = (), ()
     if burst:
@@ -129,7 +160,7 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
             out[j] = 1
         outages = tuple(Outage(j, t0, t1, r) for j, r in sorted(out.items()))
     return dataclasses.replace(proto, network=net, bursts=bursts, outages=outages,
-                               name=f"appendix-b-{seed}")
+                               name=f"appendix-b-{seed}", rate_variation=rate_variation)
 
 
 def _dummy_network() -> CellNetwork:

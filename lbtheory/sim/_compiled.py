@@ -173,8 +173,11 @@ class _Run:
     def _router_arrays(self, state: Any) -> None:
         plan, net = self.plan, self.sc.network
         mask = net.adjacency
-        for i in self.sources:  # flow routers start uniform on the residency row
-            self.X[i] = mask[i] / mask[i].sum()
+        start = CellView(time=0.0, workload=np.zeros(self.n),
+                         replicas=np.asarray(self.k, dtype=float), delays=net.delays, mask=mask)
+        for i in self.sources:  # a flow router's first rows (the reference's initial_row)
+            self.X[i] = (plan.base.initial_row(start, i) if plan.ip[K_KERNEL] == K_FLOW
+                         else mask[i] / mask[i].sum())
             self.cum[i] = np.cumsum(self.X[i])
         sessions = int(self.rq_i[ks.SESS].max()) + 1 if self.rq_i.shape[1] else 0
         self.sess = np.full((2, max(sessions, 0)), ks.NONE, dtype=np.int64)
@@ -354,7 +357,8 @@ class _Run:
             events=int(ci[ks.I_EVENTS]), cache_hits=int(ci[ks.I_CACHE_HITS]),
             status=self.rq_i[ks.STATUS, :R].astype(np.int8), dest=self.rq_i[ks.DEST, :R],
             t_done=self.rq_f[ks.T_DONE, :R], t_cell=self.rq_f[ks.T_CELL, :R],
-            wait=self.rq_f[ks.WAIT, :R], routed=self.nn_i[ks.ROUTED].copy(),
+            wait=self.rq_f[ks.WAIT, :R], n_arr=self.rq_f[ks.N_ARR, :R],
+            routed=self.nn_i[ks.ROUTED].copy(),
             cell_errors=ce_i[ks.ERRORS].copy(),
             utilisation=cell_utilisation(self.sc, ce_f[ks.BUSY_PRE], ce_f[ks.BUSY_SLOT], self.T),
             series_t=self.series_t[:m].copy(), series_N=self.series_N[:m].astype(float),

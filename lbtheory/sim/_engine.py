@@ -48,7 +48,8 @@ def run_reference(scenario: Scenario, router: Any, T: float, streams: list, arri
     return RunRecords(
         requests=rec.requests, completed=rec.completed, errors=rec.errors, events=rec.events,
         cache_hits=rec.cache_hits, status=a["status"], dest=a["dest"], t_done=a["t_done"],
-        t_cell=a["t_cell"], wait=a["wait"], routed=np.array(rec.routed, dtype=np.int64),
+        t_cell=a["t_cell"], wait=a["wait"], n_arr=a["n_arr"],
+        routed=np.array(rec.routed, dtype=np.int64),
         cell_errors=np.array(rec.cell_errors, dtype=np.int64), utilisation=cl.utilisation(),
         series_t=np.array(eng.series_t), series_N=np.array(eng.series_N, dtype=float),
         models=eng.models.final(scenario), routing_t=np.array(d.routing_t),

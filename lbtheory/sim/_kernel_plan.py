@@ -141,7 +141,8 @@ def plan_kernel(sc: Scenario, router: Any, arrivals: Workload) -> KernelPlan | s
         if kind is FlowRouter:  # η as FlowRouter fixes it on its first view
             fp[R_ETA] = base.eta(CellView(time=0.0, workload=np.zeros(net.n),
                                           replicas=np.ones(net.n), delays=net.delays,
-                                          mask=net.adjacency))
+                                          mask=net.adjacency,
+                                          probe_period_s=sc.probe_period_s))
     elif kind is MNLBRouter:
         ip[K_KERNEL] = K_MNLB
     elif kind is KernelRouter:

@@ -5,7 +5,8 @@
   t − 2τ_ij and answered at t − τ_ij reports (stale by one one-way delay, THEORY §3) — as one
   :class:`~lbtheory.routers.CellView` per source;
 * :class:`SeenModels` — the service models routers see: with ``estimation`` each cell refits ℓ(N)
-  on a sliding window of its own (N at arrival, serving latency) samples (DLB §3.3), perturbed
+  on a sliding window of its own (N at arrival, serving latency) samples (DLB §3.3) with the
+  declared model as its fixed prior (the previous fit is only the starting point), perturbed
   by the robustness noise (1 + εξ_j); otherwise the declared models rescaled to the online
   servers [R].
 """
@@ -39,7 +40,7 @@ class SeenModels:
         self.cl = cluster
         self.true_models = net.services
         self.est = sc.estimation
-        self.fitted = list(net.services)     # unperturbed fits (the priors of the next fit)
+        self.fitted = list(net.services)     # unperturbed fits (the start of the next fit)
         self.samples = [deque(maxlen=self.est.window) for _ in range(net.n)] if self.est else []
         self.noise = [1.0] * net.n
         self.bank = net.models
@@ -62,7 +63,8 @@ class SeenModels:
                 continue
             data = np.array(self.samples[j])
             try:
-                self.fitted[j] = fit_latency_model(data[:, 0], data[:, 1], self.fitted[j],
+                self.fitted[j] = fit_latency_model(data[:, 0], data[:, 1],
+                                                   self.true_models[j], start=self.fitted[j],
                                                    family=est.family)
             except ModelError:
                 continue  # keep the previous model
@@ -108,6 +110,7 @@ class Probes:
         self.lam = net.arrival_rates
         self.cap_server = np.asarray(sc.server_rates(), dtype=float)
         self.tau_max = float(net.delays.max()) if net.n else 0.0
+        self.probe_period = float(sc.probe_period_s)
         self._online_key: list[int] | None = None
         self._online = self._cap = np.zeros(net.n)
 
@@ -150,7 +153,8 @@ class Probes:
         proto = CellView(time=t, workload=W[self.sources[0]], replicas=self._online,
                          delays=self.delays, mask=self.mask, models=m.bank,
                          capacity=self._cap, arrival_rates=self.lam,
-                         error_rate=np.array(self.cl.err_ema), tables=m.tables)
+                         error_rate=np.array(self.cl.err_ema), tables=m.tables,
+                         probe_period_s=self.probe_period)
         fields = proto.__dict__
         for i in self.sources:
             # the same view with source i's row: a frozen dataclass's fields live in __dict__,

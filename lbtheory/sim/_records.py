@@ -97,7 +97,8 @@ class Records:
                 "dest": np.array(self.dest[:R], dtype=np.int64),
                 "t_done": np.array(self.t_done[:R], dtype=float),
                 "t_cell": np.array(self.t_cell[:R], dtype=float),
-                "wait": np.array(self.wait[:R], dtype=float)}
+                "wait": np.array(self.wait[:R], dtype=float),
+                "n_arr": np.array(self.n_arr[:R], dtype=float)}
 
 
 def check_conservation(requests: int, completed: int, errors: int, on_wire: int,

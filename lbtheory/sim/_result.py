@@ -44,6 +44,11 @@ class SimResult:
             latency summary covers the completed ones only).
         engine: the engine that ran, ``"compiled"`` or ``"reference"``; engine_note: why the
             reference engine ran when ``engine="auto"`` asked for the compiled one ("" else).
+        arrival_s: arrival time at the source's root router of each completed request (s),
+            aligned with ``latency_s`` (to discard a warm-up).
+        arrival_workload: N_j at the cell when each completed request reached it, itself
+            included, aligned with ``latency_s`` — with the serving latency
+            ``latency_s − network_s`` the (N, latency) samples a latency fit uses (DLB §3.3).
         routing_t, routing_x: routing rows x_i of the sources (``routing_x[m, k]`` is source
             ``routing_sources[k]``'s row) recorded every ``record_routing_every``-th probe
             round at the times ``routing_t`` (s); empty unless asked for.
@@ -78,6 +83,8 @@ class SimResult:
     routing_t: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     routing_x: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0)))
     routing_sources: tuple[int, ...] = ()
+    arrival_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    arrival_workload: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     @property
     def error_rate(self) -> float:
@@ -109,7 +116,8 @@ class SimResult:
 class RunRecords:
     """What an engine hands to :func:`build_result`: counters, and arrays over the ``requests``
     requests that arrived (status, routed cell, completion and cell-arrival times in s, queueing
-    s), per-cell totals, the sampled series, the models routers saw and the routing rows."""
+    s, requests at the cell on arrival), per-cell totals, the sampled series, the models routers
+    saw and the routing rows."""
 
     requests: int
     completed: int
@@ -121,6 +129,7 @@ class RunRecords:
     t_done: np.ndarray
     t_cell: np.ndarray
     wait: np.ndarray
+    n_arr: np.ndarray
     routed: np.ndarray
     cell_errors: np.ndarray
     utilisation: np.ndarray
@@ -161,4 +170,6 @@ def build_result(sc: Any, arr: Any, T: float, rr: RunRecords, *, policy: str, se
         status=RunStatus.TRUNCATED if in_flight else RunStatus.COMPLETED,
         engine=engine, engine_note=note, routing_t=np.asarray(rr.routing_t, dtype=float),
         routing_x=np.asarray(rr.routing_x, dtype=float),
-        routing_sources=tuple(int(i) for i in rr.routing_sources))
+        routing_sources=tuple(int(i) for i in rr.routing_sources),
+        arrival_s=np.asarray(arr.arrival_s[:R], dtype=float)[done][order],
+        arrival_workload=np.asarray(rr.n_arr, dtype=float)[done][order])

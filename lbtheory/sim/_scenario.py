@@ -23,11 +23,17 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
       output_tokens: {shift: 4, shape: 1.2, scale: 40}     # D = shift + Gamma(shape, scale) [R]
       probe_period_s: 0.01    # root routers probe every cell this often
       leaf_policy: p2c        # in-cell routing to servers: p2c (waiting tokens) or rr
+      rate_variation:         # present = time-varying Poisson arrivals: λ_i(t) = λ_i·m_i(t)
+        sigma: 0.213          # [0] sd of log m_i (stationary); m_i has mean 1
+        correlation: 0.865    # [0] lag-1 correlation of log m_i between intervals (AR(1))
+        interval_s: 60.0      # [60] m_i is constant on [k·interval, (k+1)·interval)
+                              # (0.213 / 0.865: the Azure conversation trace's per-minute
+                              # counts, lbtheory.sim.rate_variation_from_counts)
       bursts:  [{cell: NAME, start_s: 180, end_s: 420, factor: 2.0}]   # λ_cell × factor
       outages: [{cell: NAME, start_s: 180, end_s: 420, replicas: 1}]   # online servers
       estimation:             # present = on: cells refit ℓ(N) on a sliding window (DLB §3.3)
         family: softplus      # or mm1
-        window: 400           # most recent (N at arrival, serving latency) samples per cell
+        window: 4000          # most recent (N at arrival, serving latency) samples per cell
         period_s: 5.0         # refit period
         min_samples: 30
         noise_eps: 0.0        # robustness mode: routers see ℓ̂ × (1 + εξ_j), ξ_j ~ U[−1, 1]
@@ -54,8 +60,8 @@ from ..network import CellNetwork
 from ..routers import FitFamily
 
 __all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
-           "Estimation", "Affinity", "Scenario", "scenario_from_dict", "load_scenario",
-           "SERVER_KINDS"]
+           "Estimation", "Affinity", "RateVariation", "Scenario", "scenario_from_dict",
+           "load_scenario", "SERVER_KINDS"]
 
 
 class ServerKind(enum.StrEnum):
@@ -181,14 +187,17 @@ class Estimation:
 
     Attributes:
         family: fitted model family, "softplus" or "mm1".
-        window: samples kept per cell (most recent).
+        window: samples kept per cell (most recent) [R]: enough to span the load changes that
+            identify a knee — at ≈50 req/s per cell 4000 samples cover ≈80 s, more than one
+            interval of the Appendix-B rate path (60 s); 400 (≈8 s at one load) did not, and
+            the fits degenerated (issue 25 item 3).
         period_s: refit period (s).
         min_samples: a cell refits only with at least this many samples.
         noise_eps: ε; routers see the fitted latency × (1 + εξ_j), ξ_j ~ U[−1, 1] per cell.
     """
 
     family: FitFamily | str = FitFamily.SOFTPLUS
-    window: int = 400
+    window: int = 4000
     period_s: float = 5.0
     min_samples: int = 30
     noise_eps: float = 0.0
@@ -196,6 +205,33 @@ class Estimation:
     def __post_init__(self) -> None:
         object.__setattr__(self, "family",
                            check_option(FitFamily, self.family, "Estimation.family"))
+
+
+@dataclasses.dataclass(frozen=True)
+class RateVariation:
+    """Time-varying Poisson arrivals (DLB App. B.1: "a time-varying Poisson process"): source
+    i's rate is λ_i(t) = λ_i·m_i(t), where m_i is constant on each interval
+    [k·interval_s, (k+1)·interval_s) and log m_i follows a stationary Gaussian AR(1) across
+    intervals, independently per source, with sd ``sigma`` and lag-1 correlation
+    ``correlation``; m_i = exp(z − σ²/2), so E[m_i] = 1 and λ_i stays the mean rate. The path
+    is drawn from the run's seed (each trial its own path; :func:`lbtheory.sim.rate_profile`).
+
+    Attributes:
+        sigma: sd of log m_i (≥ 0; 0 = homogeneous Poisson).
+        correlation: lag-1 correlation of log m_i between consecutive intervals, in [0, 1).
+        interval_s: length of an interval (s).
+    """
+
+    sigma: float = 0.0
+    correlation: float = 0.0
+    interval_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        check_real(self.sigma, "RateVariation.sigma", low=0.0, high=3.0)
+        check_real(self.correlation, "RateVariation.correlation", low=0.0, high=1.0,
+                   high_open=True)
+        check_real(self.interval_s, "RateVariation.interval_s", unit="s", low=0.0,
+                   low_open=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,6 +259,7 @@ class Scenario:
     name: str = ""
     estimation: Estimation | None = None
     affinity: Affinity | None = None
+    rate_variation: RateVariation | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "leaf_policy",
@@ -239,7 +276,8 @@ class Scenario:
         return [c.replicas * r for c, r in zip(self.network.cells, self.server_rates())]
 
     def expected_requests(self, duration_s: float) -> float:
-        """Mean number of arrivals on [0, duration_s): Σ_i λ_i·T plus the bursts' extra."""
+        """Mean number of arrivals on [0, duration_s): Σ_i λ_i·T plus the bursts' extra (the
+        mean over rate paths when the rates vary)."""
         lam = self.network.arrival_rates
         extra = sum(lam[b.cell] * (b.factor - 1.0) * max(0.0, min(b.end_s, duration_s)
                                                          - min(b.start_s, duration_s))
@@ -266,6 +304,8 @@ class Scenario:
                                   f"than the {MAX_REFITS:.0e} a run may have",
                                   field="estimation.period_s")
         mean = self.expected_requests(duration_s)
+        if self.rate_variation is not None:  # a rate path may run high: 3 sd of log m above
+            mean *= math.exp(3.0 * self.rate_variation.sigma)
         check_memory((mean + 5.0 * math.sqrt(mean) + 1.0) * BYTES_PER_REQUEST,
                      f"{mean:.3g} expected requests over {duration_s:g} s")
 
@@ -362,7 +402,7 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
     if not isinstance(sim, Mapping):
         raise _err(path, "", f"expected a mapping, got {sim!r}")
     known = {"server", "cells", "prompt_tokens", "output_tokens", "probe_period_s",
-             "leaf_policy", "bursts", "outages", "estimation", "affinity"}
+             "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation"}
     if set(sim) - known:
         raise _err(path, "", f"unknown key(s) {sorted(set(sim) - known)}; expected "
                              f"{sorted(known)}")
@@ -398,7 +438,8 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
         probe_period_s=_num(path, "probe_period_s", sim.get("probe_period_s", 0.01)),
         leaf_policy=leaf, bursts=tuple(bursts), outages=tuple(outages),
         name=str(data.get("name", "")), estimation=_estimation(path, sim.get("estimation")),
-        affinity=_affinity(path, sim.get("affinity")))
+        affinity=_affinity(path, sim.get("affinity")),
+        rate_variation=_rate_variation(path, sim.get("rate_variation")))
 
 
 def _section(path: str, name: str, spec: Any, cls: type) -> Mapping[str, Any]:
@@ -420,6 +461,21 @@ def _affinity(path: str, spec: Any) -> Affinity | None:
         if k != "active_sessions" and kw[k] > 1:
             raise _err(path, f"affinity.{k}", f"expected a fraction in [0, 1], got {v!r}")
     return Affinity(**kw)
+
+
+def _rate_variation(path: str, spec: Any) -> RateVariation | None:
+    if spec is None:
+        return None
+    kw: dict[str, Any] = {}
+    for k, v in _section(path, "rate_variation", spec, RateVariation).items():
+        kw[k] = _num(path, f"rate_variation.{k}", v, positive=k == "interval_s")
+        if k == "correlation" and kw[k] >= 1:
+            raise _err(path, "rate_variation.correlation",
+                       f"expected a correlation in [0, 1), got {v!r}")
+        if k == "sigma" and kw[k] > 3:
+            raise _err(path, "rate_variation.sigma",
+                       f"expected at most 3 (a rate that varies e^3 = 20-fold), got {v!r}")
+    return RateVariation(**kw)
 
 
 def _estimation(path: str, spec: Any) -> Estimation | None:

@@ -24,6 +24,7 @@ from ._critical import (
     critical_scale,
     critical_stepsize,
     spectrum,
+    with_probe_period,
 )
 from ._dde import LinearDDE, RootSet, collocation_matrix, newton_root, rightmost_roots
 from ._empirical import EmpiricalCheck, empirical_check, envelope_rate
@@ -76,4 +77,5 @@ __all__ = [
     "symmetric_threshold",
     "theorem1_form",
     "two_cell_threshold",
+    "with_probe_period",
 ]

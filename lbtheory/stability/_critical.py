@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_real
 from ..costs import CostKind
 from ..errors import StepsizeStatus
 from ..network import CellNetwork
@@ -23,7 +24,7 @@ from ._dde import LinearDDE, RootSet, newton_root, rightmost_roots
 from ._linearise import Linearisation, check_stepsize, empirical_rule, linearise
 
 __all__ = ["CriticalStepsize", "ScaleCrossing", "StepsizeReport", "spectrum", "critical_scale",
-           "critical_stepsize", "assess_stepsize"]
+           "critical_stepsize", "assess_stepsize", "with_probe_period"]
 
 #: Default Chebyshev degree of the collocation. THEORY §7.6 reports 30–40 nodes for 8 digits
 #: without refinement; here the collocation only seeds Newton's method, and the rightmost roots of
@@ -229,10 +230,30 @@ def _refine(make_dde: Callable[[float], LinearDDE], lo: float, hi: float, s_hi: 
     return c, s
 
 
+def with_probe_period(net: CellNetwork, probe_period_s: float) -> CellNetwork:
+    """The network whose fluid model has the feedback delays of routers that probe every
+    ``probe_period_s`` (THEORY §3: τ^fb_ij = τ_ij + δ/2) [R: a model of the sampled update,
+    conservative — it ignores that the update steps a whole period at once].
+
+    Every arc's one-way delay grows by δ/4: each loop of the linearised dynamics alternates
+    routing → workload (delay τ_ij) and workload → routing (τ_ij) legs equally often, so its
+    total delay grows by δ/2 per round trip exactly as if only the feedback leg grew by δ/2; the
+    static cost 2τ_ij grows by the same δ/2 on every arc of a source, which leaves every
+    equilibrium unchanged (only cost differences within a source matter).
+    """
+    from ..network import Arc
+
+    d = check_real(probe_period_s, "probe_period_s", unit="s", low=0.0)
+    if d == 0.0:
+        return net
+    return CellNetwork(net.cells, [Arc(a.source, a.target, a.delay + d / 4.0) for a in net.arcs])
+
+
 def critical_stepsize(net: CellNetwork, cost: CostKind | str = "gradient", *,
                       weights: Any = None, equilibrium: Any = None,
                       linearisation: Linearisation | None = None, n_nodes: int = DEFAULT_NODES,
-                      rtol: float = 1e-12, max_doublings: int = 60) -> CriticalStepsize:
+                      rtol: float = 1e-12, max_doublings: int = 60,
+                      probe_period_s: float = 0.0) -> CriticalStepsize:
     """Exact local critical stepsize of flow routing (THEORY §7.6) [D].
 
     Args:
@@ -246,10 +267,13 @@ def critical_stepsize(net: CellNetwork, cost: CostKind | str = "gradient", *,
         n_nodes: Chebyshev degree of the collocation.
         rtol: relative accuracy of c*.
         max_doublings: bracket search range (factors of 2 around the empirical rule).
+        probe_period_s: routers update every this many seconds: the fluid model gets their
+            extra feedback delay (:func:`with_probe_period`); 0 = continuous updates.
 
     Raises:
         BoundaryEquilibriumError, InfeasibleDemandError, StepsizeError: see :func:`linearise`.
     """
+    net = with_probe_period(net, probe_period_s)
     lin = linearisation or linearise(net, cost, weights=weights, equilibrium=equilibrium)
     rule, per = empirical_rule(net, lin.point, lin.weights)
     if not lin.free_sources or lin.fixed.max_delay == 0.0:

@@ -35,9 +35,10 @@ print("one-way delays τ (ms):\\n", np.round(1e3 * net.delays, 1))
 """),
 ("md", """
 ## Same arrivals, seven policies
-`generate_arrivals` draws the requests once (Poisson arrivals per source cell, shifted-Gamma
-prompt and output tokens); every policy routes exactly these requests. Flow routers use DLB's
-default stepsize η ∝ 1/(mean network delay) and update at every probe round (10 ms).
+`generate_arrivals` draws the requests once (time-varying Poisson arrivals per source cell,
+shifted-Gamma prompt and output tokens); every policy routes exactly these requests. Flow routers
+use the default stepsize η ∝ 1/(mean network delay + δ_probe/2), start at Rand's weights and
+update at every probe round (10 ms).
 """),
 ("code", """
 arr = generate_arrivals(sc, DURATION, SEED)
@@ -102,39 +103,44 @@ for p, r in runs.items():
 """),
 ("md", """
 ## Is it the flow stepsize?
-The default η = 0.01 / (mean one-way delay) is our constant [R] (DLB only says "inversely
-proportional"). Smaller constants, same arrivals:
+The default η is a per-cost constant over the feedback delay, constant / (mean one-way delay +
+δ_probe/2) — DLB only says "inversely proportional to the mean network latency"; the constants
+(`lbtheory.routers.DEFAULT_STEPSIZE_SCALES`) are half the 10th percentile of the fluid model's
+η_crit·delay over 40 Appendix-B scenarios no experiment uses [R]. Larger constants, same
+arrivals, with each η next to this scenario's fluid η_crit:
 """),
 ("code", """
-for scale in (0.003, 0.001):
-    r = simulate(sc, make_router("flow-grad", stepsize_scale=scale), duration_s=DURATION,
-                 seed=SEED, arrivals=arr)
+from lbtheory.routers import DEFAULT_STEPSIZE_SCALES, CellView
+from lbtheory.stability import critical_stepsize
+
+crit = critical_stepsize(net, "gradient", probe_period_s=sc.probe_period_s).critical_stepsize
+start = CellView(time=0.0, workload=np.zeros(net.n), replicas=np.ones(net.n), delays=net.delays,
+                 mask=net.adjacency, probe_period_s=sc.probe_period_s)
+for factor in (1.0, 3.0, 10.0):
+    router = make_router("flow-grad", stepsize_scale=factor * DEFAULT_STEPSIZE_SCALES["gradient"])
+    r = simulate(sc, router, duration_s=DURATION, seed=SEED, arrivals=arr)
     keep = r.series_t >= 10.0
-    print(f"flow-grad, stepsize_scale {scale}: mean/Rand "
+    print(f"flow-grad, {factor:g} × the default constant (η/η_crit = "
+          f"{router.eta(start) / crit:.2g}): mean/Rand "
           f"{r.latency_summary()['mean'] / rand['mean']:.3f}, workload std "
           f"{r.series_workload[keep].std(axis=0).mean():.2f} requests")
 """),
 ("md", """
-## Against the paper — an honest reading
+## Against the paper
 DLB (§4, THEORY §11.2) reports, at 80% utilisation, most DLB policies about 20% better than
-Rand in mean latency, **Flow-Grad the best**, and RIF surprisingly competitive.
+Rand in mean latency, **Flow-Grad the best**, and RIF surprisingly competitive. One short run on
+one scenario cannot test that: the tables above are an illustration. The Appendix-B experiments
+(notebook 07, `experiments/results/claims.md`) run DLB's protocol — 10 scenarios × 5 trials ×
+10 minutes — and give each claim a verdict with a 95 % interval over scenarios.
 
-This run (seed 3, 4 cells, 30 s) agrees only in part. The latency- and gradient-cost *discrete*
-routers and Flow-Lat beat Rand by about 5% in mean latency and 2–3% at p90 — far less than
-DLB's ≈20%. **Flow-Grad does not beat Rand here** (mean/Rand ≈ 1.06): its per-cell workloads
-swing twice as much as Rand's (workload std ≈ 18.5 vs ≈ 9 requests), and the traces show a
-sustained oscillation with a period of about 2 s — the order of the serving latency rather than
-of the ≈0.1 s network delay. Flow-RIF is also worse than Rand (≈ 1.06); Disc-RIF is level with
-Rand. Smaller stepsizes do not make Flow-Grad better than Rand: with constant 0.003 it is still
-worse, with 0.001 level with Rand — its probabilities then move only slowly away from their
-start, uniform over admissible cells (Rand is ∝ replicas).
-We have not pinned down why Flow-Grad underperforms; candidates are the steep gradient cost
-1/μ'(N) of the softplus model beyond its knee (it grows like ℓ(N)², so a few probe rounds move
-a lot of probability), the cells' serving lag, and the short horizon.
+What this simulator learned on the way (issue 25): with a latency model *written down* for the
+routers (a softplus whose knee was ten times sharper than the servers' measured curve), the
+gradient cost's slope near the knee was several times its slope at the equilibrium and Flow-Grad
+oscillated with a period of about 2 s even far below the fluid model's critical stepsize. The
+routers now use each cell's softplus fitted to the simulator's own (N, latency) measurements
+(`lbtheory.sim.appendix_b_scenario`), and flow weights start at Rand's.
 
-Caveats: one scenario and one seed (DLB averages 10 × 5 ten-minute trials), a short horizon, and
-reconstructed ingredients — region RTTs, token-time constants, the softplus "fit" the routers
-use and the stepsize constant are **[R]** (THEORY §11.1), not Google's. The Appendix-B
-experiments of the next issue average over scenarios and trials.
+Caveats: reconstructed ingredients — region RTTs, token-time constants, queue limits — are
+**[R]** (THEORY §11.1), not Google's.
 """),
 ]
