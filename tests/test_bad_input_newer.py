@@ -353,3 +353,16 @@ def test_tntp_power_1000_is_solved_without_warnings(tmp_path, capsys):
     # 50 × (1 + 1·(1 + 0.15·(50/100)^4)) on 1→3→2; the direct link costs 3
     assert data["equilibria"]["wardrop"]["total_travel_time"] == pytest.approx(
         50 * (2 + 0.15 / 16), rel=1e-6)
+
+
+def test_equilibrium_api_refuses_a_network_without_arrivals():
+    """All arrival rates 0 reached the dual Newton route with no state (AttributeError); the
+    CLI already refused it, the API now says why too (found through `simulate`'s η_crit line)."""
+    from lbtheory.equilibrium import solve_equilibrium
+    from lbtheory.errors import ParameterError
+    from lbtheory.io import load_topology
+
+    net = load_topology(str(ROOT / "examples" / "three_cells.yaml"))
+    zero = net.with_arrival_rates([0.0] * net.n)
+    with pytest.raises(ParameterError, match="every arrival_rate is 0"):
+        solve_equilibrium(zero, "gradient")

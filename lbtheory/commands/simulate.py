@@ -265,6 +265,8 @@ def stepsize_reports(sc, routers: list[tuple[str, object]]) -> dict[str, dict]:
         eta = float(flow.eta(CellView(time=0.0, workload=np.zeros(net.n),
                                       replicas=np.ones(net.n), delays=net.delays,
                                       mask=net.adjacency, probe_period_s=sc.probe_period_s)))
+        if flow.cost not in crit and not float(np.sum(net.arrival_rates)) > 0:
+            crit[flow.cost] = (None, "no arrivals: the fluid model has no operating point")
         if flow.cost not in crit:
             try:
                 c = float(critical_stepsize(net, flow.cost,

@@ -35,7 +35,7 @@ import cvxpy as cp
 import numpy as np
 
 from ..costs import CostKind, flow_cost, flow_potential, static_cost
-from ..errors import SolverError, SolveStatus
+from ..errors import ParameterError, SolverError, SolveStatus
 from ..games import check_solver
 from ..games._cvxforms import DCP_FORMS, DCPForm, cvxpy_status, dcp_potential_value, form_terms
 from ..models import ServiceModel
@@ -105,6 +105,10 @@ class EquilibriumProblem:
                  solver: str | None = None, column_generation: bool | None = None) -> None:
         self.full_net = net
         self.cost = CostKind.parse(cost)
+        if not float(np.sum(net.arrival_rates)) > 0:
+            raise ParameterError("every arrival_rate is 0: there is no flow to route, so the "
+                                 "equilibrium is empty; give at least one cell a positive "
+                                 "arrival_rate (req/s)")
         solver = check_solver(solver)  # ParameterError unless CVXPY has it
         self.solver = solver or DEFAULT_SOLVER
         self._fallback = solver is None  # only the default solver falls back to SCS
