@@ -12,13 +12,13 @@ import equinox as eqx
 import jax
 import numpy as np
 import pytest
+from test_intelligent_rl import SIMPLE  # the small timing model, defined once
 
 from lbtheory.intelligent import (
     BucketSpec,
     ClusterConfig,
     DQNConfig,
     EnvConfig,
-    IterationTimeModel,
     RoutingEnv,
     calibrate_env,
     make_q_network,
@@ -30,9 +30,6 @@ from lbtheory.intelligent import (
 )
 from lbtheory.intelligent._qnet import greedy_action, split_net
 from lbtheory.workloads import five_task_workload, workload_from_arrays
-
-SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
-                            decode_s_per_seq=0.002, context_s_per_token=0.0001)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -125,17 +125,20 @@ def _plot(results: list, path: str, sc=None) -> None:
     policy's (the gain the CDFs hide when they overlap); per-cell workloads N_j(t), with burst
     and outage windows shaded."""
     from ..plotting import figure, policy_color
+    from ..stats import percentile
 
     fig, (ax1, ax2, ax3) = figure(nrows=3, height=8.4)
     base = results[0]
     q = np.linspace(1.0, 99.0, 99)
-    qb = np.percentile(base.latency_s, q) if base.latency_s.size else None
+    qb = (np.array([percentile(base.latency_s, x) for x in q]) if base.latency_s.size
+          else None)
     for r in results:
         lat = np.sort(r.latency_s)
         ax1.plot(lat, np.arange(1, lat.size + 1) / max(lat.size, 1), label=r.policy,
                  color=policy_color(r.policy))
         if r is not base and qb is not None and lat.size:
-            ax2.plot(q, np.percentile(lat, q) / qb, color=policy_color(r.policy),
+            ratio = np.array([percentile(lat, x) for x in q]) / qb
+            ax2.plot(q, ratio, color=policy_color(r.policy),
                      label=f"{r.policy} / {base.policy}")
     ax1.set_xlabel("end-to-end latency (s)")
     ax1.set_ylabel("CDF")

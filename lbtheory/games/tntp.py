@@ -354,7 +354,7 @@ def _check_finite_costs(net: TNTPNetwork, game, total: float) -> None:
             f"the demand × {game.n_arcs} links, is not a finite float64 (free-flow time "
             f"{fft:g}, capacity {cap:g}, B {b:g}, power {power:g}); "
             f"rescale the units ({int(bad.sum())} link(s) affected)",
-            path=net.path, line=int(net.lines[a]), field="capacity")
+            path=net.path, line=int(net.lines[a]), field="cost")
 
 
 def write_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike,

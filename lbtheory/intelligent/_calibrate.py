@@ -33,6 +33,7 @@ import numpy as np
 from .._checks import check_real
 from ..errors import ParameterError
 from ..routers import RoundRobinRouter
+from ..stats import percentile
 from ..workloads import Workload
 from ._engine import ClusterConfig
 from ._env import EnvConfig, Guidance, RoutingEnv
@@ -121,5 +122,6 @@ def bucket_spec_for(workload: Workload, cluster: ClusterConfig) -> BucketSpec:
 def prompt_edges_for(workload: Workload) -> tuple[int, ...]:
     """Prompt-bucket edges (tokens) at the quartiles of ``workload``'s prompts (module
     docstring); repeated edges are dropped."""
-    q = np.percentile(np.maximum(workload.prompt_tokens, 1), [25, 50, 75])
+    prompts = np.maximum(workload.prompt_tokens, 1)
+    q = [percentile(prompts, p) for p in (25, 50, 75)]
     return tuple(sorted({max(1, int(round(x))) for x in q}))

@@ -11,11 +11,12 @@ install has no stale caches; an edited development tree would).
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ..io import write_text_atomic
 
 __all__ = ["drop_stale_kernel_caches"]
 
@@ -53,8 +54,6 @@ def drop_stale_kernel_caches(kernels: tuple[Any, ...]) -> None:
             for f in folder.glob("*.nb[ic]"):
                 if f.name.startswith(names):
                     f.unlink(missing_ok=True)
-            tmp = folder / f"{_STAMP}.{os.getpid()}"
-            tmp.write_text(digest)
-            os.replace(tmp, stamp)
+            write_text_atomic(stamp, digest, fsync=False)
         except OSError:
             continue

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._checks import check_int, check_real, check_seed
 from ..errors import ParameterError
-from ._workload import Workload, workload_from_arrays
+from ._workload import Workload, poisson_arrivals, workload_from_arrays
 
 __all__ = ["mix_traces"]
 
@@ -61,6 +61,5 @@ def mix_traces(traces: Sequence[Workload], *, n_requests: int, seed: int,
                                     task_names=names)
     rate = check_real(rate_rps, "rate_rps", unit="req/s", low=0.0, low_open=True)
     idx = rng.choice(total, size=n_requests, replace=False)
-    gaps = rng.exponential(1.0 / rate, size=n_requests)
-    arr = np.cumsum(gaps) - gaps[0]
-    return workload_from_arrays(arr, p[idx], o[idx], task=k[idx], task_names=names)
+    return workload_from_arrays(poisson_arrivals(rng, n_requests, rate), p[idx], o[idx],
+                                task=k[idx], task_names=names)

@@ -37,7 +37,7 @@ import numpy as np
 
 from .._checks import check_int, check_real, check_seed
 from ..errors import ParameterError
-from ._workload import Workload, workload_from_arrays
+from ._workload import Workload, poisson_arrivals, workload_from_arrays
 
 __all__ = ["TaskShape", "task_mix", "scale_to_means", "FIVE_TASKS", "PRODUCTION_LIKE",
            "PRODUCTION_MEANS", "five_task_workload", "production_like_workload"]
@@ -142,9 +142,7 @@ def task_mix(tasks: Sequence[TaskShape], *, n_requests: int, seed: int,
                      "output_sigma", "output_max")}
     prompt = _lognormal(rng, col["prompt_median"], col["prompt_sigma"], col["prompt_max"])
     output = _lognormal(rng, col["output_median"], col["output_sigma"], col["output_max"])
-    gaps = rng.exponential(1.0 / rate, size=n)
-    arrival = np.cumsum(gaps) - gaps[0]
-    return workload_from_arrays(arrival, prompt, output, task=k,
+    return workload_from_arrays(poisson_arrivals(rng, n, rate), prompt, output, task=k,
                                 task_names=tuple(t.name for t in tasks))
 
 

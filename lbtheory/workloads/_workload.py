@@ -211,3 +211,10 @@ def workload_from_arrays(arrival_s: Any, prompt_tokens: Any, output_tokens: Any,
     return Workload(t, cols["prompt_tokens"], cols["output_tokens"], task=cols["task"],
                     task_names=names, session=cols["session"], prompt_key=keys,
                     source=cols["source"], work=cols["work"], path=path)
+
+
+def poisson_arrivals(rng: np.random.Generator, n: int, rate_rps: float) -> np.ndarray:
+    """``n`` Poisson arrival times (s) at ``rate_rps`` requests/s, the first at 0 (the gaps
+    are drawn from ``rng``, n exponential draws)."""
+    gaps = rng.exponential(1.0 / rate_rps, size=n)
+    return np.cumsum(gaps) - gaps[0]
