@@ -91,7 +91,7 @@ BUDGET = {"quick": {"episodes": 2, "train_seeds": 1, "eval_episodes": 2, "fit_re
           "full": {"episodes": 20, "train_seeds": 5, "eval_episodes": 10,
                    "fit_requests": 20000, "max_requests": None}}
 FIT_SEED, EVAL_SEED0 = 10_000, 20_000
-VERSION = "3"  # 3: the advantage heads start small (DQNConfig.head_init_scale)
+VERSION = "4"  # 4: the monotone Q-network (DQNConfig.network default "monotone")
 
 
 def _label(router: str, reading: str) -> str:

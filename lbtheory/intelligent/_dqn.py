@@ -52,6 +52,7 @@ from ._env import (
     Reading,
     RoutingEnv,
     observation,
+    load_sign,
     observation_layout,
     observation_size,
     wait_allowed,
@@ -80,7 +81,8 @@ GUIDANCE_OF = {RLKind.RL: Guidance.NONE, RLKind.WA_RL: Guidance.STATIC,
 class Network(enum.StrEnum):
     """The Q-network's architecture (:mod:`._qnet`)."""
 
-    SYMMETRIC = "symmetric"  # [R] shared per-instance head + wait head (the default)
+    MONOTONE = "monotone"    # [R] symmetric, value non-increasing in an instance's load (default)
+    SYMMETRIC = "symmetric"  # [R] shared per-instance head + wait head
     MLP = "mlp"              # the seed's plain MLP, one output per action
 
 
@@ -131,7 +133,7 @@ class DQNConfig:
     eps_decay_fraction: float = 0.5
     gamma: float = 0.99
     beta_d: float = 0.2
-    network: Network | str = Network.SYMMETRIC
+    network: Network | str = Network.MONOTONE
     n_step: int = 1
     head_init_scale: float = 0.01
 
@@ -169,10 +171,11 @@ class DQNConfig:
 
 def build_network(config: DQNConfig, n_instances: int, env: EnvConfig, key: jax.Array) -> Any:
     """The Q-network of ``config`` for ``n_instances`` instances and ``env``'s observation."""
-    layout = observation_layout(n_instances, env) if config.network is Network.SYMMETRIC \
-        else None
+    layout = None if config.network is Network.MLP else observation_layout(n_instances, env)
+    sign = load_sign(env) if config.network is Network.MONOTONE else None
     return make_q_network(observation_size(n_instances, env), n_instances + 1, config.hidden,
-                          key, layout=layout, head_init_scale=config.head_init_scale)
+                          key, layout=layout, head_init_scale=config.head_init_scale,
+                          load_sign=sign)
 
 
 class NStepWriter:

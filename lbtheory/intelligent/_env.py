@@ -95,7 +95,7 @@ from ._simulate import Engine, make_sim
 
 __all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s",
            "observation", "wait_allowed", "Guidance", "Reading", "Progress",
-           "observation_layout", "episode_labels"]
+           "observation_layout", "load_sign", "episode_labels"]
 
 
 class Guidance(enum.StrEnum):
@@ -212,6 +212,13 @@ def observation_layout(n_instances: int, env: EnvConfig) -> tuple[np.ndarray, np
     end = k + m * (n_p + n_d + 1)
     glob = np.array([*range(k), end, end + 1], dtype=np.int32)
     return glob, inst
+
+
+def load_sign(env: EnvConfig) -> np.ndarray:
+    """Per entry of an instance's row in :func:`observation_layout`: +1 where a larger value
+    means more load (its P and D counts), −1 where a smaller one does (its capacity)."""
+    n_p, n_d = len(env.prompt_edges) + 1, env.buckets.n_buckets
+    return np.array([1.0] * (n_p + n_d) + [-1.0])
 
 
 def observation_size(n_instances: int, env: EnvConfig) -> int:

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["SymmetricQNetwork", "make_q_network", "q_values", "Structure", "combine",
+__all__ = ["SymmetricQNetwork", "MonotoneQNetwork", "make_q_network", "q_values", "Structure", "combine",
            "split_net", "greedy_action"]
 
 
@@ -95,9 +95,118 @@ class SymmetricQNetwork(eqx.Module):
         return self.value(pooled)[0] + (adv - centre)
 
 
+def _positive(raw: jax.Array) -> jax.Array:
+    """The constrained weights of :class:`MonotoneQNetwork` (> 0)."""
+    return jax.nn.softplus(raw)
+
+
+def _inverse_positive(w: np.ndarray) -> np.ndarray:
+    """``raw`` with ``_positive(raw) = w`` (``w > 0``)."""
+    return np.log(np.expm1(w))
+
+
+class _MonotoneCost(eqx.Module):
+    """``f(c, ℓ)``: non-decreasing and convex in the load vector ``ℓ`` for every context ``c``
+    (weights on ``ℓ`` and between layers are softplus-positive, activations softplus: strictly
+    increasing and convex)."""
+
+    w_ctx: jax.Array
+    raw_load: jax.Array
+    b1: jax.Array
+    raws: tuple[jax.Array, ...]
+    biases: tuple[jax.Array, ...]
+
+    def __init__(self, n_ctx: int, n_load: int, hidden: tuple[int, ...], key: jax.Array,
+                 out_scale: float) -> None:
+        keys = jax.random.split(key, len(hidden) + 2)
+        h0 = hidden[0]
+        lim = 1.0 / np.sqrt(n_ctx + n_load)
+        self.w_ctx = jax.random.uniform(keys[0], (h0, n_ctx), minval=-lim, maxval=lim)
+        # positive weights ≈ U(0.5, 1.5) / fan-in: every unit starts load-sensitive
+        self.raw_load = jnp.asarray(_inverse_positive(np.asarray(jax.random.uniform(
+            keys[1], (h0, n_load), minval=0.5, maxval=1.5)) / (n_ctx + n_load)),
+            dtype=jnp.float32)
+        self.b1 = jnp.zeros(h0)
+        widths = [*hidden, 1]
+        raws, biases = [], []
+        for k in range(len(hidden)):
+            fan_in, fan_out = widths[k], widths[k + 1]
+            scale = (out_scale if k == len(hidden) - 1 else 1.0) / fan_in
+            w = np.asarray(jax.random.uniform(keys[2 + k], (fan_out, fan_in), minval=0.5,
+                                              maxval=1.5)) * scale
+            raws.append(jnp.asarray(_inverse_positive(w), dtype=jnp.float32))
+            biases.append(jnp.zeros(fan_out) if k < len(hidden) - 1 else jnp.zeros(1))
+        self.raws, self.biases = tuple(raws), tuple(biases)
+
+    def __call__(self, ctx: jax.Array, load: jax.Array) -> jax.Array:
+        h = jax.nn.softplus(self.w_ctx @ ctx + _positive(self.raw_load) @ load + self.b1)
+        for k, (raw, b) in enumerate(zip(self.raws, self.biases, strict=True)):
+            h = _positive(raw) @ h + b
+            if k < len(self.raws) - 1:
+                h = jax.nn.softplus(h)
+        return h[0]
+
+
+class MonotoneQNetwork(eqx.Module):
+    """Instance-symmetric Q-network whose advantage of routing to an instance cannot increase
+    with that instance's load [R] (module docstring).
+
+    ``A(s, i) = −f(c(s), ℓ_i)`` with ``ℓ_i`` the instance's load vector (its P and D counts and
+    its negated capacity: each entry larger = more loaded), ``c(s)`` a context that is the same
+    for every instance (the global entries and the instances' pooled mean and maximum) and ``f``
+    non-decreasing and convex in ``ℓ`` (:class:`_MonotoneCost`); wait and value heads as in
+    :class:`SymmetricQNetwork`. In one state, an instance at least as loaded as another in every
+    entry never has the larger value, so a greedy policy cannot feed one instance because it
+    already holds more; what the network learns is how much each kind of load costs, for the
+    request at hand.
+
+    Attributes:
+        glob, inst: as in :class:`SymmetricQNetwork`.
+        sign: per instance entry, +1 where larger is more load, −1 where smaller is (capacity).
+        cost: the shared cost ``f``; wait, value: MLPs of the pooled input.
+    """
+
+    glob: tuple[int, ...] = eqx.field(static=True)
+    inst: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    sign: tuple[float, ...] = eqx.field(static=True)
+    cost: _MonotoneCost
+    wait: eqx.nn.MLP
+    value: eqx.nn.MLP
+
+    def __init__(self, glob: np.ndarray, inst: np.ndarray, sign: np.ndarray,
+                 hidden: tuple[int, ...], key: jax.Array, head_init_scale: float = 1.0) -> None:
+        self.glob = tuple(int(i) for i in glob)
+        self.inst = tuple(tuple(int(i) for i in row) for row in inst)
+        self.sign = tuple(float(x) for x in sign)
+        n_g, n_f = len(self.glob), len(self.inst[0])
+        if len(self.sign) != n_f:
+            raise ValueError(f"sign has {len(self.sign)} entries, expected {n_f}")
+        k1, k2, k3 = jax.random.split(key, 3)
+        self.cost = _MonotoneCost(n_g + 2 * n_f, n_f, hidden, k1, head_init_scale)
+        wait = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
+                          activation=jax.nn.relu, key=k2)
+        last = wait.layers[-1]
+        self.wait = eqx.tree_at(lambda n: (n.layers[-1].weight, n.layers[-1].bias), wait,
+                                (last.weight * head_init_scale, jnp.zeros_like(last.bias)))
+        self.value = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
+                                activation=jax.nn.relu, key=k3)
+
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        g = obs[jnp.asarray(self.glob)]
+        x = obs[jnp.asarray(self.inst)]                    # (m, F)
+        m = x.shape[0]
+        srt = jnp.sort(x, axis=0)
+        pooled = jnp.concatenate([g, jnp.sum(srt, axis=0) / m, srt[-1]])
+        load = x * jnp.asarray(self.sign)
+        adv = jnp.concatenate([-jax.vmap(lambda li: self.cost(pooled, li))(load),
+                               self.wait(pooled)])
+        centre = jnp.sum(jnp.sort(adv)) / (m + 1)
+        return self.value(pooled)[0] + (adv - centre)
+
+
 def make_q_network(obs_dim: int, n_actions: int, hidden: tuple[int, ...], key: jax.Array, *,
                    layout: tuple[np.ndarray, np.ndarray] | None = None,
-                   head_init_scale: float = 1.0) -> Any:
+                   head_init_scale: float = 1.0, load_sign: np.ndarray | None = None) -> Any:
     """The Q-network: with ``layout`` (``observation_layout``'s ``(global, per instance)``
     indices) a :class:`SymmetricQNetwork` with ``n_actions = m + 1`` (its advantage heads'
     output layer initialised × ``head_init_scale``, bias 0); without, an equinox MLP from an
@@ -108,6 +217,8 @@ def make_q_network(obs_dim: int, n_actions: int, hidden: tuple[int, ...], key: j
     glob, inst = layout
     if inst.shape[0] + 1 != n_actions:
         raise ValueError(f"layout has {inst.shape[0]} instances, expected {n_actions - 1}")
+    if load_sign is not None:
+        return MonotoneQNetwork(glob, inst, load_sign, hidden, key, head_init_scale)
     return SymmetricQNetwork(glob, inst, hidden, key, head_init_scale)
 
 
