@@ -112,6 +112,7 @@ class _MonotoneCost(eqx.Module):
 
     w_ctx: jax.Array
     raw_load: jax.Array
+    u_load: jax.Array
     b1: jax.Array
     raws: tuple[jax.Array, ...]
     biases: tuple[jax.Array, ...]
@@ -126,6 +127,7 @@ class _MonotoneCost(eqx.Module):
         self.raw_load = jnp.asarray(_inverse_positive(np.asarray(jax.random.uniform(
             keys[1], (h0, n_load), minval=0.5, maxval=1.5)) / (n_ctx + n_load)),
             dtype=jnp.float32)
+        self.u_load = jnp.zeros((h0 * n_load, n_ctx))
         self.b1 = jnp.zeros(h0)
         widths = [*hidden, 1]
         raws, biases = [], []
@@ -139,7 +141,8 @@ class _MonotoneCost(eqx.Module):
         self.raws, self.biases = tuple(raws), tuple(biases)
 
     def __call__(self, ctx: jax.Array, load: jax.Array) -> jax.Array:
-        h = jax.nn.softplus(self.w_ctx @ ctx + _positive(self.raw_load) @ load + self.b1)
+        w_load = _positive(self.raw_load + (self.u_load @ ctx).reshape(self.raw_load.shape))
+        h = jax.nn.softplus(self.w_ctx @ ctx + w_load @ load + self.b1)
         for k, (raw, b) in enumerate(zip(self.raws, self.biases, strict=True)):
             h = _positive(raw) @ h + b
             if k < len(self.raws) - 1:
