@@ -16,6 +16,9 @@ Each table is one experiment of the group ``intelligent-router`` (cells cached, 
                 on 4 A100 instances at λ = 80 req/s with chunked prefill (1,024), 20 × 4,000
 ``k8``          Knowl 8: 8 V100 instances, the five-task mix at λ = 40 req/s, 20 × 4,000
 ``bvr``         Knowl 6: batching vs routing, 2 instances, ordered Azure arrivals
+``load``        where routing matters: the heuristics on Knowl 4's and Knowl 5's clusters
+                at 0.5–3× the tables' rates (the seed's round-robin latencies, 168–1,005 s,
+                describe overloaded clusters; the tables' rates give 3.8–8 s here)
 ==============  ===========================================================================
 
 **Protocol** (fixed before any run; nothing tuned toward a published number). Requests come from
@@ -27,7 +30,7 @@ same buckets and prompt buckets at the fit sample's quartiles. Heuristics: round
 JSQ, the decode balancer (JSQ on tokens), Min-Min, MaxCap, the mixing heuristic (split reading)
 and a small/large partition (threshold: the fit sample's median prompt + output). RL: Baseline
 RL, WA-RL, WG-RL with both readings of λ_k; each trained with 5 training seeds (``seed = 100
-s``: network, exploration and episodes ``100 s + k``), ``DQNConfig`` defaults (symmetric
+s``: network, exploration and episodes ``100 s + k``), ``DQNConfig`` defaults (monotone symmetric
 network, derived horizon, scales, ε schedule). Evaluation: the same 10 held-out episodes for
 every router (workload seeds 20,000–20,009, never seen in development or training), greedy
 policies. Δ = 100 (E2E / E2E of round robin on the same episode − 1) %.
@@ -61,7 +64,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _intelligent_tables import PAPER, summarise_table, write_results
+from _intelligent_tables import PAPER, summarise_load, summarise_table, write_results
 
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.sweep import Experiment, script_main
@@ -277,6 +280,41 @@ def _bvr_collect(rows: list, out_dir: Path, profile: str) -> None:
     write_results(out_dir.parent)
 
 
+#: the load sweep [R] (fixed before the run): Knowl 4's and Knowl 5's clusters and mixes at
+#: these multiples of the tables' rates, the heuristics only, the tables' 10 evaluation episodes
+LOAD_TABLES = ("k4", "k5")
+LOAD_FACTORS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
+LOAD_ROUTERS = ["rr", "random", "jsq", "jsq-tokens", "minmin", "maxcap", "heuristic"]
+
+
+def _load_grid(profile: str) -> list[dict]:
+    """Cells of the load sweep: (table, rate factor, heuristic)."""
+    b = BUDGET[profile]
+    factors = LOAD_FACTORS if profile == "full" else (1.0, 2.0)
+    cells = []
+    for table in LOAD_TABLES:
+        t = dict(TABLES[table])
+        if b["max_requests"]:
+            t["requests"] = min(t["requests"], b["max_requests"])
+        for f in factors:
+            cells += [{"part": "heuristic", "router": r, "table": table, **t,
+                       "rate_rps": f * TABLES[table]["rate_rps"], "load_factor": f,
+                       "fit_requests": b["fit_requests"],
+                       "eval_seeds": [EVAL_SEED0 + k for k in range(b["eval_episodes"])]}
+                      for r in LOAD_ROUTERS]
+    return cells
+
+
+def _load_collect(rows: list, out_dir: Path, profile: str) -> None:
+    conf = {"profile": profile, "tables": LOAD_TABLES, "factors": LOAD_FACTORS,
+            "routers": LOAD_ROUTERS, **BUDGET[profile], "fit_seed": FIT_SEED,
+            "eval_seed0": EVAL_SEED0}
+    write_json_atomic(out_dir / "summary.json", {
+        "table": "load", "profile": profile, "config": conf,
+        "manifest": run_manifest(conf, seed=FIT_SEED), "rows": summarise_load(rows)})
+    write_results(out_dir.parent)
+
+
 EXPERIMENTS = [
     *[Experiment(name=f"intelligent-router-{t}", group="intelligent-router",
                  description=f"Intelligent Router (arXiv 2408.13510) Knowl "
@@ -284,6 +322,10 @@ EXPERIMENTS = [
                              f"Double-DQN routers vs round robin, 95% intervals",
                  grid=_grid(t), cell=cell, collect=_collector(t), version=VERSION)
       for t in TABLES],
+    Experiment(name="intelligent-router-load", group="intelligent-router",
+               description="Intelligent Router: heuristics vs round robin on the Knowl 4/5 "
+                           "clusters from half to three times the tables' rates",
+               grid=_load_grid, cell=cell, collect=_load_collect, version=VERSION),
     Experiment(name="intelligent-router-bvr", group="intelligent-router",
                description="Intelligent Router Knowl 6: batching vs routing (2 instances, "
                            "ordered arrivals)", grid=_bvr_grid, cell=cell, collect=_bvr_collect,

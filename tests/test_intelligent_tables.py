@@ -79,3 +79,30 @@ def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
     assert out["rl"]["verdict"] == "not reproduced (collapsed)"
     assert out["rr"]["delta_pct"] == 0.0 and out["rr"]["collapsed_episodes"] == 0
     assert tables._episodes(out["rl"]) == "1/6"
+
+
+def test_load_sweep_summary_by_hand(tables):
+    """Δ per episode vs round robin, its t-interval, and the offered load of each row."""
+    load = {"rate_rps": 40.0, "prefill_demand": 0.4, "decode_demand": 1.0, "utilisation": 1.4,
+            "decode_tps": 25.0}
+
+    def run(e2e):
+        return {"eval": {str(20000 + k): _episode(x, [1.2, 0.8]) for k, x in enumerate(e2e)},
+                "offered_load": {str(20000 + k): load for k in range(len(e2e))}}
+
+    base = {"part": "heuristic", "table": "k4", "load_factor": 2.0}
+    rows = [({**base, "router": "rr"}, run([10.0, 20.0, 40.0])),
+            ({**base, "router": "jsq"}, run([9.0, 19.0, 36.0]))]
+    (row,) = tables.summarise_load(rows)
+    d = 100.0 * (np.array([9.0, 19.0, 36.0]) / np.array([10.0, 20.0, 40.0]) - 1.0)
+    half = stats.t.ppf(0.975, 2) * np.std(d, ddof=1) / math.sqrt(3)
+    got = row["delta_pct"]["jsq"]
+    assert got["mean"] == pytest.approx(d.mean()) == pytest.approx(-25.0 / 3)
+    assert (got["lo"], got["hi"]) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert got["max_share"] == 1.2
+    assert row["rr_e2e_s"] == pytest.approx(70.0 / 3)
+    assert row["utilisation"] == pytest.approx(1.4)
+    assert "rr" not in row["delta_pct"]
+    md = "\n".join(tables._load_md({"rows": [row], "profile": "full",
+                                    "config": {"eval_episodes": 3}}))
+    assert "| k4 | 2 | 40 | 1.40 | 23.3 | -8.3 [" in md

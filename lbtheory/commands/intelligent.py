@@ -91,6 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "training's decisions)")
     tr.add_argument("--learning-starts", type=int, default=500,
                     help="transitions before the first update")
+    tr.add_argument("--network", default="monotone",
+                    help="Q-network: monotone (instance-symmetric, an instance's value cannot "
+                         "grow with its load), symmetric (without that constraint) or mlp "
+                         "(the seed's plain MLP)")
     _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     tr.set_defaults(_action=_train)
@@ -275,7 +279,7 @@ def _train(args: argparse.Namespace) -> int:
     _positive_int(args.episodes, "--episodes")
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
                    seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
-                   learning_starts=args.learning_starts)
+                   learning_starts=args.learning_starts, network=args.network)
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     for k in range(args.episodes):  # every episode's workload must fit (checked up front)
         cfg.check_workload(workload_fn(args.seed + k))

@@ -76,7 +76,7 @@ _LAZY = {
     "EnvConfig": "_env", "RoutingEnv": "_env", "guidance_weight": "_env",
     "observation_size": "_env", "ideal_time_s": "_env", "observation": "_env",
     "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env", "Progress": "_env",
-    "episode_labels": "_env", "observation_layout": "_env",
+    "episode_labels": "_env", "observation_layout": "_env", "load_sign": "_env",
     "calibrate_env": "_calibrate", "bucket_spec_for": "_calibrate", "Calibration": "_calibrate",
     "prompt_edges_for": "_calibrate",
     "DQNConfig": "_dqn", "TrainResult": "_dqn", "train_dqn": "_dqn", "greedy_rollout": "_dqn",
@@ -86,7 +86,7 @@ _LAZY = {
     "save_checkpoint": "_checkpoint", "load_checkpoint": "_checkpoint",
     "dqn_router": "_checkpoint",
     "q_values": "_qnet", "split_net": "_qnet", "greedy_action": "_qnet",
-    "make_q_network": "_qnet", "SymmetricQNetwork": "_qnet",
+    "make_q_network": "_qnet", "SymmetricQNetwork": "_qnet", "MonotoneQNetwork": "_qnet",
 }
 #: old name -> new name: deprecated aliases kept for one release.
 _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}

@@ -1,8 +1,10 @@
 """Double-DQN routers in JAX + optax + equinox: Baseline RL, Workload-Aware RL, Workload-Guided RL.
 
-The Q-network (:mod:`._qnet`) is the instance-symmetric network by default (one shared head per
-instance, a wait head; exactly equivariant under permuting the instances) or the seed's plain
-MLP. Training (van Hasselt et al. 2016): ε-greedy exploration (linear decay), a replay buffer,
+The Q-network (:mod:`._qnet`) is by default the monotone instance-symmetric network (one
+shared head per instance whose value cannot grow with that instance's load, a wait head;
+exactly equivariant under permuting the instances), or the symmetric one without the
+monotonicity, or the seed's plain MLP. Training (van Hasselt et al. 2016): ε-greedy exploration
+(linear decay), a replay buffer,
 Huber loss on the Double-DQN target ``y = r + γ_t (1 − done) Q_target(s', argmax_a Q(s', a))``
 (argmax and exploration over the env's valid actions) with the *transition's own* discount ``γ_t
 = e^{−Δt/H}`` (a semi-MDP: routing within an epoch takes no time, a wait or the end of an epoch
@@ -51,8 +53,8 @@ from ._env import (
     Guidance,
     Reading,
     RoutingEnv,
-    observation,
     load_sign,
+    observation,
     observation_layout,
     observation_size,
     wait_allowed,
@@ -109,7 +111,7 @@ class DQNConfig:
         gamma: the seed's γ, the scale of the guidance weight ``w_k = γ − γ̃_k`` (the value
             discount is per elapsed time: the environment's ``horizon_s``).
         beta_d: λ_k decay per episode.
-        network: ``symmetric`` (default) or ``mlp``.
+        network: ``monotone`` (default), ``symmetric`` or ``mlp`` (:class:`Network`).
         n_step: transitions per target (n-step returns, each transition with its own
             discount); 1: one-step Double-DQN (module docstring).
         head_init_scale: the symmetric network's advantage heads start × this (bias 0) [R]
