@@ -340,7 +340,7 @@ def test_migrated_experiments_load_and_poa_braess_matches_theory(tmp_path):
              for e in load_experiments(ROOT / "experiments" / f"{f.replace('-', '_')}.py")}
     # the Intelligent Router file holds one experiment per re-measured table, in one group
     tables = {f"intelligent-router-{t}" for t in ("k4", "k5", "k5-chunked", "k7", "k8", "bvr",
-                                                  "load")}
+                                                  "k4-25", "load")}
     assert set(found) == set(MIGRATED[:-1]) | tables
     assert {found[n].group for n in tables} == {"intelligent-router"}
     quick = {n: len(found[n].configs("quick")) for n in MIGRATED[:-1]}

@@ -175,19 +175,21 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
     best_F = np.empty_like(F)  # the best flows so far (one buffer: K × m can be large)
     gap, best, status, it = np.inf, np.inf, SolveStatus.MAX_ITERATIONS, 0
     history: list[tuple[int, float, float]] = []  # (iteration, seconds, gap)
+    lowest: list[float] = []  # lowest[k] = min gap of history[: k + 1] (the stall test's)
     stalled = False
     order = np.random.default_rng(0)  # origin order of each pass (seeded: reproducible)
     what = f"bush assignment ({objective})"
     while it < max_iterations:
         gap = certificate_gap(game, net, enc, x, so, what, "bush", threads)
         history.append((it, time.perf_counter() - t0, gap))
+        lowest.append(min(gap, lowest[-1]) if lowest else gap)
         if gap < best:
             best = gap
             np.copyto(best_F, F)
         if gap <= tol:
             status = SolveStatus.OPTIMAL
             break
-        if len(history) > stall and not best <= 0.5 * min(h[2] for h in history[:-stall]):
+        if len(history) > stall and not best <= 0.5 * lowest[len(history) - stall - 1]:
             stalled = True
             break
         if time.perf_counter() - t0 > time_limit:
