@@ -206,6 +206,16 @@ def _episodes(r: dict) -> str:
     return f"{r['collapsed_episodes']}/{r['runs']}"
 
 
+def _network_note(config: dict) -> str:
+    """Which Q-network the table's RL rows used (summaries before experiment version 4 name
+    none: the unconstrained symmetric network)."""
+    if config.get("network"):
+        return f" RL rows: the {config['network']} Q-network (experiment version " \
+               f"{config.get('version')})."
+    return (" **RL rows: the earlier unconstrained symmetric Q-network** (experiment version 3;"
+            " not re-run with the monotone network this session).")
+
+
 def _table_md(table: str, s: dict) -> list[str]:
     c, ld = s["config"], s["offered_load"]
     regime = "overloaded" if ld["utilisation"] >= 1 else "below capacity"
@@ -220,7 +230,7 @@ def _table_md(table: str, s: dict) -> list[str]:
              f"(a loose bound: batching slows every request even under a perfect router): the "
              f"requests alone on idle instances would average {s['ideal_e2e_s']:.2f} s, "
              f"{s['headroom_pct']:.0f} % below round robin. Seed's round robin: "
-             f"{PAPER_RR[table]} s.", "",
+             f"{PAPER_RR[table]} s." + _network_note(c), "",
              "| router | mean E2E (s) | Δ vs RR (%) [95 % CI] | seed's Δ (%) | verdict | "
              "router wait (s) | TTFT (s) | preemptions | max share | episodes > 1.5× | "
              "train (s) |",

@@ -261,7 +261,7 @@ def _collector(table: str):
     def collect(rows: list, out_dir: Path, profile: str) -> None:
         conf = {"table": table, **TABLES[table], "profile": profile, **BUDGET[profile],
                 "heuristics": HEURISTICS, "rl": RL, "fit_seed": FIT_SEED,
-                "eval_seed0": EVAL_SEED0}
+                "eval_seed0": EVAL_SEED0, "version": VERSION, "network": "monotone"}
         summary = {"table": table, "profile": profile, "config": conf,
                    "manifest": run_manifest(conf, seed=FIT_SEED),
                    **summarise_table(table, rows)}
