@@ -186,13 +186,21 @@ def heuristic_run(config: dict) -> dict:
             "predictor_accuracy": st["predictor_accuracy"], "threshold": st["threshold"]}
 
 
+def dqn_config(config: dict, train_seed: int):
+    """The training options of an RL cell's router for training seed ``train_seed`` (seed
+    ``100 · train_seed``; everything else ``DQNConfig``'s defaults)."""
+    from lbtheory.intelligent import DQNConfig
+
+    return DQNConfig(router=config["router"], reading=config["reading"],
+                     episodes=config["episodes"], seed=100 * train_seed)
+
+
 def rl_run(config: dict) -> dict:
     """Train one Double-DQN router (one training seed), evaluate it greedily on every
     evaluation episode; the checkpoint of training seed 0 travels base64-encoded."""
     from dataclasses import asdict
 
     from lbtheory.intelligent import (
-        DQNConfig,
         RoutingEnv,
         greedy_rollout,
         save_checkpoint,
@@ -202,8 +210,7 @@ def rl_run(config: dict) -> dict:
     st = _setup(config)
     cfg, m = st["cluster"], config["instances"]
     label = _label(config["router"], config["reading"])
-    dq = DQNConfig(router=config["router"], reading=config["reading"],
-                   episodes=config["episodes"], seed=100 * config["train_seed"])
+    dq = dqn_config(config, config["train_seed"])
     t0 = time.perf_counter()
     res = train_dqn(st["workload_fn"], cfg, dq, env_config=st["env"],
                     predict_fn=st["predict_fn"])

@@ -45,7 +45,6 @@ def main(argv: list[str]) -> int:
     import intelligent_router as ir
 
     from lbtheory.intelligent import (
-        DQNConfig,
         load_checkpoint,
         observation,
         q_values,
@@ -73,10 +72,8 @@ def main(argv: list[str]) -> int:
                 Path(tmp, name).write_bytes(base64.b64decode(blob))
             res = load_checkpoint(tmp, st["cluster"])
     else:
-        c = cell["config"]
         res = train_dqn(st["workload_fn"], st["cluster"],
-                        DQNConfig(router=c["router"], reading=c["reading"],
-                                  episodes=c["episodes"], seed=100 * train_seed),
+                        ir.dqn_config(cell["config"], train_seed),
                         env_config=st["env"], predict_fn=st["predict_fn"])
     log: list[tuple] = []
 

@@ -61,6 +61,30 @@ __all__ = ["SymmetricQNetwork", "MonotoneQNetwork", "make_q_network", "q_values"
            "combine", "split_net", "greedy_action"]
 
 
+def _small_output(mlp: eqx.nn.MLP, scale: float) -> eqx.nn.MLP:
+    """``mlp`` with its output layer × ``scale`` and bias 0 (an advantage head that starts
+    small)."""
+    last = mlp.layers[-1]
+    return eqx.tree_at(lambda n: (n.layers[-1].weight, n.layers[-1].bias), mlp,
+                       (last.weight * scale, jnp.zeros_like(last.bias)))
+
+
+def _pool(obs: jax.Array, glob: tuple[int, ...], inst: tuple[tuple[int, ...], ...]):
+    """``(g, x, mean, pooled)``: the global entries, the instances' rows ``(m, F)``, their mean
+    and the pooled input ``[g, x̄, max_i x_i]`` — sums over sorted values, so every instance
+    permutation gives the same numbers bit for bit."""
+    g = obs[jnp.asarray(glob)]
+    x = obs[jnp.asarray(inst)]
+    srt = jnp.sort(x, axis=0)                          # each feature over the instances
+    mean = jnp.sum(srt, axis=0) / x.shape[0]
+    return g, x, mean, jnp.concatenate([g, mean, srt[-1]])
+
+
+def _dueling(v: jax.Array, adv: jax.Array) -> jax.Array:
+    """``Q = V + A − mean(A)`` (the mean over sorted advantages: permutation-exact)."""
+    return v + (adv - jnp.sum(jnp.sort(adv)) / adv.shape[0])
+
+
 class SymmetricQNetwork(eqx.Module):
     """Instance-symmetric Q-network (module docstring).
 
@@ -91,25 +115,16 @@ class SymmetricQNetwork(eqx.Module):
         self.value = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
                                 activation=jax.nn.relu, key=k3)
         if head_init_scale != 1.0:  # the advantage heads' output layer: scaled, no bias
-            for name in ("head", "wait"):
-                last = getattr(self, name).layers[-1]
-                mlp = eqx.tree_at(lambda n: (n.layers[-1].weight, n.layers[-1].bias),
-                                  getattr(self, name),
-                                  (last.weight * head_init_scale, jnp.zeros_like(last.bias)))
-                setattr(self, name, mlp)
+            self.head = _small_output(self.head, head_init_scale)
+            self.wait = _small_output(self.wait, head_init_scale)
 
     def __call__(self, obs: jax.Array) -> jax.Array:
-        g = obs[jnp.asarray(self.glob)]
-        x = obs[jnp.asarray(self.inst)]                    # (m, F)
+        g, x, mean, pooled = _pool(obs, self.glob, self.inst)
         m = x.shape[0]
-        srt = jnp.sort(x, axis=0)                          # each feature over the instances
-        mean = jnp.sum(srt, axis=0) / m
         rows = jnp.concatenate([jnp.broadcast_to(g, (m, g.shape[0])), x, x - mean,
                                 jnp.broadcast_to(mean, x.shape)], axis=1)
-        pooled = jnp.concatenate([g, mean, srt[-1]])
         adv = jnp.concatenate([jax.vmap(self.head)(rows)[:, 0], self.wait(pooled)])
-        centre = jnp.sum(jnp.sort(adv)) / (m + 1)
-        return self.value(pooled)[0] + (adv - centre)
+        return _dueling(self.value(pooled)[0], adv)
 
 
 def _positive(raw: jax.Array) -> jax.Array:
@@ -205,25 +220,18 @@ class MonotoneQNetwork(eqx.Module):
             raise ValueError(f"sign has {len(self.sign)} entries, expected {n_f}")
         k1, k2, k3 = jax.random.split(key, 3)
         self.cost = _MonotoneCost(n_g + 2 * n_f, n_f, hidden, k1, head_init_scale)
-        wait = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
-                          activation=jax.nn.relu, key=k2)
-        last = wait.layers[-1]
-        self.wait = eqx.tree_at(lambda n: (n.layers[-1].weight, n.layers[-1].bias), wait,
-                                (last.weight * head_init_scale, jnp.zeros_like(last.bias)))
+        self.wait = _small_output(eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0],
+                                             depth=len(hidden), activation=jax.nn.relu,
+                                             key=k2), head_init_scale)
         self.value = eqx.nn.MLP(n_g + 2 * n_f, 1, width_size=hidden[0], depth=len(hidden),
                                 activation=jax.nn.relu, key=k3)
 
     def __call__(self, obs: jax.Array) -> jax.Array:
-        g = obs[jnp.asarray(self.glob)]
-        x = obs[jnp.asarray(self.inst)]                    # (m, F)
-        m = x.shape[0]
-        srt = jnp.sort(x, axis=0)
-        pooled = jnp.concatenate([g, jnp.sum(srt, axis=0) / m, srt[-1]])
+        _, x, _, pooled = _pool(obs, self.glob, self.inst)
         load = x * jnp.asarray(self.sign)
         adv = jnp.concatenate([-jax.vmap(lambda li: self.cost(pooled, li))(load),
                                self.wait(pooled)])
-        centre = jnp.sum(jnp.sort(adv)) / (m + 1)
-        return self.value(pooled)[0] + (adv - centre)
+        return _dueling(self.value(pooled)[0], adv)
 
 
 def make_q_network(obs_dim: int, n_actions: int, hidden: tuple[int, ...], key: jax.Array, *,
