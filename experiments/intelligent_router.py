@@ -34,7 +34,10 @@ JSQ, the decode balancer (JSQ on tokens), Min-Min, MaxCap, the mixing heuristic 
 and a small/large partition (threshold: the fit sample's median prompt + output). RL: Baseline
 RL, WA-RL, WG-RL with both readings of λ_k; each trained with 5 training seeds (``seed = 100
 s``: network, exploration and episodes ``100 s + k``), ``DQNConfig`` defaults (monotone symmetric
-network, derived horizon, scales, ε schedule). Evaluation: the same 10 held-out episodes for
+network, derived horizon, scales, ε schedule) and ``EnvConfig`` defaults, which since experiment
+version 5 include the bounded-loads cap (a full instance holding ⌈1.25 (n + 1) / m⌉ or more of
+the n requests on the instances is closed; [R], fixed before the runs: the collapse on Knowl 7,
+issue 22). Version 5 re-runs the tables where the cap can bind (``CAPPED``). Evaluation: the same 10 held-out episodes for
 every router (workload seeds 20,000–20,009, never seen in development or training), greedy
 policies. Δ = 100 (E2E / E2E of round robin on the same episode − 1) %.
 
@@ -100,6 +103,17 @@ BUDGET = {"quick": {"episodes": 2, "train_seeds": 1, "eval_episodes": 2, "fit_re
                    "fit_requests": 20000, "max_requests": None}}
 FIT_SEED, EVAL_SEED0 = 10_000, 20_000
 VERSION = "4"  # 4: the monotone Q-network (DQNConfig.network default "monotone")
+#: tables re-run with the bounded-loads cap (``EnvConfig.balance_factor`` 1.25, version 5): those
+#: where it can bind. On Knowl 5 (with and without chunked prefill) no instance is ever full
+#: (0 of 6,000 decisions under round robin, random and JSQ; ``tools/bounded_load_check.py``),
+#: so the cap never binds and the version-4 cells are what version 5 computes (checked bit for
+#: bit on a re-trained cell, issue 22 note); on Knowl 4 and 8 it closes an instance at 3 % and
+#: 0.1 % of round robin's decisions, on Knowl 7 (every instance full) it is what the runs test.
+CAPPED = {"k4", "k7", "k8", "k4-25"}
+
+
+def _version(table: str) -> str:
+    return "5" if table in CAPPED else VERSION
 
 
 def _label(router: str, reading: str) -> str:
@@ -268,7 +282,8 @@ def _collector(table: str):
     def collect(rows: list, out_dir: Path, profile: str) -> None:
         conf = {"table": table, **TABLES[table], "profile": profile, **BUDGET[profile],
                 "heuristics": HEURISTICS, "rl": RL, "fit_seed": FIT_SEED,
-                "eval_seed0": EVAL_SEED0, "version": VERSION, "network": "monotone"}
+                "eval_seed0": EVAL_SEED0, "version": _version(table), "network": "monotone",
+                "balance_factor": 1.25 if table in CAPPED else None}
         summary = {"table": table, "profile": profile, "config": conf,
                    "manifest": run_manifest(conf, seed=FIT_SEED),
                    **summarise_table(table, rows)}
@@ -339,7 +354,7 @@ def _description(table: str) -> str:
 EXPERIMENTS = [
     *[Experiment(name=f"intelligent-router-{t}", group="intelligent-router",
                  description=_description(t),
-                 grid=_grid(t), cell=cell, collect=_collector(t), version=VERSION)
+                 grid=_grid(t), cell=cell, collect=_collector(t), version=_version(t))
       for t in TABLES],
     Experiment(name="intelligent-router-load", group="intelligent-router",
                description="Intelligent Router: heuristics vs round robin on the Knowl 4/5 "

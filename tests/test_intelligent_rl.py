@@ -31,6 +31,8 @@ from lbtheory.intelligent import (
     save_checkpoint,
     train_dqn,
 )
+from lbtheory.intelligent._compiled import CompiledClusterSim
+from lbtheory.intelligent._core import KV_USED, N_ON, WAIT_TOK
 from lbtheory.workloads import workload_from_arrays
 
 SIMPLE = IterationTimeModel(base_s=0.01, prefill_s_per_token=0.001, attention_s_per_token2=0.0,
@@ -129,6 +131,93 @@ def test_wait_is_masked_while_an_instance_has_room(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_bounded_loads_mask_by_hand(engine):
+    # m = 2, budget 1,000 KV tokens: two 600-token prompts fill an instance. All arrive at
+    # t = 0 (no time passes while routing). A full instance is open only while it holds fewer
+    # than ⌈1.25 (n + 1) / 2⌉ of the n requests on the instances (Mirrokni et al. 2018).
+    wl = workload_from_arrays([0.0] * 9, [600] * 9, [5] * 9)
+    env = _env(wl, m=2, engine=engine, wait_only_when_full=True)
+    _, info = env.reset(seed=0)
+    masks = [info["action_mask"].tolist()]
+    for a in (0, 0, 1, 1, 0, 0, 0):
+        _, _, _, _, info = env.step(a)
+        masks.append(info["action_mask"].tolist())
+    assert masks == [
+        [True, True, False],   # n_on (0, 0): room everywhere
+        [True, True, False],   # (1, 0): 600 of 1,000 committed, room
+        [False, True, False],  # (2, 0): instance 0 full and at the cap ⌈1.25·3/2⌉ = 2
+        [True, True, False],   # (2, 1): cap ⌈2.5⌉ = 3
+        [True, True, True],    # (2, 2): both full (waiting allowed), cap ⌈3.125⌉ = 4
+        [True, True, True],    # (3, 2): cap ⌈3.75⌉ = 4
+        [True, True, True],    # (4, 2): cap ⌈4.375⌉ = 5
+        [False, True, True],   # (5, 2): cap ⌈5⌉ = 5: instance 0 holds 5, closed
+    ]
+    env.step(0)  # invalid: replaced by the valid instance with the fewest committed tokens
+    env.step(0)  # (5, 3): cap ⌈5.625⌉ = 6, open again
+    assert env.sim.records()["instance"].tolist() == [0, 0, 1, 1, 0, 0, 0, 1, 0]
+    env_off = _env(wl, m=2, engine=engine, wait_only_when_full=True, balance_factor=None)
+    env_off.reset(seed=0)
+    for a in (0, 0, 1, 1, 0, 0, 0):
+        _, _, _, _, info = env_off.step(a)
+    assert info["action_mask"].tolist() == [True, True, True]  # (5, 2) and no cap
+
+
+def test_bounded_load_cap_against_exact_fractions():
+    from fractions import Fraction
+
+    from lbtheory.intelligent._envkernels import bounded_load_cap
+
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        m = int(rng.integers(1, 9))
+        n_on = rng.integers(0, 400, size=m)
+        c = [Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), Fraction(3)][
+            int(rng.integers(5))]
+        exact = c * (int(n_on.sum()) + 1) / m
+        assert bounded_load_cap(int(n_on.sum()), m, float(c)) == math.ceil(exact)
+        assert n_on.min() < math.ceil(exact)  # the least-loaded instance is always open
+
+
+def test_bounded_loads_keep_a_collapsing_policy_within_the_cap():
+    # 4 instances, 400 requests arriving far faster than they are served. A policy that always
+    # asks for instance 0 gets every request there without the cap; with it, the mask follows
+    # the rule (a full instance at ⌈1.25 (n + 1) / 4⌉ or above is closed) at every decision,
+    # no instance gets 1.5× its fair share, and both engines give the same masks and routes.
+    rng = np.random.default_rng(3)
+    wl = workload_from_arrays(np.sort(rng.uniform(0, 0.5, 400)), rng.integers(300, 900, 400),
+                              rng.integers(5, 50, 400))
+    routes = {}
+    for engine in ENGINES:
+        for c in (None, 1.25):
+            env = _env(wl, m=4, engine=engine, wait_only_when_full=True, balance_factor=c)
+            env.reset(seed=0)
+            done = trunc = False
+            closed = 0
+            while not (done or trunc):
+                mask = env.action_mask()
+                if isinstance(env.sim, CompiledClusterSim):
+                    mi = env.sim.state.mi
+                    n_on, kv = mi[N_ON].copy(), mi[KV_USED] + mi[WAIT_TOK]
+                else:
+                    v = env.sim.view()
+                    n_on, kv = np.asarray(v.n_running + v.n_waiting), np.asarray(v.kv_committed)
+                full = np.minimum(1 - n_on / 8, 1 - kv / 1000) <= 0
+                cap = math.ceil(1.25 * (n_on.sum() + 1) / 4) if c else np.inf
+                assert mask[:4].tolist() == (~(full & (n_on >= cap))).tolist()
+                closed += not mask[0]
+                _, _, done, trunc, _ = env.step(0)
+            inst = env.sim.records()["instance"]
+            routes[engine, c] = inst
+            share = np.bincount(inst, minlength=4).max() / len(inst) * 4
+            if c is None:
+                assert share == 4.0 and closed == 0  # everything on instance 0
+            else:
+                assert share < 1.5 and closed > 100
+    for c in (None, 1.25):
+        assert np.array_equal(routes["compiled", c], routes["reference", c])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_wait_is_masked_after_max_wait(engine):
     env = _env(workload_from_arrays([0.0], [4], [3]), engine=engine, max_wait_s=0.03)
     _, info = env.reset(seed=0)
@@ -211,6 +300,11 @@ def test_training_is_seeded_and_saves_a_loadable_checkpoint(tmp_path):
     obs = jnp.linspace(0, 1, observation_size(2, a.env_config))
     np.testing.assert_array_equal(q_values(back.net, obs), q_values(a.net, obs))
     assert back.config == a.config and back.env_config == a.env_config
+    # a checkpoint written before the bounded-loads cap was trained without it: loads as None
+    cf = json.loads((tmp_path / "ck" / "config.json").read_text())
+    del cf["env"]["balance_factor"]
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(cf))
+    assert load_checkpoint(tmp_path / "ck", cfg).env_config.balance_factor is None
     with pytest.raises(ModelError, match="n_instances = 2, expected 3"):
         load_checkpoint(tmp_path / "ck", ClusterConfig(n_instances=3, kv_budget_tokens=2000,
                                                        max_batch=16, timing=SIMPLE))
@@ -300,6 +394,7 @@ def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):
     assert "warning: the cluster is overloaded" in cap.err
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["dqn"]["router"] == "wa-rl" and cfg["cluster"]["n_instances"] == 2
+    assert cfg["env"]["balance_factor"] == 1.25  # the bounded-loads cap's default
     assert (out / "params.eqx").exists() and (out / "manifest.json").exists()
     rc = main(["intelligent", "evaluate", str(code), str(conv), "--requests", "30", "--instances",
                "2", "--routers", f"rr,wa-rl={out}", "--json"])
@@ -320,6 +415,7 @@ def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):
     (["--reading", "both"], "--reading must be 'hurl' or 'literal'"),
     (["--instances", "0"], "--instances must be an integer >= 1, got 0"),
     (["--kv-budget", "100"], "kv_budget_tokens = 100 is smaller than request"),
+    (["--balance-factor", "0.5"], "--balance-factor (0: no cap)"),
 ])
 def test_train_bad_input_writes_nothing(tmp_path, capsys, extra, match):
     out = tmp_path / "ck"

@@ -95,6 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="Q-network: monotone (instance-symmetric, an instance's value cannot "
                          "grow with its load), symmetric (without that constraint) or mlp "
                          "(the seed's plain MLP)")
+    tr.add_argument("--balance-factor", type=float, default=1.25,
+                    help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
+                         "the n requests on the instances is closed to new requests (c >= 1; "
+                         "0: no cap; default 1.25)")
     _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     tr.set_defaults(_action=_train)
@@ -265,7 +269,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..intelligent import DQNConfig, save_checkpoint, train_dqn
+    from ..intelligent import DQNConfig, EnvConfig, save_checkpoint, train_dqn
 
     if args.router not in RL_NAMES:
         raise ParameterError(f"--router: unknown RL router {args.router!r}; expected one of "
@@ -280,6 +284,11 @@ def _train(args: argparse.Namespace) -> int:
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
                    seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
                    learning_starts=args.learning_starts, network=args.network)
+    if args.balance_factor != 0:
+        from .._checks import check_real
+
+        check_real(args.balance_factor, "--balance-factor (0: no cap)", low=1.0)
+    env = EnvConfig(balance_factor=args.balance_factor or None)
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     for k in range(args.episodes):  # every episode's workload must fit (checked up front)
         cfg.check_workload(workload_fn(args.seed + k))
@@ -292,8 +301,8 @@ def _train(args: argparse.Namespace) -> int:
         bar.set_postfix(e2e=f"{stats['mean_e2e_s']:.2f}s", ret=f"{stats['return']:.1f}")
         bar.update(1)
 
-    result = train_dqn(workload_fn, cfg, dq, predict_fn=predict_fn, progress=progress,
-                       engine=args.engine)
+    result = train_dqn(workload_fn, cfg, dq, env_config=env, predict_fn=predict_fn,
+                       progress=progress, engine=args.engine)
     bar.close()
     out = save_checkpoint(result, args.out)
     write_json_atomic(out / "manifest.json", _manifest(args))

@@ -75,7 +75,8 @@ from ._timing import (
 _LAZY = {
     "EnvConfig": "_env", "RoutingEnv": "_env", "guidance_weight": "_env",
     "observation_size": "_env", "ideal_time_s": "_env", "observation": "_env",
-    "wait_allowed": "_env", "Guidance": "_env", "Reading": "_env", "Progress": "_env",
+    "wait_allowed": "_env", "routing_mask": "_env", "Guidance": "_env", "Reading": "_env",
+    "Progress": "_env",
     "episode_labels": "_env", "observation_layout": "_env", "load_sign": "_env",
     "calibrate_env": "_calibrate", "bucket_spec_for": "_calibrate", "Calibration": "_calibrate",
     "prompt_edges_for": "_calibrate",

@@ -105,6 +105,7 @@ def _configs(cfg: Any, p: Path) -> tuple[ClusterConfig, DQNConfig, EnvConfig]:
     if isinstance(e.get("prompt_edges"), list):
         e["prompt_edges"] = tuple(e["prompt_edges"])
     e["buckets"] = _build(BucketSpec, _section(e, "buckets", p), "env.buckets", p)
+    e.setdefault("balance_factor", None)  # written before the bounded-loads cap: trained without
     if e.get("impact") is not None:
         e["impact"] = _build(ImpactParams, _section(e, "impact", p), "env.impact", p)
     return saved, dconf, _build(EnvConfig, e, "env", p)

@@ -57,7 +57,7 @@ from ._env import (
     observation,
     observation_layout,
     observation_size,
-    wait_allowed,
+    routing_mask,
 )
 from ._qnet import combine, greedy_action, make_q_network, split_net
 from ._simulate import InstanceResult, make_sim, result_of, run_router
@@ -406,8 +406,9 @@ def _finite_params(net: Any) -> bool:
 @dataclass(frozen=True)
 class DQNRouter:
     """A trained Double-DQN router on the one router contract: the greedy action of the
-    Q-network on the :func:`~lbtheory.intelligent.observation` of the view; the wait action
-    (allowed while the head has waited less than ``max_wait_s``) answers ``None``."""
+    Q-network on the :func:`~lbtheory.intelligent.observation` of the view over the valid
+    actions (:func:`~lbtheory.intelligent.routing_mask`: waiting, bounded loads); the wait
+    action answers ``None``."""
 
     net: Any
     env_config: EnvConfig
@@ -425,9 +426,8 @@ class DQNRouter:
               rng: np.random.Generator) -> tuple[int | None, tuple]:
         """The greedy action: an instance, or ``None`` (wait)."""
         m = view.config.n_instances
-        mask = np.ones(m + 1, dtype=bool)
-        mask[m] = wait_allowed(view, self.env_config)
-        a = greedy_action(state, observation(view, self.env_config), mask)
+        a = greedy_action(state, observation(view, self.env_config),
+                          routing_mask(view, self.env_config))
         return (None if a == m else a), state
 
 

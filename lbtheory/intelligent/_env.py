@@ -19,9 +19,21 @@
   now (every capacity ``C_m ≤ 0``): deferring is the late binding that can help when every
   instance is full, and otherwise only delays the queue, by one epoch per wait — a difference
   of ≈1e-4 of |Q| that a network cannot resolve (greedy policies waited at 70% of their
-  steps). :meth:`RoutingEnv.action_mask` gives the valid actions (also
-  ``info["action_mask"]``); an invalid wait is replaced by routing to the instance with the
-  fewest committed tokens.
+  steps). **Bounded loads** [R, not in the paper] (``balance_factor`` c, default 1.25): while
+  every instance is full, routing is allowed only to instances holding fewer than
+  ``⌈c (n + 1) / m⌉`` of the ``n`` requests on the instances (Mirrokni, Thorup & Zadimoghaddam
+  2018, "Consistent hashing with bounded loads"; HAProxy's ``hash-balance-factor``; c = 1.25
+  is their example value, fixed before any run). Why: on the overloaded Knowl 7 cluster
+  (offered load 12.7, every instance full at almost every decision) the instances' Q-values
+  differed by < 0.05 % of |Q| and the greedy policies sent up to 2.1× the fair share of
+  requests to one instance (issue 22); there a choice's consequences are hundreds of seconds
+  away, below what TD learning resolves, and the cap keeps any policy's queues within c of
+  each other. Below saturation it never binds (some instance has room), so it leaves lanes
+  (a short-output instance, size-interval assignment) to the policy. The least-loaded instance
+  is always open. :meth:`RoutingEnv.action_mask` gives the valid actions (also
+  ``info["action_mask"]``; one definition, :func:`~lbtheory.intelligent._envkernels.fill_mask`,
+  for both engines and :class:`~lbtheory.intelligent.DQNRouter`); an invalid action is
+  replaced by routing to the valid instance with the fewest committed tokens.
 * **Reward** (× ``reward_scale``), THEORY §10:
   ``r_t = − Σ_{j∈J} c_j + r_w Σ w_mit + w_k s_h h(s_t, s_{t+1})``, a semi-MDP in continuous time
   [R]. A step that routes within an epoch takes no time (progress terms 0, discount 1); a step
@@ -84,9 +96,9 @@ from ._envkernels import (
     OBS_HIGH,
     charge_interval,
     env_step,
+    fill_mask,
     fill_observation,
     guidance_h,
-    may_wait,
     observe_state,
 )
 from ._impact import ImpactParams, calibrate_impact, guidance_penalty, instance_loads
@@ -94,7 +106,7 @@ from ._predictor import BucketSpec
 from ._simulate import Engine, make_sim
 
 __all__ = ["EnvConfig", "RoutingEnv", "guidance_weight", "observation_size", "ideal_time_s",
-           "observation", "wait_allowed", "Guidance", "Reading", "Progress",
+           "observation", "wait_allowed", "routing_mask", "Guidance", "Reading", "Progress",
            "observation_layout", "load_sign", "episode_labels"]
 
 
@@ -157,6 +169,8 @@ class EnvConfig:
         guidance_scale: ``s_h``, the factor on raw ``h``; ``None``: 1.
         wait_only_when_full: allow waiting only while every instance is full (module
             docstring).
+        balance_factor: the bounded-loads factor c ≥ 1 applied while every instance is full
+            (module docstring) [R]; ``None``: no cap.
     """
 
     prompt_edges: tuple[int, ...] = (256, 1024, 4096)
@@ -174,6 +188,7 @@ class EnvConfig:
     horizon_s: float | None = None
     guidance_scale: float | None = None
     wait_only_when_full: bool = True
+    balance_factor: float | None = 1.25
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "guidance",
@@ -188,6 +203,14 @@ class EnvConfig:
                 check_real(getattr(self, name), f"EnvConfig.{name}", low=0.0, low_open=True)
         if self.guidance_scale is not None:
             check_real(self.guidance_scale, "EnvConfig.guidance_scale", low=0.0)
+        if self.balance_factor is not None:
+            check_real(self.balance_factor, "EnvConfig.balance_factor (bounded loads)",
+                       low=1.0)
+
+    @property
+    def balance(self) -> float:
+        """The kernels' bounded-loads factor (0: no cap)."""
+        return 0.0 if self.balance_factor is None else float(self.balance_factor)
 
     @property
     def discount_horizon_s(self) -> float:
@@ -262,15 +285,22 @@ def episode_labels(prompt: np.ndarray, pred: np.ndarray, env: EnvConfig) -> np.n
                      n_p + env.buckets.bucket(np.asarray(pred, dtype=np.int64))])
 
 
-def wait_allowed(view: InstanceView, env: EnvConfig) -> bool:
-    """The action mask's wait entry [R] (:func:`~lbtheory.intelligent._envkernels.may_wait`,
-    module docstring)."""
+def routing_mask(view: InstanceView, env: EnvConfig) -> np.ndarray:
+    """The valid actions of the decision in ``view`` (bool, ``m + 1``; the last: wait) [R]:
+    :func:`~lbtheory.intelligent._envkernels.fill_mask` (module docstring)."""
     cfg = view.config
-    return not view.queue_length or bool(may_wait(
-        float(view.queue_wait_s[0]), float(env.max_wait_s),
-        np.asarray(view.n_running + view.n_waiting, dtype=np.int64),
-        np.asarray(view.kv_committed, dtype=np.int64), cfg.max_batch, cfg.kv_budget_tokens,
-        env.wait_only_when_full))
+    q = view.queue_length
+    mask = np.ones(cfg.n_instances + 1, dtype=np.bool_)
+    fill_mask(mask, q, float(view.queue_wait_s[0]) if q else 0.0, float(env.max_wait_s),
+              np.asarray(view.n_running + view.n_waiting, dtype=np.int64),
+              np.asarray(view.kv_committed, dtype=np.int64), cfg.max_batch,
+              cfg.kv_budget_tokens, env.wait_only_when_full, env.balance)
+    return mask
+
+
+def wait_allowed(view: InstanceView, env: EnvConfig) -> bool:
+    """The action mask's wait entry [R] (:func:`routing_mask`'s last entry)."""
+    return bool(routing_mask(view, env)[-1])
 
 
 def ideal_time_s(config: ClusterConfig, prompt: np.ndarray, output_pred: np.ndarray) -> np.ndarray:
@@ -359,7 +389,8 @@ class RoutingEnv(gym.Env):
             obs = np.empty(self._obs_dim, np.float32)
             mask = np.empty(self.cfg.n_instances + 1, np.bool_)
             observe_state(self.sim.state, obs, mask, self._n_p, self._n_bins,
-                          float(self.env_cfg.max_wait_s), self.env_cfg.wait_only_when_full)
+                          float(self.env_cfg.max_wait_s), self.env_cfg.wait_only_when_full,
+                          self.env_cfg.balance)
             return obs, mask
         return self.observe(), self.action_mask()
 
@@ -371,15 +402,14 @@ class RoutingEnv(gym.Env):
         return observation(self.sim.view(), self.env_cfg)
 
     def action_mask(self) -> np.ndarray:
-        """Valid actions now (bool, length m + 1): every instance; wait while the head request
-        has waited less than ``max_wait_s``."""
+        """Valid actions now (bool, length m + 1; the last: wait): :func:`routing_mask`
+        (module docstring)."""
         sim = self.sim
         if isinstance(sim, CompiledClusterSim):
             return self._observe()[1]
-        mask = np.ones(self.cfg.n_instances + 1, dtype=bool)
-        if sim is not None and sim.queue:
-            mask[-1] = wait_allowed(sim.view(), self.env_cfg)
-        return mask
+        if sim is None or not sim.queue:
+            return np.ones(self.cfg.n_instances + 1, dtype=bool)
+        return routing_mask(sim.view(), self.env_cfg)
 
     def _committed(self) -> np.ndarray:
         """The instances' committed (prompt + predicted output) tokens."""
@@ -431,8 +461,8 @@ class RoutingEnv(gym.Env):
         a = int(action)
         if not 0 <= a <= m:
             raise ParameterError(f"action {a} out of range [0, {m}]")
-        if a == m and not self._mask[m]:
-            a = int(np.argmin(self._committed()))
+        if not self._mask[a]:  # the valid instance with the fewest committed tokens
+            a = int(np.argmin(np.where(self._mask[:m], self._committed(), np.inf)))
         h = self._guidance_h(a) if a < m else 0.0
         reward = self.guidance_w * self._s_h * h
         t_decision = sim.now

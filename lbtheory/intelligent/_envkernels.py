@@ -50,7 +50,8 @@ from ._rkernels import mixing_at
 CORE_REVISION = 3
 
 __all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL",
-           "guidance_h", "charge_interval", "capacity_feature", "may_wait"]
+           "guidance_h", "charge_interval", "capacity_feature", "all_full", "is_full",
+           "bounded_load_cap", "fill_mask"]
 
 #: upper bound of every observation entry (the entries are scaled to O(1); clipped here).
 OBS_HIGH = 1.0e4
@@ -102,22 +103,55 @@ def fill_observation(obs, queue_length, head_prompt, head_bucket, counts, n_p, n
 
 
 @njit(cache=True)
-def may_wait(head_wait_s, max_wait_s, n_on, kv_committed, max_batch, kv_budget, only_full):
-    """The wait entry of the action mask [R]: the head request has waited less than
-    ``max_wait_s`` and — with ``only_full`` — no instance could start it now: every instance
-    has a full batch or more committed KV (in use + waiting prefill) than its budget
-    (capacity ``C_m ≤ 0``)."""
-    if not head_wait_s < max_wait_s - MAX_WAIT_TOL:
-        return False
-    if only_full:
-        for i in range(n_on.size):
-            if min(1.0 - n_on[i] / max_batch, 1.0 - kv_committed[i] / kv_budget) > 0.0:
-                return False
+def is_full(n_on, kv_committed, max_batch, kv_budget):
+    """An instance is full: a full batch or more committed KV (in use + waiting prefill,
+    tokens) than its budget (capacity ``C_m ≤ 0``) — it could not start a request now."""
+    return min(1.0 - n_on / max_batch, 1.0 - kv_committed / kv_budget) <= 0.0
+
+
+@njit(cache=True)
+def all_full(n_on, kv_committed, max_batch, kv_budget):
+    """Every instance is full (:func:`is_full`)."""
+    for i in range(n_on.size):
+        if not is_full(n_on[i], kv_committed[i], max_batch, kv_budget):
+            return False
     return True
 
 
 @njit(cache=True)
-def observe_state(s, obs, mask, n_p, n_bins, max_wait_s, only_full):
+def bounded_load_cap(total_on, n_instances, balance):
+    """The bounded-loads cap [R] (Mirrokni, Thorup & Zadimoghaddam 2018): with ``total_on``
+    requests on the instances and one more to place, an instance may take it only while it
+    holds fewer than ``⌈c (total_on + 1) / m⌉`` (``c = balance ≥ 1``). The least-loaded instance
+    holds at most ``⌊total_on / m⌋ < ⌈(total_on + 1) / m⌉``, so one instance is always open."""
+    return int(np.ceil(balance * (total_on + 1) / n_instances - 1e-9))
+
+
+@njit(cache=True)
+def fill_mask(mask, queue_length, head_wait_s, max_wait_s, n_on, kv_committed, max_batch,
+              kv_budget, only_full, balance):
+    """The action mask of a decision [R] (one definition for both engines and the trained
+    router; module docstring of :mod:`lbtheory.intelligent._env`), written into ``mask``
+    (bool, ``m + 1``). Waiting (the last entry): the head request has waited less than
+    ``max_wait_s`` and — with ``only_full`` — every instance is full (:func:`all_full`).
+    Routing to instance ``i``: always while it has room (the request starts at once); a full
+    instance (:func:`is_full`: the request would queue there) only while it holds fewer
+    requests (``n_on``) than :func:`bounded_load_cap` (``balance > 0``; 0: no cap)."""
+    m = n_on.size
+    mask[:] = True
+    if not queue_length:
+        return
+    mask[m] = head_wait_s < max_wait_s - MAX_WAIT_TOL and (
+        not only_full or all_full(n_on, kv_committed, max_batch, kv_budget))
+    if balance > 0.0:
+        cap = bounded_load_cap(n_on.sum(), m, balance)
+        for i in range(m):
+            if n_on[i] >= cap and is_full(n_on[i], kv_committed[i], max_batch, kv_budget):
+                mask[i] = False
+
+
+@njit(cache=True)
+def observe_state(s, obs, mask, n_p, n_bins, max_wait_s, only_full, balance):
     """The observation and action mask of the current decision of a compiled state (labels
     as in the module docstring)."""
     ri, rf, mi, gi, gf = s.ri, s.rf, s.mi, s.gi, s.gf
@@ -127,16 +161,14 @@ def observe_state(s, obs, mask, n_p, n_bins, max_wait_s, only_full):
     head_bucket = 0
     head_wait = 0.0
     now = gf[NOW]
-    mask[:] = True
     if qlen:
         h = ri[RQ, gi[QH]]
         head_prompt = ri[P, h]
         head_bucket = ri[LABEL0 + 1, h] - n_p
         head_wait = now - rf[ARRIVAL, h]
     kv_committed = mi[KV_USED] + mi[WAIT_TOK]
-    if qlen:
-        mask[n_inst] = may_wait(head_wait, max_wait_s, mi[N_ON], kv_committed, gi[MAX_BATCH],
-                                gi[BUDGET], only_full)
+    fill_mask(mask, qlen, head_wait, max_wait_s, mi[N_ON], kv_committed, gi[MAX_BATCH],
+              gi[BUDGET], only_full, balance)
     fewest = np.zeros(n_inst, np.int64)
     fewest_left(s, fewest)
     t_min = earliest_completion_s(gf, mi[N_RUN], mi[KV_USED], fewest)
