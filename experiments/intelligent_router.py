@@ -37,9 +37,10 @@ s``: network, exploration and episodes ``100 s + k``), ``DQNConfig`` defaults (m
 network, derived horizon, scales, ε schedule) and ``EnvConfig`` defaults, which since experiment
 version 5 include the bounded-loads cap (a full instance holding ⌈1.25 (n + 1) / m⌉ or more of
 the n requests on the instances is closed; [R], fixed before the runs: the collapse on Knowl 7,
-issue 22). Version 5 re-runs the tables where the cap can bind (``CAPPED``). Evaluation: the same 10 held-out episodes for
-every router (workload seeds 20,000–20,009, never seen in development or training), greedy
-policies. Δ = 100 (E2E / E2E of round robin on the same episode − 1) %.
+issue 22). Version 5 re-runs the tables where the cap can bind (``CAPPED``). Evaluation: the
+same 10 held-out episodes for every router (workload seeds 20,000–20,009, never seen in
+development or training), greedy policies. Δ = 100 (E2E / E2E of round robin on the same
+episode − 1) %.
 
 **Verdict rule** (fixed before any run). For a router with a published Δ_seed (negative =
 better than round robin) and measured Δ with its 95 % Student-t interval — over the 5 training
