@@ -19,18 +19,21 @@
   now (every capacity ``C_m ≤ 0``): deferring is the late binding that can help when every
   instance is full, and otherwise only delays the queue, by one epoch per wait — a difference
   of ≈1e-4 of |Q| that a network cannot resolve (greedy policies waited at 70% of their
-  steps). **Bounded loads** [R, not in the paper] (``balance_factor`` c, default 1.25): while
-  every instance is full, routing is allowed only to instances holding fewer than
-  ``⌈c (n + 1) / m⌉`` of the ``n`` requests on the instances (Mirrokni, Thorup & Zadimoghaddam
-  2018, "Consistent hashing with bounded loads"; HAProxy's ``hash-balance-factor``; c = 1.25
-  is their example value, fixed before any run). Why: on the overloaded Knowl 7 cluster
-  (offered load 12.7, every instance full at almost every decision) the instances' Q-values
-  differed by < 0.05 % of |Q| and the greedy policies sent up to 2.1× the fair share of
-  requests to one instance (issue 22); there a choice's consequences are hundreds of seconds
-  away, below what TD learning resolves, and the cap keeps any policy's queues within c of
-  each other. Below saturation it never binds (some instance has room), so it leaves lanes
-  (a short-output instance, size-interval assignment) to the policy. The least-loaded instance
-  is always open. :meth:`RoutingEnv.action_mask` gives the valid actions (also
+  steps). **Bounded loads** [R, not in the paper] (``balance_factor`` c, default 1.25): a
+  *full* instance (``C_m ≤ 0``: the request would queue there) is open only while it holds
+  fewer than ``⌈c (n + 1) / m⌉`` of the ``n`` requests on the instances (Mirrokni, Thorup &
+  Zadimoghaddam 2018, "Consistent hashing with bounded loads"; HAProxy's
+  ``hash-balance-factor``; c = 1.25 is their example value, fixed before any run); an instance
+  with room is always open, and so is the least-loaded one. Why: on the overloaded Knowl 7
+  cluster (offered load 12.7, every instance full at 92 % of round robin's decisions) the
+  instances' Q-values differed by < 0.05 % of |Q| and the greedy policies sent up to 2.1× the
+  fair share of requests to one instance (issue 22); there a choice's consequences are hundreds
+  of seconds away, below what TD learning resolves, and the cap keeps any policy's queues
+  within c of each other. Below saturation it binds rarely (on Knowl 4 at 3 % of round robin's
+  decisions, on Knowl 5 never: no instance is full), and it leaves lanes (a short-output
+  instance, size-interval assignment) to the policy. Applied only while *every* instance is
+  full, it would not bind against a policy that piles everything on one instance (the others
+  then have room). :meth:`RoutingEnv.action_mask` gives the valid actions (also
   ``info["action_mask"]``; one definition, :func:`~lbtheory.intelligent._envkernels.fill_mask`,
   for both engines and :class:`~lbtheory.intelligent.DQNRouter`); an invalid action is
   replaced by routing to the valid instance with the fewest committed tokens.
@@ -169,8 +172,8 @@ class EnvConfig:
         guidance_scale: ``s_h``, the factor on raw ``h``; ``None``: 1.
         wait_only_when_full: allow waiting only while every instance is full (module
             docstring).
-        balance_factor: the bounded-loads factor c ≥ 1 applied while every instance is full
-            (module docstring) [R]; ``None``: no cap.
+        balance_factor: the bounded-loads factor c ≥ 1 on full instances (module docstring)
+            [R]; ``None``: no cap.
     """
 
     prompt_edges: tuple[int, ...] = (256, 1024, 4096)
