@@ -89,6 +89,16 @@ def ideal_e2e_s(config: dict, seeds: list) -> float:
     return float(np.mean(out))
 
 
+def _e2e(run: dict, seeds: list) -> np.ndarray:
+    """A router's mean E2E latency (s) per evaluation episode, in the order of ``seeds``."""
+    return np.array([run["eval"][s]["latency"]["mean"] for s in seeds])
+
+
+def _delta_pct(run: dict, rr: np.ndarray, seeds: list) -> np.ndarray:
+    """A router's per-episode Δ vs round robin's E2E ``rr`` (%)."""
+    return 100.0 * (_e2e(run, seeds) / rr - 1.0)
+
+
 def summarise_table(table: str, rows: list) -> dict:
     """Per-router numbers of one table from its cells ``(config, result)``."""
     heur = {c["router"]: r for c, r in rows if c["part"] == "heuristic"}
@@ -97,11 +107,10 @@ def summarise_table(table: str, rows: list) -> dict:
         if c["part"] == "rl":
             rl.setdefault(r["label"], []).append(r)
     seeds = sorted(heur["rr"]["eval"], key=int)
-    rr = np.array([heur["rr"]["eval"][s]["latency"]["mean"] for s in seeds])
+    rr = _e2e(heur["rr"], seeds)
 
     def delta(run: dict) -> np.ndarray:
-        e2e = np.array([run["eval"][s]["latency"]["mean"] for s in seeds])
-        return 100.0 * (e2e / rr - 1.0)
+        return _delta_pct(run, rr, seeds)
 
     def stats(runs: list[dict]) -> dict:
         ev = [r["eval"][s] for r in runs for s in seeds]
@@ -155,11 +164,7 @@ def summarise_load(rows: list) -> list[dict]:
     out = []
     for (table, factor), runs in sorted(cells.items()):
         seeds = sorted(runs["rr"]["eval"], key=int)
-
-        def e2e(run: dict, seeds: list = seeds) -> np.ndarray:
-            return np.array([run["eval"][s]["latency"]["mean"] for s in seeds])
-
-        rr = e2e(runs["rr"])
+        rr = _e2e(runs["rr"], seeds)
         loads = list(runs["rr"]["offered_load"].values())
         row = {"table": table, "load_factor": factor,
                "rate_rps": float(np.mean([x["rate_rps"] for x in loads])),
@@ -167,7 +172,7 @@ def summarise_load(rows: list) -> list[dict]:
                "rr_e2e_s": float(np.mean(rr)), "delta_pct": {}}
         for name, run in runs.items():
             if name != "rr":
-                m, lo, hi = _ci(100.0 * (e2e(run) / rr - 1.0))
+                m, lo, hi = _ci(_delta_pct(run, rr, seeds))
                 row["delta_pct"][name] = {"mean": m, "lo": lo, "hi": hi,
                                           "max_share": float(max(max(e["shares"]) for e in
                                                                  run["eval"].values()))}
