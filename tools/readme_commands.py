@@ -28,6 +28,7 @@ _VOLATILE = [
     (re.compile(r"\bin \d+(\.\d+)? s\b"), "in <t> s"),
     (re.compile(r"\d+(\.\d+)?s/episode"), "<t>s/episode"),
     (re.compile(r"wall \d+(\.\d+)? s"), "wall <t> s"),
+    (re.compile(r"\(([A-Z]+), \d+(\.\d+)? s\)"), r"(\1, <t> s)"),  # a solver's status time
     (re.compile(r"residual \d\.\de-(1[3-9]|[2-9]\d)"), "residual <1e-12"),  # rounding level
 ]
 
