@@ -109,9 +109,6 @@ def summarise_table(table: str, rows: list) -> dict:
     seeds = sorted(heur["rr"]["eval"], key=int)
     rr = _e2e(heur["rr"], seeds)
 
-    def delta(run: dict) -> np.ndarray:
-        return _delta_pct(run, rr, seeds)
-
     def stats(runs: list[dict]) -> dict:
         ev = [r["eval"][s] for r in runs for s in seeds]
         return {"mean_e2e_s": float(np.mean([e["latency"]["mean"] for e in ev])),
@@ -125,13 +122,13 @@ def summarise_table(table: str, rows: list) -> dict:
 
     out: dict = {}
     for name, run in heur.items():
-        d = delta(run)
+        d = _delta_pct(run, rr, seeds)
         m, lo, hi = _ci(d)
         out[name] = {"kind": "heuristic", **stats([run]), "delta_pct": m, "delta_lo": lo,
                      "delta_hi": hi, "per_episode_delta": d.tolist()}
     for name, runs in rl.items():
         runs = sorted(runs, key=lambda r: r["train_seed"])
-        per_seed = [float(np.mean(delta(r))) for r in runs]
+        per_seed = [float(np.mean(_delta_pct(r, rr, seeds))) for r in runs]
         m, lo, hi = _ci(per_seed)
         out[name] = {"kind": "rl", **stats(runs), "delta_pct": m, "delta_lo": lo,
                      "delta_hi": hi, "per_seed_delta": per_seed,
