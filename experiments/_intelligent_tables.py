@@ -137,6 +137,13 @@ def summarise_table(table: str, rows: list) -> dict:
                      "horizon_s": float(np.mean([r["scales"]["horizon_s"] for r in runs])),
                      "last_wait_fraction": float(np.mean([r["history"][-1]["wait_fraction"]
                                                           for r in runs]))}
+        if all("eval_last" in r for r in runs):  # version 6: the selected network's cells
+            last = [{**r, "eval": r["eval_last"]} for r in runs]
+            lm, llo, lhi = _ci([float(np.mean(_delta_pct(r, rr, seeds))) for r in last])
+            out[name].update(selected_episodes=[r["selected_episode"] for r in runs],
+                             last_delta_pct=lm, last_delta_lo=llo, last_delta_hi=lhi,
+                             last_max_share=stats(last)["max_share"],
+                             last_collapsed_episodes=stats(last)["collapsed_episodes"])
     for name, r in out.items():
         paper = PAPER.get(table, {}).get(name)
         r["paper_delta_pct"] = paper
@@ -211,6 +218,12 @@ def _episodes(r: dict) -> str:
 def _network_note(config: dict) -> str:
     """Which Q-network the table's RL rows used (summaries before experiment version 4 name
     none: the unconstrained symmetric network)."""
+    if config.get("selection") == "validation":
+        return (f" RL rows: the {config['network']} Q-network, the network kept after the "
+                f"training episode whose greedy policy served {config['validation_episodes']} "
+                f"held-out validation episodes best (experiment version {config['version']}); "
+                f"the last column evaluates the network after the last episode on the same "
+                f"evaluation episodes.")
     if config.get("network"):
         return f" RL rows: the {config['network']} Q-network (experiment version " \
                f"{config.get('version')})."
@@ -235,8 +248,8 @@ def _table_md(table: str, s: dict) -> list[str]:
              f"{PAPER_RR[table]} s." + _network_note(c), "",
              "| router | mean E2E (s) | Δ vs RR (%) [95 % CI] | seed's Δ (%) | verdict | "
              "router wait (s) | TTFT (s) | preemptions | max share | episodes > 1.5× | "
-             "train (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "train (s) | kept after episode | last network: Δ (%) [95 % CI], max share |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in s["routers"].items():
         paper = "—" if r["paper_delta_pct"] is None else f"{r['paper_delta_pct']:+.2f}"
         wait = _f(r["router_wait_s"], 3)
@@ -247,8 +260,18 @@ def _table_md(table: str, s: dict) -> list[str]:
         lines.append(f"| {name} | {_f(r['mean_e2e_s'])} | {delta} | {paper} | {r['verdict']} | "
                      f"{wait} | {_f(r['ttft_s'])} | {r['preemptions']:.0f} | "
                      f"{r['max_share']:.2f} | {_episodes(r)} | "
-                     f"{_f(r.get('train_s', float('nan')), 0)} |")
+                     f"{_f(r.get('train_s', float('nan')), 0)} | {_selection(r)} |")
     return lines + [""]
+
+
+def _selection(r: dict) -> str:
+    """The RL row's kept episodes (per training seed) and what the network after the last
+    episode gave on the same evaluation episodes (summaries before version 6: "—")."""
+    if "selected_episodes" not in r:
+        return "— | —"
+    kept = ", ".join(str(k) for k in r["selected_episodes"])
+    return (f"{kept} | {r['last_delta_pct']:+.2f} [{_f(r['last_delta_lo'])}, "
+            f"{_f(r['last_delta_hi'])}], {r['last_max_share']:.2f}")
 
 
 def _bvr_md(s: dict) -> list[str]:

@@ -37,7 +37,10 @@ s``: network, exploration and episodes ``100 s + k``), ``DQNConfig`` defaults (m
 network, derived horizon, scales, ε schedule) and ``EnvConfig`` defaults, which since experiment
 version 5 include the bounded-loads cap (a full instance holding ⌈1.25 (n + 1) / m⌉ or more of
 the n requests on the instances is closed; [R], fixed before the runs: the collapse on Knowl 7,
-issue 22). Version 5 re-runs the tables where the cap can bind (``CAPPED``). Evaluation: the
+issue 22). Since version 6 the router evaluated is the network whose greedy policy served two
+held-out validation episodes best (``DQNConfig.selection`` "validation", workload seeds
+``100 s + 20`` and ``100 s + 21``, checked after every training episode; [R], fixed before the
+runs: a Knowl 5 seed drifted to a short-output lane while ε sat at its floor). Evaluation: the
 same 10 held-out episodes for every router (workload seeds 20,000–20,009, never seen in
 development or training), greedy policies. Δ = 100 (E2E / E2E of round robin on the same
 episode − 1) %.
@@ -103,18 +106,18 @@ BUDGET = {"quick": {"episodes": 2, "train_seeds": 1, "eval_episodes": 2, "fit_re
           "full": {"episodes": 20, "train_seeds": 5, "eval_episodes": 10,
                    "fit_requests": 20000, "max_requests": None}}
 FIT_SEED, EVAL_SEED0 = 10_000, 20_000
-VERSION = "4"  # 4: the monotone Q-network (DQNConfig.network default "monotone")
-#: tables re-run with the bounded-loads cap (``EnvConfig.balance_factor`` 1.25, version 5): those
-#: where it can bind. On Knowl 5 (with and without chunked prefill) no instance is ever full
-#: (0 of 6,000 decisions under round robin, random and JSQ; ``tools/bounded_load_check.py``),
-#: so the cap never binds and the version-4 cells are what version 5 computes (checked bit for
-#: bit on a re-trained cell, issue 22 note); on Knowl 4 and 8 it closes an instance at 3 % and
-#: 0.1 % of round robin's decisions, on Knowl 7 (every instance full) it is what the runs test.
-CAPPED = {"k4", "k7", "k8", "k4-25"}
+#: 4: the monotone Q-network (``DQNConfig.network`` default "monotone"); 5: with the
+#: bounded-loads cap (``EnvConfig.balance_factor`` 1.25; run on Knowl 4, 7, 8 and 4 at 25 req/s,
+#: where it can bind — on Knowl 5 no instance is ever full, so it never binds there); 6: every
+#: table, with the network chosen on held-out validation episodes (``DQNConfig.selection``
+#: "validation", two episodes with workload seeds ``100 s + 20``, ``100 s + 21``: fixed before
+#: the runs) instead of the network after the last episode (issue 22: a Knowl 5 seed drifted
+#: to a short-output lane while ε sat at its floor).
+VERSION = "6"
 
 
 def _version(table: str) -> str:
-    return "5" if table in CAPPED else VERSION
+    return VERSION
 
 
 def _label(router: str, reading: str) -> str:
@@ -233,7 +236,12 @@ def rl_run(config: dict) -> dict:
     env = RoutingEnv(st["workload_fn"], cfg, res.env_config, st["predict_fn"])
     runs = {str(s): _run_summary(greedy_rollout(res.net, env, s, label), m)
             for s in config["eval_seeds"]}
+    # the network after the last episode (what version 5 evaluated), on the same episodes
+    last = runs if res.last_net is res.net else {
+        str(s): _run_summary(greedy_rollout(res.last_net, env, s, label), m)
+        for s in config["eval_seeds"]}
     out = {"label": label, "train_seed": config["train_seed"], "history": res.history,
+           "selected_episode": res.selected_episode, "eval_last": last,
            "status": res.status.value, "train_s": train_s, "eval": runs,
            "calibration": asdict(res.calibration),
            "scales": {"horizon_s": res.env_config.horizon_s,
@@ -284,7 +292,7 @@ def _collector(table: str):
         conf = {"table": table, **TABLES[table], "profile": profile, **BUDGET[profile],
                 "heuristics": HEURISTICS, "rl": RL, "fit_seed": FIT_SEED,
                 "eval_seed0": EVAL_SEED0, "version": _version(table), "network": "monotone",
-                "balance_factor": 1.25 if table in CAPPED else None}
+                "balance_factor": 1.25, "selection": "validation", "validation_episodes": 2}
         summary = {"table": table, "profile": profile, "config": conf,
                    "manifest": run_manifest(conf, seed=FIT_SEED),
                    **summarise_table(table, rows)}

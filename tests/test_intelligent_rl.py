@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lbtheory.cli import main
-from lbtheory.errors import ModelError
+from lbtheory.errors import DataFormatError, ModelError, ParameterError
 from lbtheory.intelligent import (
     ClusterConfig,
     DQNConfig,
@@ -311,6 +311,61 @@ def test_training_is_seeded_and_saves_a_loadable_checkpoint(tmp_path):
                                                        max_batch=16, timing=SIMPLE))
 
 
+def test_validation_selection_keeps_the_best_held_out_network_and_leaves_training_alone(
+        tmp_path):
+    """``selection="validation"`` trains exactly what ``"last"`` trains (same history, same
+    final network) and returns the end-of-episode network whose greedy policy had the lowest
+    mean E2E on the held-out seeds ``seed + episodes``, ``+ 1`` — recomputed here by serving
+    those episodes with the returned network."""
+    from lbtheory.intelligent import RoutingEnv, Selection, greedy_rollout
+
+    cfg = ClusterConfig(n_instances=2, kv_budget_tokens=2000, max_batch=2, timing=SIMPLE)
+    ec = EnvConfig(max_wait_s=0.1)
+    kw = {**TINY, "episodes": 4}
+    last = train_dqn(_tiny_wf, cfg, DQNConfig(router="rl", seed=3, selection="last", **kw),
+                     env_config=ec)
+    val = train_dqn(_tiny_wf, cfg, DQNConfig(router="rl", seed=3, **kw), env_config=ec)
+    assert val.config.selection is Selection.VALIDATION and val.config.validation_episodes == 2
+    assert "validation_e2e_s" not in last.history[0] and last.selected_episode == 3
+    assert last.last_net is last.net
+    assert json.dumps([{k: v for k, v in h.items() if not k.startswith("validation_")}
+                       for h in val.history]) == json.dumps(last.history)  # NaN loss: text
+    la, lv = (jax.tree_util.tree_leaves(x) for x in (last.net, val.last_net))
+    assert all(np.array_equal(x, y) for x, y in zip(la, lv))
+    v = [h["validation_e2e_s"] for h in val.history]
+    assert val.selected_episode == max(k for k in range(4) if v[k] == min(v))  # ties: later
+    assert val.selected_episode < 3 and min(v) < v[3]  # a real choice on this seed
+    lk = jax.tree_util.tree_leaves(val.net)
+    assert not all(np.array_equal(x, y) for x, y in zip(lk, lv))
+    env = RoutingEnv(_tiny_wf, cfg, val.env_config)
+    runs = [greedy_rollout(val.net, env, s) for s in (7, 8)]  # seed 3 + 4 episodes, + 1
+    assert np.mean([np.mean(r.e2e_s) for r in runs]) == v[val.selected_episode]
+    share = max(np.bincount(r.instance, minlength=2).max() * 2 / 25 for r in runs)
+    assert share == pytest.approx(val.history[val.selected_episode]["validation_max_share"])
+    # the checkpoint keeps which episode was kept; older checkpoints load as "last"
+    save_checkpoint(val, tmp_path / "ck")
+    assert load_checkpoint(tmp_path / "ck", cfg).selected_episode == val.selected_episode
+    cf = json.loads((tmp_path / "ck" / "config.json").read_text())
+    del cf["dqn"]["selection"], cf["selected_episode"]
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(cf))
+    back = load_checkpoint(tmp_path / "ck", cfg)
+    assert back.config.selection is Selection.LAST and back.selected_episode is None
+    cf["selected_episode"] = -1
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(cf))
+    with pytest.raises(DataFormatError, match="selected_episode must be an episode number"):
+        load_checkpoint(tmp_path / "ck", cfg)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"selection": "best"}, "selection"),
+    ({"validation_episodes": 0}, "DQNConfig.validation_episodes"),
+    ({"validation_seed": -1}, "DQNConfig.validation_seed"),
+])
+def test_selection_options_are_checked(kw, match):
+    with pytest.raises(ParameterError, match=match):
+        DQNConfig(**kw)
+
+
 def _huber(x):
     return np.where(np.abs(x) <= 1.0, 0.5 * x * x, np.abs(x) - 0.5)
 
@@ -391,6 +446,7 @@ def test_train_command_and_checkpoint_evaluation(tmp_path, capsys):
     assert rc == 0, cap.err
     data = json.loads(cap.out)
     assert data["history"][0]["completed"] == 30
+    assert data["selected_episode"] == 0 and data["history"][0]["validation_e2e_s"] > 0
     assert data["offered_load"]["overloaded"] is True  # Azure at 20 req/s on 2 instances
     assert "warning: the cluster is overloaded" in cap.err
     cfg = json.loads((out / "config.json").read_text())

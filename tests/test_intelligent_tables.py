@@ -81,6 +81,42 @@ def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
     assert tables._episodes(out["rl"]) == "1/6"
 
 
+def test_summary_of_the_selected_and_the_last_network_by_hand(tables):
+    """Version 6 cells carry the kept network's evaluation (``eval``) and the last network's
+    (``eval_last``): the summary reports both, each against round robin on the same episodes."""
+    seeds = ["20000", "20001"]
+    config = {"part": "heuristic", "router": "rr", "table": "k5", "instances": 2,
+              "hardware": "v100", "mix": "five-task", "rate_rps": 20.0, "requests": 20,
+              "chunk": 0, "fit_requests": 1000, "eval_seeds": [int(s) for s in seeds]}
+    load = {"rate_rps": 20.0, "prefill_demand": 0.1, "decode_demand": 0.5, "utilisation": 0.6,
+            "decode_tps": 25.0}
+    rr = {"label": "rr", "eval": {"20000": _episode(10.0, [1.0, 1.0]),
+                                  "20001": _episode(20.0, [1.0, 1.0])},
+          "offered_load": {s: load for s in seeds}, "predictor_accuracy": 0.7, "threshold": 300}
+    kept = [(10.0, 20.0), (9.0, 20.0)]        # the kept networks: balanced
+    last = [(10.0, 20.0), (12.0, 24.0)]       # seed 1's last network drifted to a lane
+    rows = [(config, rr)]
+    for k in range(2):
+        run = {"label": "wg-rl-hurl", "train_seed": k, "status": "completed", "train_s": 1.0,
+               "scales": {"horizon_s": 8.0}, "history": [{"wait_fraction": 0.0}],
+               "selected_episode": [19, 6][k],
+               "eval": {s: _episode(kept[k][j], [1.1, 0.9]) for j, s in enumerate(seeds)},
+               "eval_last": {s: _episode(last[k][j], [1.0, 1.0] if k == 0 else [1.9, 0.1])
+                             for j, s in enumerate(seeds)}}
+        rows.append(({**config, "part": "rl", "router": "wg-rl", "train_seed": k}, run))
+    r = tables.summarise_table("k5", rows)["routers"]["wg-rl-hurl"]
+    assert r["selected_episodes"] == [19, 6]
+    assert r["per_seed_delta"] == pytest.approx([0.0, -5.0])         # (−10 % + 0 %) / 2
+    # two seeds: the interval (t with 1 degree of freedom) is wide enough to hold −10.71
+    assert r["max_share"] == 1.1 and r["verdict"] == "reproduced"
+    half = stats.t.ppf(0.975, 1) * np.std([0.0, 20.0], ddof=1) / math.sqrt(2)
+    assert r["last_delta_pct"] == pytest.approx(10.0)                # seed 1: +20 % both
+    assert (r["last_delta_lo"], r["last_delta_hi"]) == pytest.approx((10 - half, 10 + half))
+    assert (r["last_max_share"], r["last_collapsed_episodes"]) == (1.9, 2)
+    assert tables._selection(r).startswith("19, 6 | +10.00 [")
+    assert tables._selection({"kind": "heuristic"}) == "— | —"
+
+
 def test_load_sweep_summary_by_hand(tables):
     """Δ per episode vs round robin, its t-interval, and the offered load of each row."""
     load = {"rate_rps": 40.0, "prefill_demand": 0.4, "decode_demand": 1.0, "utilisation": 1.4,

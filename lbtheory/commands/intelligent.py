@@ -99,6 +99,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
                          "the n requests on the instances is closed to new requests (c >= 1; "
                          "0: no cap; default 1.25)")
+    tr.add_argument("--selection", default="validation", choices=["validation", "last"],
+                    help="which network to save [R]: validation = the one whose greedy policy "
+                         "served held-out episodes (seeds seed + episodes, ...) with the lowest "
+                         "mean E2E, checked after every episode; last = after the last episode")
+    tr.add_argument("--validation-episodes", type=int, default=2,
+                    help="held-out episodes per validation (with --selection validation)")
     _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     tr.set_defaults(_action=_train)
@@ -281,16 +287,20 @@ def _train(args: argparse.Namespace) -> int:
     check_output_path(Path(args.out) / "config.json", what="checkpoint", flag="--out")
     cfg, traces, rate = _setup(args)
     _positive_int(args.episodes, "--episodes")
+    _positive_int(args.validation_episodes, "--validation-episodes")
     dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
                    seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
-                   learning_starts=args.learning_starts, network=args.network)
+                   learning_starts=args.learning_starts, network=args.network,
+                   selection=args.selection, validation_episodes=args.validation_episodes)
     if args.balance_factor != 0:
         from .._checks import check_real
 
         check_real(args.balance_factor, "--balance-factor (0: no cap)", low=1.0)
     env = EnvConfig(balance_factor=args.balance_factor or None)
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
-    for k in range(args.episodes):  # every episode's workload must fit (checked up front)
+    n_check = args.episodes + (args.validation_episodes if args.selection == "validation"
+                               else 0)
+    for k in range(n_check):  # every episode's workload must fit (checked up front)
         cfg.check_workload(workload_fn(args.seed + k))
     load = _offered_load(workload_fn(args.seed), cfg)
 
@@ -298,7 +308,10 @@ def _train(args: argparse.Namespace) -> int:
                disable=args.json)
 
     def progress(k: int, stats: dict[str, float]) -> None:
-        bar.set_postfix(e2e=f"{stats['mean_e2e_s']:.2f}s", ret=f"{stats['return']:.1f}")
+        post = {"e2e": f"{stats['mean_e2e_s']:.2f}s", "ret": f"{stats['return']:.1f}"}
+        if "validation_e2e_s" in stats:
+            post["val_e2e"] = f"{stats['validation_e2e_s']:.2f}s"
+        bar.set_postfix(post)
         bar.update(1)
 
     result = train_dqn(workload_fn, cfg, dq, env_config=env, predict_fn=predict_fn,
@@ -308,9 +321,15 @@ def _train(args: argparse.Namespace) -> int:
     write_json_atomic(out / "manifest.json", _manifest(args))
     if args.json:
         print(dumps_json({"out": str(out), "history": result.history,
+                          "selected_episode": result.selected_episode,
                           "offered_load": load.as_dict()}))
     else:
         last = result.history[-1]
         print(f"saved {args.router} ({args.reading}) to {out}: {args.episodes} episodes, last "
               f"mean E2E {last['mean_e2e_s']:.3f} s, return {last['return']:.2f}")
+        if "validation_e2e_s" in last:
+            k = result.selected_episode
+            print(f"kept the network after episode {k} (validation mean E2E "
+                  f"{result.history[k]['validation_e2e_s']:.3f} s on {args.validation_episodes}"
+                  f" held-out episode(s); --selection last keeps the final one)")
     return 0

@@ -82,6 +82,7 @@ _LAZY = {
     "prompt_edges_for": "_calibrate",
     "DQNConfig": "_dqn", "TrainResult": "_dqn", "train_dqn": "_dqn", "greedy_rollout": "_dqn",
     "double_dqn_step": "_dqn", "GUIDANCE_OF": "_dqn", "RLKind": "_dqn", "Network": "_dqn",
+    "Selection": "_dqn",
     "DQNRouter": "_dqn", "ReplayBuffer": "_dqn", "double_dqn_update": "_dqn",
     "build_network": "_dqn",
     "save_checkpoint": "_checkpoint", "load_checkpoint": "_checkpoint",

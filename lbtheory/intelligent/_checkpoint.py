@@ -44,7 +44,8 @@ def _config_dict(result: TrainResult) -> dict[str, Any]:
                         "max_batch": c.max_batch, "max_prefill_tokens": c.max_prefill_tokens,
                         "epoch_s": c.epoch_s, "timing": asdict(c.timing),
                         "admission": str(c.admission), "chunked_prefill": c.chunked_prefill},
-            "obs_dim": observation_size(c.n_instances, result.env_config)}
+            "obs_dim": observation_size(c.n_instances, result.env_config),
+            "selected_episode": result.selected_episode}
 
 
 def save_checkpoint(result: TrainResult, out_dir: str | Path) -> Path:
@@ -100,6 +101,7 @@ def _configs(cfg: Any, p: Path) -> tuple[ClusterConfig, DQNConfig, EnvConfig]:
     if isinstance(dq.get("hidden"), list):
         dq["hidden"] = tuple(dq["hidden"])
     dq.setdefault("network", "mlp")  # written before the symmetric network existed
+    dq.setdefault("selection", "last")  # written before validation selection: the last network
     dconf = _build(DQNConfig, dq, "dqn", p)
     e = _section(cfg, "env", p)
     if isinstance(e.get("prompt_edges"), list):
@@ -145,4 +147,8 @@ def load_checkpoint(path: str | Path, cluster: ClusterConfig | None = None) -> T
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataFormatError(f"cannot read checkpoint history ({exc})", path=str(p),
                               field="history.json") from None
-    return TrainResult(net, dconf, ec, saved, history)
+    sel = cfg.get("selected_episode")
+    if sel is not None and (isinstance(sel, bool) or not isinstance(sel, int) or sel < 0):
+        raise DataFormatError(f"config.json: selected_episode must be an episode number >= 0 "
+                              f"or null, got {sel!r}", path=str(p), field="selected_episode")
+    return TrainResult(net, dconf, ec, saved, history, selected_episode=sel)

@@ -25,6 +25,20 @@ updates. Adam's rate is 3e-4 (1e-3 let development runs — training seeds, neve
 evaluation seeds — swing between episodes and end on a greedy policy that overloaded one
 instance).
 
+**Which network is returned** [R] (``DQNConfig.selection``, not in the seed): by default the
+one that served held-out validation episodes best. After every training episode the greedy
+policy serves ``validation_episodes`` episodes (workload seeds ``seed + episodes``, … — never a
+training episode) and the network with the lowest mean E2E there is kept (the later one on a
+tie); the validation does not touch the training's random streams, so the trajectory is the
+one ``selection="last"`` trains, and each episode's ``validation_e2e_s`` and
+``validation_max_share`` are in the history. Why: a one-step DQN's greedy policy can drift
+while ε sits at its floor; on Knowl 5 one training seed's greedy policy got *worse* on the
+validation episodes after every episode (3.96 s → 4.05–4.23 s) while it built a lane for short
+outputs holding 1.9× its fair share of requests, and the network after the last episode was
+what the tables had evaluated (issue 22). Keeping the best validated network is what DQN
+practice does (Mnih et al. 2015 report their best evaluated policies; Stable-Baselines3's
+``EvalCallback`` keeps ``best_model``); ``selection="last"`` keeps the old behaviour.
+
 Router kinds (THEORY §10): ``rl`` (no guidance), ``wa-rl`` (static mixing penalty),
 ``wg-rl`` (annealed guidance, ``reading`` ``"hurl"`` or ``"literal"`` for λ_k).
 """
@@ -63,8 +77,8 @@ from ._qnet import combine, greedy_action, make_q_network, split_net
 from ._simulate import InstanceResult, make_sim, result_of, run_router
 
 __all__ = ["double_dqn_update", "double_dqn_step", "DQNConfig", "TrainResult", "train_dqn",
-           "greedy_rollout", "GUIDANCE_OF", "RLKind", "DQNRouter", "ReplayBuffer", "Network",
-           "build_network", "NStepWriter"]
+           "greedy_rollout", "GUIDANCE_OF", "RLKind", "Selection", "DQNRouter", "ReplayBuffer",
+           "Network", "build_network", "NStepWriter"]
 
 
 class RLKind(enum.StrEnum):
@@ -78,6 +92,13 @@ class RLKind(enum.StrEnum):
 #: router kind -> guidance kind of :class:`EnvConfig`.
 GUIDANCE_OF = {RLKind.RL: Guidance.NONE, RLKind.WA_RL: Guidance.STATIC,
                RLKind.WG_RL: Guidance.ANNEALED}
+
+
+class Selection(enum.StrEnum):
+    """Which of a training's networks :func:`train_dqn` returns."""
+
+    VALIDATION = "validation"  # [R] the end-of-episode network best on held-out episodes
+    LAST = "last"              # the network after the last episode
 
 
 class Network(enum.StrEnum):
@@ -116,6 +137,13 @@ class DQNConfig:
             discount); 1: one-step Double-DQN (module docstring).
         head_init_scale: the symmetric network's advantage heads start × this (bias 0) [R]
             (:mod:`._qnet`).
+        selection: ``validation`` (default) [R]: after every episode the greedy policy serves
+            ``validation_episodes`` held-out episodes (workload seeds from
+            ``validation_seed``) and the network with the lowest mean E2E there is returned;
+            ``last``: the network after the last episode (module docstring).
+        validation_episodes: held-out episodes per validation.
+        validation_seed: workload seed of the first validation episode; ``None``: ``seed +
+            episodes`` (the next seed after the training episodes').
     """
 
     router: RLKind | str = RLKind.WG_RL
@@ -138,13 +166,21 @@ class DQNConfig:
     network: Network | str = Network.MONOTONE
     n_step: int = 1
     head_init_scale: float = 0.01
+    selection: Selection | str = Selection.VALIDATION
+    validation_episodes: int = 2
+    validation_seed: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "router", check_option(RLKind, self.router, "router"))
         object.__setattr__(self, "reading", check_option(Reading, self.reading, "reading"))
         object.__setattr__(self, "network", check_option(Network, self.network, "network"))
+        object.__setattr__(self, "selection", check_option(Selection, self.selection,
+                                                           "selection"))
         check_seed(self.seed)
-        for name in ("episodes", "batch_size", "buffer_size", "train_every"):
+        if self.validation_seed is not None:
+            check_seed(self.validation_seed, "DQNConfig.validation_seed")
+        for name in ("episodes", "batch_size", "buffer_size", "train_every",
+                     "validation_episodes"):
             check_int(getattr(self, name), f"DQNConfig.{name}", low=1)
         check_int(self.n_step, "DQNConfig.n_step", low=1)
         for name in ("eps_decay_steps", "target_every"):
@@ -295,7 +331,10 @@ class TrainResult:
     per-episode learning curve; ``calibration`` is what :func:`calibrate_env` measured.
 
     ``status`` (:class:`~lbtheory.errors.RunStatus`): ``completed``, or ``diverged`` when a loss
-    or a parameter became non-finite (training stops at that episode; the network is unusable).
+    or a parameter became non-finite (training stops at that episode; the network is unusable
+    unless ``selection="validation"`` kept an earlier one). ``selected_episode``: the episode
+    after which ``net`` was taken (:attr:`DQNConfig.selection`); ``last_net``: the network
+    after the last episode (the same object as ``net`` when that one was kept).
     """
 
     net: Any
@@ -305,6 +344,8 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
     status: RunStatus = RunStatus.COMPLETED
     calibration: Calibration | None = None
+    selected_episode: int | None = None
+    last_net: Any = None
 
 
 def _eps_table(config: DQNConfig, decisions: int) -> np.ndarray:
@@ -350,6 +391,8 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
     eps_table = _eps_table(config, cal.decisions)
     target_every = config.target_every or max(1, cal.decisions // config.train_every)
     steps = n_updates = 0
+    val_seeds = _validation_seeds(config)
+    best: tuple[float, int, Any] = (np.inf, -1, params)
     history: list[dict[str, float]] = []
     status = RunStatus.COMPLETED
     for k in range(config.episodes):
@@ -389,13 +432,45 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
                  "loss": float(np.mean(losses)) if losses else float("nan"), "epsilon": eps,
                  "wait_fraction": waits / max(env.steps, 1),
                  "max_share": float(share.max() * m)}
+        diverged = bool(losses and not np.all(np.isfinite(losses))) or not _finite_params(net)
+        if val_seeds and not diverged:
+            v_e2e, v_share = _validate(net, env, val_seeds)
+            stats.update(validation_e2e_s=v_e2e, validation_max_share=v_share)
+            if v_e2e <= best[0]:  # ties: the later network (trained longer)
+                best = (v_e2e, k, params)
         history.append(stats)
         if progress is not None:
             progress(k, stats)
-        if (losses and not np.all(np.isfinite(losses))) or not _finite_params(net):
+        if diverged:
             status = RunStatus.DIVERGED
             break
-    return TrainResult(combine(params, static), config, ec, cluster, history, status, cal)
+    last = combine(params, static)
+    selected = best[1] if best[1] >= 0 else (history[-1]["episode"] if history else None)
+    kept = combine(best[2], static) if best[1] >= 0 and best[2] is not params else last
+    return TrainResult(kept, config, ec, cluster, history, status, cal, selected, last)
+
+
+def _validation_seeds(config: DQNConfig) -> list[int]:
+    """The workload seeds of the held-out validation episodes (none for ``selection="last"``)."""
+    if config.selection is Selection.LAST:
+        return []
+    s0 = config.seed + config.episodes if config.validation_seed is None \
+        else config.validation_seed
+    return [s0 + j for j in range(config.validation_episodes)]
+
+
+def _validate(net: Any, env: RoutingEnv, seeds: list[int]) -> tuple[float, float]:
+    """(mean E2E in s, largest instance share × m) of ``net``'s greedy policy over the held-out
+    episodes ``seeds``; E2E ``inf`` when a request did not finish."""
+    e2e, share = [], 0.0
+    m = env.cfg.n_instances
+    for s in seeds:
+        res = greedy_rollout(net, env, s, "validation")
+        e2e.append(float(np.mean(res.e2e_s)) if res.completed == len(res.e2e_s) else np.inf)
+        routed = res.instance[res.instance >= 0]
+        share = max(share, float(np.bincount(routed, minlength=m).max() * m
+                                 / max(len(res.instance), 1)))
+    return float(np.mean(e2e)), share
 
 
 def _finite_params(net: Any) -> bool:
