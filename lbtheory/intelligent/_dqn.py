@@ -334,7 +334,8 @@ class TrainResult:
     or a parameter became non-finite (training stops at that episode; the network is unusable
     unless ``selection="validation"`` kept an earlier one). ``selected_episode``: the episode
     after which ``net`` was taken (:attr:`DQNConfig.selection`); ``last_net``: the network
-    after the last episode (the same object as ``net`` when that one was kept).
+    after the last episode (the same object as ``net`` when that one was kept; ``None`` for a
+    loaded checkpoint, which stores only the kept one).
     """
 
     net: Any
