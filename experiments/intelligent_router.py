@@ -116,10 +116,6 @@ FIT_SEED, EVAL_SEED0 = 10_000, 20_000
 VERSION = "6"
 
 
-def _version(table: str) -> str:
-    return VERSION
-
-
 def _label(router: str, reading: str) -> str:
     return router if router != "wg-rl" else f"wg-rl-{reading}"
 
@@ -291,7 +287,7 @@ def _collector(table: str):
     def collect(rows: list, out_dir: Path, profile: str) -> None:
         conf = {"table": table, **TABLES[table], "profile": profile, **BUDGET[profile],
                 "heuristics": HEURISTICS, "rl": RL, "fit_seed": FIT_SEED,
-                "eval_seed0": EVAL_SEED0, "version": _version(table), "network": "monotone",
+                "eval_seed0": EVAL_SEED0, "version": VERSION, "network": "monotone",
                 "balance_factor": 1.25, "selection": "validation", "validation_episodes": 2}
         summary = {"table": table, "profile": profile, "config": conf,
                    "manifest": run_manifest(conf, seed=FIT_SEED),
@@ -363,7 +359,7 @@ def _description(table: str) -> str:
 EXPERIMENTS = [
     *[Experiment(name=f"intelligent-router-{t}", group="intelligent-router",
                  description=_description(t),
-                 grid=_grid(t), cell=cell, collect=_collector(t), version=_version(t))
+                 grid=_grid(t), cell=cell, collect=_collector(t), version=VERSION)
       for t in TABLES],
     Experiment(name="intelligent-router-load", group="intelligent-router",
                description="Intelligent Router: heuristics vs round robin on the Knowl 4/5 "

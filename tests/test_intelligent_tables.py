@@ -45,9 +45,11 @@ def _episode(e2e: float, shares: list[float]) -> dict:
             "preemptions": 0, "shares": shares, "completed": 20}
 
 
-def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
+def _round_robin(table: str) -> tuple[list[str], dict, dict]:
+    """Two evaluation episodes of a 2-instance table and round robin's cell on them (E2E 10 s
+    and 20 s, fair shares): the reference every Δ below is taken against."""
     seeds = ["20000", "20001"]
-    config = {"part": "heuristic", "router": "rr", "table": "k4", "instances": 2,
+    config = {"part": "heuristic", "router": "rr", "table": table, "instances": 2,
               "hardware": "v100", "mix": "five-task", "rate_rps": 20.0, "requests": 20,
               "chunk": 0, "fit_requests": 1000, "eval_seeds": [int(s) for s in seeds]}
     load = {"rate_rps": 20.0, "prefill_demand": 0.1, "decode_demand": 0.5, "utilisation": 0.6,
@@ -55,6 +57,11 @@ def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
     rr = {"label": "rr", "eval": {"20000": _episode(10.0, [1.0, 1.0]),
                                   "20001": _episode(20.0, [1.0, 1.0])},
           "offered_load": {s: load for s in seeds}, "predictor_accuracy": 0.7, "threshold": 300}
+    return seeds, config, rr
+
+
+def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
+    seeds, config, rr = _round_robin("k4")
     # three training seeds of Baseline RL; seed 2's second episode sends 1.6× its share to one
     # instance (collapsed), the others stay at or below 1.5×
     e2e = [(9.0, 19.0), (9.5, 18.0), (8.0, 22.0)]
@@ -84,15 +91,7 @@ def test_summary_deltas_intervals_and_collapse_count_by_hand(tables):
 def test_summary_of_the_selected_and_the_last_network_by_hand(tables):
     """Version 6 cells carry the kept network's evaluation (``eval``) and the last network's
     (``eval_last``): the summary reports both, each against round robin on the same episodes."""
-    seeds = ["20000", "20001"]
-    config = {"part": "heuristic", "router": "rr", "table": "k5", "instances": 2,
-              "hardware": "v100", "mix": "five-task", "rate_rps": 20.0, "requests": 20,
-              "chunk": 0, "fit_requests": 1000, "eval_seeds": [int(s) for s in seeds]}
-    load = {"rate_rps": 20.0, "prefill_demand": 0.1, "decode_demand": 0.5, "utilisation": 0.6,
-            "decode_tps": 25.0}
-    rr = {"label": "rr", "eval": {"20000": _episode(10.0, [1.0, 1.0]),
-                                  "20001": _episode(20.0, [1.0, 1.0])},
-          "offered_load": {s: load for s in seeds}, "predictor_accuracy": 0.7, "threshold": 300}
+    seeds, config, rr = _round_robin("k5")
     kept = [(10.0, 20.0), (9.0, 20.0)]        # the kept networks: balanced
     last = [(10.0, 20.0), (12.0, 24.0)]       # seed 1's last network drifted to a lane
     rows = [(config, rr)]
