@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Router's LLM instances; experiment sweeps that cache and resume.",
         epilog="Run 'lbtheory COMMAND --help' for a command's options and an example. Exit "
                "codes: 0 ok,\n1 a check failed (stepsize: UNSTABLE), 2 bad input or a failed "
-               "solve.")
+               "solve. One flag per concept in every\ncommand: --policy (comma-separated), "
+               "--duration (s), --requests, --out DIR (a folder; --output FILE\nfor one file).")
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"lbtheory {__version__}")
