@@ -270,6 +270,10 @@ def test_evaluate_out_is_a_folder_output_a_file_and_the_old_out_file_still_works
     existing.write_text("x")
     assert _run(capsys, [*base, "--out", str(existing)])[0] == 0
     assert json.loads(existing.read_text())["routers"] == docs[0]["routers"]
+    named = tmp_path / "named.json"  # an existing folder is a folder, whatever its name
+    named.mkdir()
+    assert _run(capsys, [*base, "--out", str(named)])[0] == 0
+    assert json.loads((named / "evaluate.json").read_text())["routers"] == docs[0]["routers"]
     rc, out, err = _run(capsys, [*base, "--out", str(folder), "--output", str(file)])
     assert rc == 2 and out == "" and "give one" in err
 

@@ -232,8 +232,9 @@ EVALUATE_FILE = "evaluate.json"
 
 def _results_file(args: argparse.Namespace) -> tuple[Path | None, bool]:
     """Where evaluate writes its JSON with a manifest, checked before any work, and whether it
-    came from the old ``--out FILE``: ``--output FILE``; ``--out DIR`` -> ``DIR/evaluate.json``;
-    ``--out X`` with X ending in ``.json`` or an existing file -> X (the old meaning)."""
+    came from the old ``--out FILE``: ``--output FILE``; ``--out DIR`` -> ``DIR/evaluate.json``
+    (an existing folder is always one); ``--out X`` with X ending in ``.json`` or an existing
+    file -> X (the old meaning)."""
     from ..io import check_output_path
 
     if args.output is not None and args.out is not None:
@@ -243,7 +244,7 @@ def _results_file(args: argparse.Namespace) -> tuple[Path | None, bool]:
     if args.out is None:
         return None, False
     out = Path(args.out)
-    if out.suffix.lower() == ".json" or out.is_file():
+    if not out.is_dir() and (out.suffix.lower() == ".json" or out.is_file()):
         return check_output_path(out, what="results", flag="--out"), True
     return check_output_path(out / EVALUATE_FILE, what="results", flag="--out"), False
 
