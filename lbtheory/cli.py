@@ -5,6 +5,9 @@ module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> 
 define ``EPILOG``, examples shown at the end of its ``--help``). Any
 :class:`~lbtheory.errors.LBTheoryError` becomes a one-line ``error: ...`` on stderr and exit code 2.
 
+Flags follow one vocabulary across subcommands (:mod:`lbtheory.commands._help`): ``--policy``,
+``--duration``, ``--requests``, ``--out`` (a folder); old spellings stay hidden aliases.
+
 Exit codes: 0 success; 1 the command ran and a check it performs failed (``stepsize``: the verdict
 is UNSTABLE); 2 bad input (a malformed file, an invalid option, an output that cannot be written)
 or a failed solve.
@@ -36,11 +39,11 @@ _EXAMPLES: dict[str, str] = {
                    "      --trips examples/tntp/Braess-Example/Braess_trips.tntp --json",
     "fluid": "example:\n  lbtheory fluid examples/three_cells.yaml --mechanism flow --cost "
              "gradient "
-             "--stepsize 0.5 --t1 60 --plot out/fluid.png",
+             "--stepsize 0.5 --duration 60 --plot out/fluid.png",
     "stepsize": "example:\n  lbtheory stepsize examples/three_cells.yaml --stepsize 0.05\n"
                 "exit code 1 when the verdict is UNSTABLE (0 stable, 2 bad input)",
     "barrier": "example:\n  lbtheory barrier examples/traces/AzureLLMInferenceTrace_conv.csv "
-               "--replicas 8 --limit 2000",
+               "--replicas 8 --requests 2000",
     "simulate": "example:\n  lbtheory simulate examples/sim_two_cells.yaml --json",
 }
 
@@ -70,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Router's LLM instances; experiment sweeps that cache and resume.",
         epilog="Run 'lbtheory COMMAND --help' for a command's options and an example. Exit "
                "codes: 0 ok,\n1 a check failed (stepsize: UNSTABLE), 2 bad input or a failed "
-               "solve.")
+               "solve. One flag per concept in every\ncommand: --policy (comma-separated), "
+               "--duration (s), --requests, --out DIR (a folder; --output FILE\nfor one file).")
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"lbtheory {__version__}")

@@ -109,8 +109,8 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
     "evaluate --instances 1e10": (lambda t: EV + ["--instances", "10000000000"],
                                   ("instances", "GiB")),
     "evaluate --rate 1e-300": (lambda t: EV + ["--rate", "1e-300"], ("ticks", "arrival span")),
-    "evaluate --out is a directory": (lambda t: EV + ["--out", _dir(t)],
-                                      ("--out", "existing directory")),
+    "evaluate --output is a directory": (lambda t: EV + ["--output", _dir(t)],
+                                         ("--output", "existing directory")),
     "evaluate checkpoint []": (lambda t: EV + ["--routers", f"rl={_checkpoint(t, '[]')}"],
                                ("config.json", "'cluster'")),
     "evaluate checkpoint without cluster": (

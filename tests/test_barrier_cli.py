@@ -14,7 +14,7 @@ CONV = str(Path(__file__).resolve().parents[1] / "examples" / "traces"
 
 
 def test_json_keys(capsys):
-    rc = main(["barrier", CONV, "--replicas", "4", "--limit", "150", "--policies",
+    rc = main(["barrier", CONV, "--replicas", "4", "--requests", "150", "--policy",
                "random,rr,p2c,jsq,br0,brh-oracle,brh-survival", "--json", "--horizon", "8"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
@@ -45,13 +45,13 @@ def test_json_keys(capsys):
 
 
 def test_table(capsys):
-    assert main(["barrier", CONV, "--limit", "100", "--policies", "jsq,br0"]) == 0
+    assert main(["barrier", CONV, "--requests", "100", "--policy", "jsq,br0"]) == 0
     out = capsys.readouterr().out
     assert "imbalance (tok)" in out and "\nbr0 " in out
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--policies", "jsq,nope"], "error: unknown policy 'nope'"),
+    (["--policy", "jsq,nope"], "error: unknown policy 'nope'"),
     (["--replicas", "0"],
      "error: number of replicas G (DecodeConfig.replicas) must be an integer >= 1, got 0"),
     (["--slots", "0"],
@@ -61,7 +61,7 @@ def test_table(capsys):
     (["--kv-budget", "100"], "error: kv_budget 100 tokens is smaller than the longest prompt"),
 ])
 def test_bad_arguments(capsys, argv, message):
-    assert main(["barrier", CONV, "--limit", "50"] + argv) == 2
+    assert main(["barrier", CONV, "--requests", "50"] + argv) == 2
     assert capsys.readouterr().err.startswith(message)
 
 
@@ -76,7 +76,7 @@ def test_bad_trace(tmp_path, capsys):
 def test_kv_budget_is_recorded_and_binds(capsys):
     # 50 requests, G = 2: a 6 000-token budget per replica holds the queue back (the JSQ run
     # without it admits everything at once), and the JSON records the budget and the peak ratio
-    argv = ["barrier", CONV, "--limit", "50", "--replicas", "2", "--policies", "jsq", "--json"]
+    argv = ["barrier", CONV, "--requests", "50", "--replicas", "2", "--policy", "jsq", "--json"]
     assert main(argv) == 0
     free = json.loads(capsys.readouterr().out)
     assert main(argv + ["--kv-budget", "6000"]) == 0

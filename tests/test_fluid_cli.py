@@ -14,7 +14,7 @@ TOPO = "examples/three_cells.yaml"
 
 def test_json_output_contract(capsys):
     rc = main(["fluid", TOPO, "--mechanism", "flow", "--cost", "gradient", "--stepsize", "0.5",
-               "--t1", "30", "--json"])
+               "--duration", "30", "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("t", "workload", "routing", "total_latency_rate",
@@ -29,14 +29,14 @@ def test_json_output_contract(capsys):
 
 def test_text_output_and_plot(tmp_path, capsys):
     png = tmp_path / "f.png"
-    rc = main(["fluid", TOPO, "--mechanism", "discrete", "--cost", "latency", "--t1", "2",
+    rc = main(["fluid", TOPO, "--mechanism", "discrete", "--cost", "latency", "--duration", "2",
                "--no-equilibrium", "--plot", str(png)])
     assert rc == 0 and png.stat().st_size > 1000
     assert "final distance to equilibrium: n/a" in capsys.readouterr().out
 
 
 def test_missing_stepsize_is_an_error(capsys):
-    assert main(["fluid", TOPO, "--t1", "1"]) == 2
+    assert main(["fluid", TOPO, "--duration", "1"]) == 2
     assert "error: stepsize: flow routing needs a stepsize" in capsys.readouterr().err
 
 
@@ -50,7 +50,7 @@ from lbtheory.fluid import fluid_sensitivity, simulate_fluid, simulate_fluid_bat
 from lbtheory.io import load_topology
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
-    rc = main(["fluid", sys.argv[1], "--stepsize", "0.5", "--t1", "5", "--no-equilibrium",
+    rc = main(["fluid", sys.argv[1], "--stepsize", "0.5", "--duration", "5", "--no-equilibrium",
                "--json"])
 cli = np.array(json.loads(buf.getvalue())["workload"])
 net = load_topology(sys.argv[1])

@@ -29,7 +29,7 @@ def _run(capsys, argv):
 def test_json_contract_on_the_azure_mix(capsys):
     rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CODE), str(CONV), "--requests",
                                  "120", "--instances", "2", "--seed", "1", "--json",
-                                 "--routers", "rr,jsq,minmin,maxcap,heuristic"])
+                                 "--policy", "rr,jsq,minmin,maxcap,heuristic"])
     assert rc == 0, err
     data = json.loads(out)
     assert list(data) == ["routers", "offered_load"]  # keys are only ever added
@@ -56,7 +56,7 @@ def test_one_request_by_hand_with_the_documented_defaults(tmp_path, capsys, engi
     # default model: 15 ms + 0.2 ms/prefill token + 8e-9 s/token² + 0.1 ms/seq + 0.6 µs/ctx token
     trace = _csv(tmp_path, "0.0,4,3\n")
     rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "1", "--rate",
-                                 "0", "--json", "--routers", "rr", "--engine", engine])
+                                 "0", "--json", "--policy", "rr", "--engine", engine])
     assert rc == 0, err
     r = json.loads(out)["routers"]["rr"]
     t1 = 0.015 + 2e-4 * 4 + 8e-9 * 16
@@ -95,18 +95,18 @@ def test_offered_load_by_hand_and_no_warning_below_capacity(tmp_path, capsys):
     # the command: light load, no warning, the block in the JSON and the text
     trace = _csv(tmp_path, "0.0,4,3\n10.0,4,3\n20.0,4,3\n")
     rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "3", "--rate",
-                                 "0", "--json", "--routers", "rr"])
+                                 "0", "--json", "--policy", "rr"])
     assert rc == 0 and err == ""
     assert json.loads(out)["offered_load"]["rate_rps"] == pytest.approx(0.1)
     rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "3", "--rate",
-                                 "0", "--routers", "rr"])
+                                 "0", "--policy", "rr"])
     assert rc == 0 and "offered load: 0.1 req/s" in out and "below capacity" in out
 
 
 def test_out_file_written_atomically_with_manifest(tmp_path, capsys):
     out_file = tmp_path / "res.json"
     rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CONV), "--requests", "30",
-                                 "--routers", "rr,jsq", "--out", str(out_file)])
+                                 "--policy", "rr,jsq", "--output", str(out_file)])
     assert rc == 0, err
     data = json.loads(out_file.read_text())
     assert set(data["routers"]) == {"rr", "jsq"} and "manifest" in data
@@ -115,7 +115,7 @@ def test_out_file_written_atomically_with_manifest(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, rows, match", [
-    (["--routers", "rr,bogus"], "0.0,4,3\n", "--routers: unknown router 'bogus'"),
+    (["--policy", "rr,bogus"], "0.0,4,3\n", "--policy: unknown router 'bogus'"),
     (["--instances", "0"], "0.0,4,3\n", "--instances must be an integer >= 1, got 0"),
     (["--kv-budget", "5"], "0.0,4,3\n", "kv_budget_tokens = 5 is smaller than request 0"),
     ([], "0.0,-4,3\n", "negative token count -4 in prompt_tokens"),
@@ -128,7 +128,7 @@ def test_bad_input_one_error_line_exit_2_nothing_written(tmp_path, capsys, extra
     trace = _csv(tmp_path, rows)
     out_file = tmp_path / "res.json"
     rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "1", "--rate",
-                                 "0", "--out", str(out_file), *extra])
+                                 "0", "--output", str(out_file), *extra])
     assert rc == 2
     assert out == ""
     lines = err.strip().splitlines()
@@ -148,7 +148,7 @@ def test_help_shows_defaults(capsys):
 
 def test_histogram_predictor_runs_on_disjoint_halves(capsys):
     rc, out, err = _run(capsys, ["intelligent", "evaluate", str(CODE), str(CONV), "--requests",
-                                 "60", "--predictor", "histogram", "--routers", "heuristic,minmin",
+                                 "60", "--predictor", "histogram", "--policy", "heuristic,minmin",
                                  "--json"])
     assert rc == 0, err
     r = json.loads(out)["routers"]

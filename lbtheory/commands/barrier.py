@@ -8,6 +8,7 @@ from ..barrier import BRParams, DecodeConfig, StepTimeModel, summary_table
 from ..io import dumps_json
 from ..registry import BARRIER_POLICIES, compare_policies, parse_policies
 from ..workloads import read_trace
+from ._help import option, spelling
 
 NAME = "barrier"
 HELP = ("BalanceRoute step-barrier simulation: mean imbalance, idle fraction, throughput and TPOT "
@@ -22,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       "GeneratedTokens, arrival/prompt/output columns, or "
                                       "Mooncake JSONL with hash_ids)")
     parser.add_argument("--replicas", "-G", type=int, default=8, help="decode replicas G")
-    parser.add_argument("--policies", default=DEFAULT_POLICIES,
-                        help=f"comma-separated, from: {', '.join(BARRIER_POLICIES)}")
+    option(parser, "--policy", aliases=("--policies",), default=DEFAULT_POLICIES,
+           help=f"policy or comma-separated policies, each run on the same trace, from: "
+                f"{', '.join(BARRIER_POLICIES)}")
     parser.add_argument("--slots", type=int, default=32, help="decode slots per replica")
     parser.add_argument("--window", type=int, default=128,
                         help="saturation replay: prompt-pool size (requests)")
@@ -32,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "replay, the pool always full)")
     parser.add_argument("--kv-budget", type=int, default=None,
                         help="KV-cache tokens per replica that admission respects (default: none)")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="use the first N requests (N ≥ 1; default: all)")
+    option(parser, "--requests", aliases=("--limit",), type=int, default=None, metavar="N",
+           help="use the first N requests of the trace (N ≥ 1; default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines")
     parser.add_argument("--horizon", type=int, default=80, help="BR-H horizon H (steps)")
     parser.add_argument("--gamma", type=float, default=1.0, help="BR-H discount")
@@ -52,19 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run every policy and print a table (or JSON with ``policies.{name}.{...}``)."""
-    if args.limit is not None and args.limit < 1:  # refused before the trace is read
+    if args.requests is not None and args.requests < 1:  # refused before the trace is read
         from ..errors import ParameterError
 
-        raise ParameterError(f"--limit must be an integer ≥ 1 (requests), got {args.limit}")
-    names = parse_policies(args.policies, "replicas")
+        raise ParameterError(f"{spelling(args, 'requests', '--requests')} must be an integer "
+                             f"≥ 1 (requests), got {args.requests}")
+    names = parse_policies(args.policy, "replicas")
     cfg = DecodeConfig(replicas=args.replicas, slots=args.slots, window=args.window,
                        time_scale=args.time_scale, kv_budget=args.kv_budget,
                        step_model=StepTimeModel(args.step_a, args.step_b))
     params = BRParams(s_greedy=args.s_greedy, r_max=args.r_max,
                       max_wait=None if args.max_wait < 0 else args.max_wait)
     trace = read_trace(args.trace, on_unsorted=args.unsorted)
-    if args.limit is not None:
-        trace = trace.head(args.limit)
+    if args.requests is not None:
+        trace = trace.head(args.requests)
     out = summary_table(compare_policies(trace, names, config=cfg, seed=args.seed,
                                          horizon=args.horizon, gamma=args.gamma, params=params))
     if args.json:

@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 from ..io import FIGURE_FORMATS, check_output_path, dumps_json, load_topology, save_figure_atomic
+from ._help import option
 
 NAME = "fluid"
 HELP = ("Delayed fluid model (THEORY §2–3): flow or discrete routing with the rif/latency/gradient "
@@ -17,16 +18,24 @@ HELP = ("Delayed fluid model (THEORY §2–3): flow or discrete routing with the
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory fluid``."""
     parser.add_argument("topology", help="topology file (YAML/JSON)")
-    parser.add_argument("--mechanism", choices=("flow", "discrete"), default="flow",
+    parser.add_argument("--policy", default=None, metavar="POLICY",
+                        choices=tuple(FLUID_POLICIES),
+                        help="the fluid counterpart of a DLB policy, one of "
+                             + ", ".join(FLUID_POLICIES) + " (disc-*/flow-*: --mechanism "
+                             "discrete/flow; *-rif/-lat/-grad: --cost rif/latency/gradient); "
+                             "default: from --mechanism and --cost")
+    parser.add_argument("--mechanism", choices=("flow", "discrete"), default=None,
                         help="flow: routing probabilities move by the projected-gradient step "
                              "x ← Π(x − η·ĉ) (THEORY §3 (2)); discrete: every source sends all of "
-                             "its demand to its cheapest cell (THEORY §3 (1))")
-    parser.add_argument("--cost", choices=("rif", "latency", "gradient"), default="gradient",
+                             "its demand to its cheapest cell (THEORY §3 (1)) (default: flow)")
+    parser.add_argument("--cost", choices=("rif", "latency", "gradient"), default=None,
                         help="cost signal (THEORY §4): rif = N_j/k_j (requests per replica); "
-                             "latency = ℓ_j(N_j) + 2τ_ij (s); gradient = 1/μ_j'(N_j) + 2τ_ij (s)")
+                             "latency = ℓ_j(N_j) + 2τ_ij (s); gradient = 1/μ_j'(N_j) + 2τ_ij (s) "
+                             "(default: gradient)")
     parser.add_argument("--stepsize", type=float, default=None,
                         help="flow-routing stepsize η, 1/(cost unit·s) (required for flow)")
-    parser.add_argument("--t1", type=float, required=True, help="horizon (s)")
+    option(parser, "--duration", aliases=("--t1",), type=float, default=None, metavar="SECONDS",
+           help="horizon (s), required")
     parser.add_argument("--dt", type=float, default=1e-3, help="step (s); default 1 ms")
     parser.add_argument("--save-every", type=int, default=None,
                         help="steps between saved points (default: at most 1000 points)")
@@ -37,6 +46,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", default=None, metavar="F.png",
                         help="write workloads and routing over time to this image")
     parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+#: ``--policy`` names (the DLB policies of :data:`lbtheory.registry.POLICY_NAMES` that have a
+#: fluid model) -> (mechanism, cost).
+FLUID_POLICIES: dict[str, tuple[str, str]] = {
+    f"{m}-{c}": (mech, cost) for m, mech in (("disc", "discrete"), ("flow", "flow"))
+    for c, cost in (("rif", "rif"), ("lat", "latency"), ("grad", "gradient"))}
+
+
+def mechanism_and_cost(args: argparse.Namespace) -> tuple[str, str]:
+    """``(mechanism, cost)`` from ``--policy`` or ``--mechanism``/``--cost`` (defaults flow,
+    gradient); ParameterError when ``--policy`` and an explicit one disagree."""
+    from ..errors import ParameterError
+
+    if args.policy is None:
+        return args.mechanism or "flow", args.cost or "gradient"
+    mech, cost = FLUID_POLICIES[args.policy]
+    for flag, given, implied in (("--mechanism", args.mechanism, mech),
+                                 ("--cost", args.cost, cost)):
+        if given is not None and given != implied:
+            raise ParameterError(f"--policy {args.policy} means {flag} {implied}, but "
+                                 f"{flag} {given} was given: drop one of them")
+    return mech, cost
 
 
 def _moving_average(t: np.ndarray, y: np.ndarray, window: float) -> np.ndarray:
@@ -83,9 +115,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plot:  # refuse an unwritable figure path before any work
         check_output_path(args.plot, what="figure", flag="--plot", formats=FIGURE_FORMATS)
+    mechanism, cost = mechanism_and_cost(args)
+    if args.duration is None:
+        from ..errors import ParameterError
+
+        raise ParameterError("--duration: required, the horizon in seconds (e.g. --duration 60)")
     net = load_topology(args.topology)
-    sol = simulate_fluid(net, mechanism=args.mechanism, cost=args.cost, stepsize=args.stepsize,
-                         t1=args.t1, dt=args.dt, save_every=args.save_every,
+    sol = simulate_fluid(net, mechanism=mechanism, cost=cost, stepsize=args.stepsize,
+                         t1=args.duration, dt=args.dt, save_every=args.save_every,
                          delay_mode="interpolate" if args.interpolate_delays else "snap",
                          equilibrium=None if args.no_equilibrium else "auto")
     if args.plot:
@@ -94,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         print(dumps_json({"topology": str(args.topology), **sol.to_dict()}))
         return 0
     fd = sol.final_distance_to_equilibrium
-    print(f"{args.mechanism} routing, {args.cost} cost, t1 = {args.t1:g} s, status {sol.status}")
+    print(f"{mechanism} routing, {cost} cost, t1 = {args.duration:g} s, status {sol.status}")
     print(f"mean total latency rate {sol.mean_total_latency_rate:.6g} request·s/s "
           f"(mean latency {sol.mean_total_latency_rate / net.total_demand:.6g} s)")
     for j, name in enumerate(sol.names):

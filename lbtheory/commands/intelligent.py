@@ -9,13 +9,15 @@ from typing import Any
 
 from ..errors import ParameterError
 from ..io import dumps_json, write_json_atomic
+from ._help import option, spelling
 
 NAME = "intelligent"
 HELP = ("Intelligent Router (arXiv 2408.13510, THEORY §10): LLM instances with continuous "
         "batching, KV budget and prefill/decode interference; 'evaluate' compares routers on a "
         "trace, 'train' trains a Double-DQN router.")
 
-#: the default --routers (the seed's heuristics); any name of INSTANCE_POLICIES is accepted.
+#: the default --policy of evaluate (the seed's heuristics); any name of INSTANCE_POLICIES is
+#: accepted.
 ROUTER_NAMES = ("rr", "jsq", "minmin", "maxcap", "heuristic")
 RL_NAMES = ("rl", "wa-rl", "wg-rl")
 JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_wait")
@@ -62,25 +64,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common(ev, 2000)
     from ..registry import INSTANCE_POLICIES
 
-    ev.add_argument("--routers", default=",".join(ROUTER_NAMES),
-                    help="comma-separated routers: "
+    option(ev, "--policy", aliases=("--routers",), default=",".join(ROUTER_NAMES),
+           help="router or comma-separated routers, each serving the same workload: "
                     + ", ".join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)
                     + ", or NAME=DIR (NAME one of " + ", ".join(RL_NAMES)
                     + ") for a checkpoint of 'lbtheory intelligent train'")
     _predictor_flag(ev)
-    ev.add_argument("--out", default=None, metavar="F.json",
-                    help="also write the JSON (with a run manifest) to this file")
+    ev.add_argument("--output", default=None, metavar="FILE",
+                    help="also write the JSON (all statistics, with a run manifest) to this file")
+    ev.add_argument("--out", default=None, metavar="DIR",
+                    help=f"also write that JSON to the folder DIR, as DIR/{EVALUATE_FILE} (the "
+                         f"old form --out FILE.json, or an existing file, still writes FILE)")
     ev.set_defaults(_action=_evaluate)
     tr = sub.add_parser("train", formatter_class=fmt,
-                        epilog=f"example:\n  lbtheory intelligent train {trace} --router wg-rl "
+                        epilog=f"example:\n  lbtheory intelligent train {trace} --policy wg-rl "
                                f"--episodes 2 --requests 200 --out out/wg-rl\n  lbtheory "
-                               f"intelligent evaluate {trace} --routers rr,wg-rl=out/wg-rl",
+                               f"intelligent evaluate {trace} --policy rr,wg-rl=out/wg-rl",
                         help="train a Double-DQN router (rl, wa-rl, wg-rl); saves params + config",
                         description="Train a Double-DQN router on seeded episodes of the trace "
                                     "mix; writes params.eqx, config.json, history.json to --out.")
     _common(tr, 300)
-    tr.add_argument("--router", default="wg-rl",
-                    help="rl: no guidance; wa-rl: static mixing penalty; wg-rl: annealed")
+    option(tr, "--policy", aliases=("--router",), default="wg-rl",
+           help="the RL router to train, one of " + ", ".join(RL_NAMES) + " (rl: no guidance; "
+                "wa-rl: static mixing penalty; wg-rl: annealed)")
     tr.add_argument("--reading", default="hurl",
                     help="λ_k of wg-rl: hurl = 1 − exp(−β k) (guidance vanishes); literal = "
                          "exp(−β k) (THEORY §10 ambiguity)")
@@ -106,7 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--validation-episodes", type=int, default=2,
                     help="held-out episodes per validation (with --selection validation)")
     _predictor_flag(tr)
-    tr.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
+    tr.add_argument("--out", required=True, metavar="DIR",
+                    help="checkpoint folder (params.eqx, config.json, history.json, "
+                         "manifest.json)")
     tr.set_defaults(_action=_train)
 
 
@@ -121,7 +129,9 @@ def _positive_int(value: int, flag: str) -> None:
     check_int(value, flag, low=1)
 
 
-def _parse_routers(spec: str) -> list[tuple[str, str | None]]:
+def _parse_routers(spec: str, flag: str = "--policy") -> list[tuple[str, str | None]]:
+    """``[(name, checkpoint folder or None)]`` of evaluate's ``--policy`` (``flag``: the
+    spelling named in errors)."""
     from ..registry import INSTANCE_POLICIES
 
     out: list[tuple[str, str | None]] = []
@@ -131,20 +141,20 @@ def _parse_routers(spec: str) -> list[tuple[str, str | None]]:
         name, _, ckpt = item.partition("=")
         if ckpt:
             if name not in RL_NAMES:
-                raise ParameterError(f"--routers: checkpoint router {name!r} must be one of "
+                raise ParameterError(f"{flag}: checkpoint router {name!r} must be one of "
                                      f"{', '.join(RL_NAMES)}")
             if not Path(ckpt).is_dir():
-                raise ParameterError(f"--routers: checkpoint directory {ckpt!r} of {name} not "
+                raise ParameterError(f"{flag}: checkpoint directory {ckpt!r} of {name} not "
                                      f"found")
         elif name not in INSTANCE_POLICIES or name in RL_NAMES:
-            raise ParameterError(f"--routers: unknown router {name!r}; expected one of "
+            raise ParameterError(f"{flag}: unknown router {name!r}; expected one of "
                                  f"{', '.join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)}"
                                  f" or NAME=DIR")
         out.append((name, ckpt or None))
     if not out:
-        raise ParameterError("--routers: expected at least one router name")
+        raise ParameterError(f"{flag}: expected at least one router name")
     if len({n for n, _ in out}) != len(out):
-        raise ParameterError(f"--routers: a router is listed twice in {spec!r}")
+        raise ParameterError(f"{flag}: a router is listed twice in {spec!r}")
     return out
 
 
@@ -216,15 +226,35 @@ def _manifest(args: argparse.Namespace) -> dict[str, Any]:
     return run_manifest(config, seed=args.seed)
 
 
+#: the file ``evaluate --out DIR`` writes in DIR.
+EVALUATE_FILE = "evaluate.json"
+
+
+def _results_file(args: argparse.Namespace) -> tuple[Path | None, bool]:
+    """Where evaluate writes its JSON with a manifest, checked before any work, and whether it
+    came from the old ``--out FILE``: ``--output FILE``; ``--out DIR`` -> ``DIR/evaluate.json``
+    (an existing folder is always one); ``--out X`` with X ending in ``.json`` or an existing
+    file -> X (the old meaning)."""
+    from ..io import check_output_path
+
+    if args.output is not None and args.out is not None:
+        raise ParameterError("--output FILE and --out DIR both name the results file: give one")
+    if args.output is not None:
+        return check_output_path(args.output, what="results", flag="--output"), False
+    if args.out is None:
+        return None, False
+    out = Path(args.out)
+    if not out.is_dir() and (out.suffix.lower() == ".json" or out.is_file()):
+        return check_output_path(out, what="results", flag="--out"), True
+    return check_output_path(out / EVALUATE_FILE, what="results", flag="--out"), False
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from ..intelligent import simulate
     from ..registry import make_router
 
-    routers = _parse_routers(args.routers)
-    if args.out:
-        from ..io import check_output_path
-
-        check_output_path(args.out, what="results", flag="--out")
+    routers = _parse_routers(args.policy, spelling(args, "policy", "--policy"))
+    target, legacy = _results_file(args)
     cfg, traces, rate = _setup(args)
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     wl = workload_fn(args.seed)
@@ -239,9 +269,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed,
                        engine=args.engine)
         results[name] = res.summary()
-    if args.out:
-        write_json_atomic(args.out, {"routers": results, "offered_load": load.as_dict(),
-                                     "manifest": _manifest(args)})
+    if target is not None:
+        write_json_atomic(target, {"routers": results, "offered_load": load.as_dict(),
+                                   "manifest": _manifest(args)})
+        if legacy:
+            import sys
+
+            print(f"note: wrote {target}; --out FILE is the old spelling of --output FILE "
+                  f"(--out DIR writes DIR/{EVALUATE_FILE})", file=sys.stderr)
     if args.json:
         print(dumps_json({"routers": {n: {k: r[k] for k in JSON_KEYS}
                                       for n, r in results.items()},
@@ -277,8 +312,12 @@ def _train(args: argparse.Namespace) -> int:
 
     from ..intelligent import DQNConfig, EnvConfig, save_checkpoint, train_dqn
 
-    if args.router not in RL_NAMES:
-        raise ParameterError(f"--router: unknown RL router {args.router!r}; expected one of "
+    flag = spelling(args, "policy", "--policy")
+    if "," in args.policy:
+        raise ParameterError(f"{flag}: train trains one router, got {args.policy!r}; run train "
+                             f"once per router")
+    if args.policy not in RL_NAMES:
+        raise ParameterError(f"{flag}: unknown RL router {args.policy!r}; expected one of "
                              f"{', '.join(RL_NAMES)}")
     if args.reading not in ("hurl", "literal"):
         raise ParameterError(f"--reading must be 'hurl' or 'literal', got {args.reading!r}")
@@ -288,7 +327,7 @@ def _train(args: argparse.Namespace) -> int:
     cfg, traces, rate = _setup(args)
     _positive_int(args.episodes, "--episodes")
     _positive_int(args.validation_episodes, "--validation-episodes")
-    dq = DQNConfig(router=args.router, reading=args.reading, episodes=args.episodes,
+    dq = DQNConfig(router=args.policy, reading=args.reading, episodes=args.episodes,
                    seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
                    learning_starts=args.learning_starts, network=args.network,
                    selection=args.selection, validation_episodes=args.validation_episodes)
@@ -304,7 +343,7 @@ def _train(args: argparse.Namespace) -> int:
         cfg.check_workload(workload_fn(args.seed + k))
     load = _offered_load(workload_fn(args.seed), cfg)
 
-    bar = tqdm(total=args.episodes, desc=f"train {args.router}", unit="episode",
+    bar = tqdm(total=args.episodes, desc=f"train {args.policy}", unit="episode",
                disable=args.json)
 
     def progress(k: int, stats: dict[str, float]) -> None:
@@ -325,7 +364,7 @@ def _train(args: argparse.Namespace) -> int:
                           "offered_load": load.as_dict()}))
     else:
         last = result.history[-1]
-        print(f"saved {args.router} ({args.reading}) to {out}: {args.episodes} episodes, last "
+        print(f"saved {args.policy} ({args.reading}) to {out}: {args.episodes} episodes, last "
               f"mean E2E {last['mean_e2e_s']:.3f} s, return {last['return']:.2f}")
         if "validation_e2e_s" in last:
             k = result.selected_episode

@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(latency models fitted to the simulated cells, time-varying arrivals)")
     parser.add_argument("--cells", type=int, default=None,
                         help="number of cells of the Appendix-B scenario (default: U{2..10})")
-    parser.add_argument("--utilisation", type=float, default=0.8,
-                        help="Appendix-B target utilisation Λ/Σμ̄")
+    parser.add_argument("--utilisation", "--utilization", type=float, default=0.8,
+                        help="Appendix-B target utilisation Λ/Σμ̄ (either spelling)")
     parser.add_argument("--burst", action="store_true",
                         help="Appendix-B: demand burst to 95%% in [0.3, 0.7]·duration")
     parser.add_argument("--outage", action="store_true",
