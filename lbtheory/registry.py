@@ -245,9 +245,28 @@ def register_policy(name: str, *, label: str, colour: str,
         raise ParameterError(f"register_policy: a policy named {name!r} exists already"
                              + (" (built in)" if name in _BUILTIN else
                                 "; pass replace=True to replace it"))
+    _check_same_kernels(entry)
     POLICIES[name] = entry
     _refresh_names()
     return entry
+
+
+def _check_same_kernels(new: PolicyEntry) -> None:
+    """Kernels are found by router class: refuse a class that another policy already runs
+    with another kernel (or Python-only mark) in the same simulator."""
+    if not isinstance(new.factory, type) and not any(new.compiled(s) for s in new.simulators):
+        return  # a string or function factory without kernels: nothing found by its type
+    kind = new.constructor()
+    for e in POLICIES.values():
+        if e.name == new.name or not isinstance(kind, type):
+            continue
+        for sim in new.simulators & e.simulators:
+            if (new.compiled(sim) or e.compiled(sim)) and e.kernels[sim.value] != \
+                    new.kernels[sim.value] and e.constructor() is kind:
+                raise ParameterError(
+                    f"policy {new.name!r}: {kind.__name__} runs with another kernel in the "
+                    f"{sim.value} simulator (policy {e.name!r}); kernels are found by router "
+                    f"class, so give the policy its own class (a subclass will do)")
 
 
 def unregister_policy(name: str) -> None:
@@ -402,9 +421,11 @@ def _check_keywords(name: str, ctor: Callable[..., Any], kw: Mapping[str, Any],
     takes = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     unknown = sorted(set(kw) - takes)
     if unknown:
-        raise ParameterError(f"policy {name!r}: unknown option(s) {unknown}"
-                             f"{'' if set(unknown) <= set(given) else ' (of its entry)'}; "
-                             f"it takes {sorted(takes - {'name'})}")
+        opts = sorted(takes - {"name"})
+        raise ParameterError(f"policy {name!r}: bad option(s) {unknown}"
+                             f"{'' if set(unknown) <= set(given) else ' (of its entry)'}: "
+                             f"{getattr(ctor, '__name__', name)} takes "
+                             f"{opts if opts else 'no options'}")
     missing = [p.name for p in params if p.default is p.empty and p.name not in kw
                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if missing:

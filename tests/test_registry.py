@@ -188,7 +188,10 @@ def test_the_custom_policy_example_runs_on_both_engines(own_registry, capsys):
 
 
 def test_bad_registrations_are_refused_by_name(own_registry):
-    ok = dict(label="X", colour="#010203", factory=RoundRobinRouter, simulators="cells",
+    class Plain(RoundRobinRouter):
+        pass
+
+    ok = dict(label="X", colour="#010203", factory=Plain, simulators="cells",
               kernels={"cells": PYTHON_ONLY}, summary="x")
     register_policy("mine", **ok)
     cases = [
@@ -207,6 +210,8 @@ def test_bad_registrations_are_refused_by_name(own_registry):
          "policy 'x6': factory must be the router class when a kernel is given"),
         ("x7", {"needs": ("gpu",)}, "policy 'x7': needs must be among"),
         ("x8", {"kernels": {"cells": 3}}, r"policy 'x8': kernels\['cells'\] must be a function"),
+        ("x9", {"factory": RoundRobinRouter}, "policy 'x9': RoundRobinRouter runs with another "
+                                              "kernel in the cells simulator .policy 'rr'."),
     ]
     for name, change, msg in cases:
         with pytest.raises(ParameterError, match=msg):
@@ -229,9 +234,13 @@ class _Buggy:
 
 def test_make_router_names_bad_options_and_does_not_mask_a_constructors_type_error(
         own_registry):
-    with pytest.raises(ParameterError, match=r"policy 'p2c': unknown option\(s\) \['dd'\]; it "
-                                             r"takes \['d', 'load', 'per_replica'\]"):
+    with pytest.raises(ParameterError, match=r"policy 'p2c': bad option\(s\) \['dd'\]: "
+                                             r"PowerOfDRouter takes \['d', 'load', "
+                                             r"'per_replica'\]"):
         make_router("p2c", dd=3)
+    with pytest.raises(ParameterError, match=r"policy 'rand': bad option\(s\) \['d'\]: "
+                                             r"RandomRouter takes no options"):
+        make_router("rand", d=3)
     register_policy("buggy", label="Buggy", colour="#020304", factory=_Buggy,
                     simulators="cells", kernels={"cells": PYTHON_ONLY}, summary="bug")
     with pytest.raises(ParameterError, match=r"policy 'buggy': missing option\(s\) \['size'\]"):
