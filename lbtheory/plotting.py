@@ -11,7 +11,10 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STYLE", "style", "figure", "POLICY_COLORS", "policy_color", "plot_equilibria"]
+from . import registry
+
+__all__ = ["STYLE", "style", "figure", "POLICY_COLORS", "EQUILIBRIUM_COLORS", "policy_color",
+           "plot_equilibria"]
 
 STYLE: dict[str, Any] = {
     "figure.dpi": 110,
@@ -25,28 +28,22 @@ STYLE: dict[str, Any] = {
     "legend.frameon": False,
 }
 
+#: The three equilibria's colours (the cost signals of DLB's routers take them: latency =
+#: Wardrop red, gradient = optimum green, RIF blue).
+EQUILIBRIUM_COLORS: dict[str, str] = {"wardrop": "#d62728", "system_optimum": "#2ca02c",
+                                      "rif": "#1f77b4"}
 #: One colour per policy / equilibrium name, the same in every figure, and no two names share
-#: one (tests/test_figures.py checks): DLB's six routers take their cost signal's equilibrium
-#: colour (latency = Wardrop red, gradient = optimum green, RIF blue), discrete ones paler; the
-#: shared baselines greys and browns; BalanceRoute's and the Intelligent Router's policies the
-#: remaining hues.
-POLICY_COLORS: dict[str, str] = {
-    "wardrop": "#d62728", "system_optimum": "#2ca02c", "rif": "#1f77b4",
-    "flow-lat": "#b2182b", "flow-grad": "#1b7837", "flow-rif": "#2166ac",
-    "disc-lat": "#ff9896", "disc-grad": "#98df8a", "disc-rif": "#aec7e8",
-    "rand": "#7f7f7f", "random": "#bdbdbd", "rr": "#8c564b", "p2c": "#c49c94", "jsq": "#ff7f0e",
-    "jsq-tokens": "#ffbb78", "mnlb": "#9467bd",
-    "br0": "#17becf", "brh-oracle": "#e377c2", "brh-survival": "#bcbd22",
-    "brh-exactmatch": "#dbdb8d",
-    "minmin": "#393b79", "maxcap": "#637939", "heuristic": "#8c6d31", "small-large": "#843c39",
-    "rl": "#7b4173", "wa-rl": "#a55194", "wg-rl": "#ce6dbd",
-}
+#: one (tests/test_figures.py checks): the equilibria's and every policy's of the one registry
+#: (:class:`lbtheory.registry.PolicyEntry` ``colour``), as at import; :func:`policy_color`
+#: also knows policies registered later.
+POLICY_COLORS: dict[str, str] = {**EQUILIBRIUM_COLORS,
+                                 **{n: e.colour for n, e in registry.POLICIES.items()}}
 
 
 def policy_color(name: str) -> str:
     """The colour of ``name`` (a label such as ``flow-grad@0.5`` takes its policy's colour;
     unknown names a neutral grey)."""
-    return POLICY_COLORS.get(name, POLICY_COLORS.get(name.split("@")[0], "#4d4d4d"))
+    return EQUILIBRIUM_COLORS.get(name) or registry.colour(name) or "#4d4d4d"
 
 
 @contextlib.contextmanager

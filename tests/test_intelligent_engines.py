@@ -331,14 +331,21 @@ def test_training_gives_the_same_parameters_on_both_engines():
 
 # -- compiled routers written by a user ---------------------------------------------------------
 @njit
-def _first_two(s, code, params, rstate, rng):
-    """Send the head to the less loaded of instances 0 and 1 (ties: 0)."""
+def _first_two(s, state, rng):
+    """Send the head to the less loaded of instances 0 and 1 (ties: 0); count decisions."""
+    state[0] += 1
     return 0, 0 if s.mi[LOAD, 0] <= s.mi[LOAD, 1] else 1
 
 
 @njit
-def _out_of_range(s, code, params, rstate, rng):
+def _out_of_range(s, state, rng):
     return 0, 7
+
+
+@njit
+def _first_two_former(s, code, params, rstate, rng):
+    """The same decision in the former instance form (code, params, int64 rstate)."""
+    return 0, 0 if s.mi[LOAD, 0] <= s.mi[LOAD, 1] + params[0] else 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,7 +363,10 @@ class _FirstTwo:
         return (0 if view.load_tokens[0] <= view.load_tokens[1] else 1), state
 
     def kernel_spec(self, config):
-        return KernelSpec(self.kernel, 0, np.zeros(0), np.zeros(1, np.int64))
+        if self.kernel is _first_two_former:
+            with pytest.warns(DeprecationWarning, match="KernelSpec.kernel, code, params, "):
+                return KernelSpec(self.kernel, 0, np.zeros(1), np.zeros(1, np.int64))
+        return KernelSpec(self.kernel, state=np.zeros(1))
 
 
 def test_a_users_compiled_router_runs_inside_the_compiled_loop():
@@ -365,9 +375,17 @@ def test_a_users_compiled_router_runs_inside_the_compiled_loop():
     out = simulate(wl, _FirstTwo(_first_two), cfg, engine="compiled")
     _assert_same(ref, out)
     assert set(np.unique(out.instance)) == {0, 1}
+    spec = _FirstTwo(_first_two).kernel_spec(cfg)
+    assert spec.state.tolist() == [0.0]  # each run counted on its own copy
+    former = simulate(wl, _FirstTwo(_first_two_former), cfg, engine="compiled")
+    _assert_same(ref, former)
     with pytest.raises(ParameterError, match="router first-two chose a queue position or "
                                              "instance out of range"):
         simulate(wl, _FirstTwo(_out_of_range), cfg)
+    with pytest.raises(ParameterError, match="KernelSpec.observe is not used by the instance"):
+        CompiledClusterSim(wl, cfg).run(KernelSpec(_first_two, _first_two), name="x")
+    with pytest.raises(ParameterError, match="KernelSpec.route: expected a numba.njit"):
+        KernelSpec(lambda s, state, rng: (0, 0))
 
 
 # -- bad input ----------------------------------------------------------------------------------

@@ -5,29 +5,22 @@
 Both engines offer ``advance()``, ``dispatch(pos, m)``, ``view()``, ``queue_length``, ``now``,
 ``n_done``, ``done``, ``preemptions`` and ``records()``, so :func:`~lbtheory.intelligent.run_router`
 drives either with any router of the contract. A router with a compiled kernel
-(:func:`kernel_spec`: the registry's instance policies, or a user's :class:`KernelSpec`) runs
-entirely inside the compiled loop (:meth:`CompiledClusterSim.run`).
-
-**Writing a compiled router.** Keep the Python router of the contract (it runs on both
-engines and is the kernel's oracle) and give it a method ``kernel_spec(config) -> KernelSpec``
-whose ``kernel`` is a numba ``@njit`` function ``kernel(s, code, params, rstate, rng) ->
-(pos, target)`` (the contract of :mod:`._rkernels`): it reads the state ``s``
-(:class:`~lbtheory.intelligent._core.CoreState`; e.g. ``s.mi[LOAD, m]``, the committed tokens
-of instance ``m``, with the row constants of :mod:`._core`) and answers a router-queue position
-and an instance, or ``pos = -1`` to wait for the next epoch; its options are ``params``
-(float64), its state ``rstate`` (int64, updated in place), ``rng`` the run's
-``numpy.random.Generator`` (draw from it as the Python router does, and the two engines stay
-bit-identical). Example, "the less loaded of instances 0 and 1"::
+(:func:`kernel_spec`) runs entirely inside the compiled loop (:meth:`CompiledClusterSim.run`):
+the registry's instance policies as built-in kernels (the ``spec_*`` functions here, named by
+their registry entries), a router of your own through the one user-kernel contract,
+:class:`~lbtheory.routers.KernelSpec` (``route(s, state, rng) -> (pos, instance)``), from its
+registry entry (``register_policy(..., kernels={"instances": fn})``) or its own
+``kernel_spec(config)`` method. Example, "the less loaded of instances 0 and 1"::
 
     from lbtheory.intelligent._core import LOAD
 
     @njit
-    def first_two(s, code, params, rstate, rng):
+    def first_two(s, state, rng):
         return 0, 0 if s.mi[LOAD, 0] <= s.mi[LOAD, 1] else 1
 
     class FirstTwo:  # ... init / observe / route as the contract asks, plus:
         def kernel_spec(self, config):
-            return KernelSpec(first_two, 0, np.zeros(0), np.zeros(1, np.int64))
+            return KernelSpec(first_two)
 
 Check it as ``tests/test_intelligent_engines.py`` checks the registry's: the same outcomes on
 both engines. The loop is compiled with the kernel once per process (numba cannot cache a
@@ -36,78 +29,107 @@ function that takes another); the registry's policies are compiled once and cach
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import numpy as np
+from numba import njit
 
 from .._checks import check_memory, check_ticks
 from ..errors import ParameterError
-from ..routers import JSQRouter, Load, PowerOfDRouter, RandomRouter, RoundRobinRouter, Ties
+from ..registry import Simulator, compiled_kernel
+from ..routers import KernelSpec, Load, Ties
 from ..workloads import Workload
 from . import _core
 from ._core import QH, QT, CoreState
 from ._engine import Admission, ClusterConfig, InstanceView
 from ._impact import calibrate_impact
 from ._rkernels import CODES, routing_loop, run_builtin
-from ._routers import MaxCapacityRouter, MinMinRouter, MixingRouter, SizePartitionRouter
 
-__all__ = ["CompiledClusterSim", "KernelSpec", "kernel_spec"]
+__all__ = ["CompiledClusterSim", "KernelSpec", "BuiltinSpec", "kernel_spec"]
 
 #: bytes per request of the compiled state (19 int64/float64 columns) plus the result arrays.
 _BYTES_PER_REQUEST = 8 * (19 + 12)
 
 
-@dataclass(frozen=True)
-class KernelSpec:
-    """A router compiled for :class:`CompiledClusterSim` (module docstring).
+class BuiltinSpec(NamedTuple):
+    """One of the registry's kernels (:func:`~._rkernels.route_builtin`): its ``code``
+    (:data:`~._rkernels.CODES`), options ``params`` (float64) and initial ``state`` (int64)."""
 
-    Attributes:
-        kernel: the numba kernel, or ``None`` for one of the registry's (``code``).
-        code: the registry kernel's code (:data:`~._rkernels.CODES`); ignored by user kernels.
-        params: the router's options (float64).
-        state: the router's initial state (int64; a copy is updated in place during a run).
-    """
-
-    kernel: Any
     code: int
     params: np.ndarray
     state: np.ndarray
 
 
-def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | None:
-    """The compiled form of ``router`` on ``config``: the registry's instance policies (matched
-    by exact type, so a subclass that changes ``route`` is not taken for its parent), a router
-    with its own ``kernel_spec(config)``, or ``None`` (the router runs in Python)."""
+def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | BuiltinSpec | None:
+    """The compiled form of ``router`` on ``config``: its registry entry's kernel (matched by
+    exact type, so a subclass that changes ``route`` is not taken for its parent), else the
+    router's own ``kernel_spec(config)``, or ``None`` (the router runs in Python)."""
+    planner = compiled_kernel(router, Simulator.INSTANCES)
+    if planner is not None:
+        return planner(router, config)
     own = getattr(router, "kernel_spec", None)
-    if callable(own):
-        return own(config)
-    t = type(router)
-    f = np.array
-    if t is RoundRobinRouter:
-        return KernelSpec(None, CODES["rr"], f([], float), f([0]))
-    if t is JSQRouter:
-        return KernelSpec(None, CODES["jsq"], f([router.load is Load.TOKENS,
-                                                 router.ties is Ties.RANDOM], float), f([0]))
-    if t is RandomRouter:
-        return KernelSpec(None, CODES["random"], f([], float), f([0]))
-    if t is PowerOfDRouter:
-        m = config.n_instances
-        if m > 10_000 and min(router.d, m) > m // 50:
-            return None  # numpy draws these by a tail shuffle the kernel does not reproduce
-        return KernelSpec(None, CODES["p2c"], f([router.d, router.load is Load.TOKENS], float),
-                          f([0]))
-    if t is MinMinRouter:
-        return KernelSpec(None, CODES["minmin"], f([], float), f([0]))
-    if t is MaxCapacityRouter:
-        return KernelSpec(None, CODES["maxcap"], f([], float), f([0]))
-    if t is MixingRouter:
-        prm = router.params or calibrate_impact(config.timing)
-        return KernelSpec(None, CODES["heuristic"], prm.kernel_params(), f([0]))
-    if t is SizePartitionRouter:
-        return KernelSpec(None, CODES["small-large"], f([router.threshold_tokens], float),
-                          f([0, 0]))
-    return None
+    return own(config) if callable(own) else None
+
+
+def _builtin(name: str, params: list[float], state: list[int] | None = None) -> BuiltinSpec:
+    return BuiltinSpec(CODES[name], np.array(params, float), np.array(state or [0], np.int64))
+
+
+def spec_rr(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """Round robin."""
+    return _builtin("rr", [])
+
+
+def spec_jsq(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """JSQ by requests or tokens."""
+    return _builtin("jsq", [router.load is Load.TOKENS, router.ties is Ties.RANDOM])
+
+
+def spec_random(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """Uniformly random instance."""
+    return _builtin("random", [])
+
+
+def spec_p2c(router: Any, config: ClusterConfig) -> BuiltinSpec | None:
+    """Power of d (not above 10,000 instances with d > m/50: numpy draws those by a tail
+    shuffle the kernel does not reproduce)."""
+    m = config.n_instances
+    if m > 10_000 and min(router.d, m) > m // 50:
+        return None
+    return _builtin("p2c", [router.d, router.load is Load.TOKENS])
+
+
+def spec_minmin(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """Min-Min."""
+    return _builtin("minmin", [])
+
+
+def spec_maxcap(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """Maximum capacity usage."""
+    return _builtin("maxcap", [])
+
+
+def spec_mixing(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """The greedy mixing heuristic (calibrated from the timing model unless given)."""
+    prm = router.params or calibrate_impact(config.timing)
+    return BuiltinSpec(CODES["heuristic"], prm.kernel_params(), np.zeros(1, np.int64))
+
+
+def spec_small_large(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """Dedicated small/large partition: the threshold; the two round-robin positions."""
+    return _builtin("small-large", [router.threshold_tokens], [0, 0])
+
+
+@functools.cache
+def _user_loop(route: Any) -> Any:
+    """The routing loop compiled with a user's ``route(s, state, rng)`` (once per process)."""
+
+    @njit
+    def kernel(s, code, params, rstate, rng):  # pragma: no cover - compiled
+        return route(s, rstate, rng)
+
+    return routing_loop(kernel)
 
 
 def _log_size(wl: Workload, cfg: ClusterConfig, output: np.ndarray) -> int:
@@ -211,12 +233,24 @@ class CompiledClusterSim:
             raise ParameterError(f"queue position {pos} out of range [0, {self.queue_length})")
         return int(_core.dispatch(self.state, int(pos), int(m)))
 
-    def run(self, spec: KernelSpec, *, seed: int = 0, name: str = "router") -> None:
-        """Run to the end with a compiled router (``rng = default_rng(seed)``)."""
-        loop = run_builtin if spec.kernel is None else routing_loop(spec.kernel)
+    def run(self, spec: KernelSpec | BuiltinSpec, *, seed: int = 0,
+            name: str = "router") -> None:
+        """Run to the end with a compiled router (``rng = default_rng(seed)``).
+
+        Raises:
+            ParameterError: a kernel with an ``observe`` (this loop has no observe hook), or a
+                decision out of range.
+        """
         rng = np.random.default_rng(seed)
-        if loop(self.state, spec.code, np.asarray(spec.params, float),
-                np.array(spec.state, np.int64), rng) < 0:
+        if isinstance(spec, KernelSpec):
+            if spec.observe is not None:
+                raise ParameterError(f"router {name}: KernelSpec.observe is not used by the "
+                                     f"instance simulator (no observe hook); give route only")
+            out = _user_loop(spec.route)(self.state, -1, np.zeros(0), spec.fresh_state(), rng)
+        else:
+            out = run_builtin(self.state, spec.code, np.asarray(spec.params, float),
+                              np.array(spec.state, np.int64), rng)
+        if out < 0:
             raise ParameterError(f"router {name} chose a queue position or instance out of "
                                  f"range")
 

@@ -25,7 +25,7 @@ _EXPORTS = {
     "Router": "_contract", "TargetView": "_contract", "Assignment": "_contract",
     "Decision": "_contract", "NoState": "_contract", "sample_index": "_contract",
     "cumulative": "_contract", "Stateless": "_contract", "IgnoresObservations": "_contract",
-    "IdenticalTargets": "_contract",
+    "IdenticalTargets": "_contract", "KernelSpec": "_kernel",
     "RandomRouter": "_baselines", "RoundRobinRouter": "_baselines", "JSQRouter": "_baselines",
     "PowerOfDRouter": "_baselines", "Ties": "_baselines", "Load": "_baselines",
     "round_robin_pick": "_baselines", "uniform_pick": "_baselines", "jsq_pick": "_baselines",

@@ -186,7 +186,7 @@ class _Run:
         self.G = np.ascontiguousarray(static_cost(kind, net.delays), dtype=float)
         self.G_lat = np.ascontiguousarray(static_cost(CostKind.LATENCY, net.delays),
                                           dtype=float)
-        self.user_state = state if isinstance(state, np.ndarray) else np.zeros(0)
+        self.user_state = plan.user_state.copy() if plan.user_state is not None else np.zeros(0)
         self.scratch_f, self.scratch_b = np.zeros((3, self.n)), np.zeros((2, self.n), bool)
         self.scratch_i = np.zeros((3, 3 * self.n + 8), dtype=np.int64)
         if plan.ip[K_USES_F] or plan.ip[K_USES_F_LAT]:

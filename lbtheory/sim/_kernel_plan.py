@@ -1,39 +1,42 @@
 """Which router and scenario the compiled engine runs, and with which kernel parameters.
 
-:func:`plan_kernel` maps a router of :mod:`lbtheory.routers` (exact types only: a subclass may
-change behaviour the kernel would not see) to a :class:`KernelPlan`, or returns the reason it
-cannot, which ``simulate(engine="auto")`` records in ``SimResult.engine_note`` before running the
-reference engine. Supported: the registry's cell policies (random/rand, rr, jsq, p2c, the six
-DLB routers, mnlb), a :class:`~lbtheory.sim.KernelRouter`, error aversion around any of them and
-affinity outermost; every scenario (the three server kinds, both leaf policies, bursts,
-outages, estimation, affinity).
+:func:`plan_kernel` maps a router to a :class:`KernelPlan`, or returns the reason it cannot,
+which ``simulate(engine="auto")`` records in ``SimResult.engine_note`` before running the
+reference engine. The kernel of a root router comes from its policy registry entry
+(:func:`lbtheory.registry.compiled_kernel`, by exact router type: a subclass may change
+behaviour the kernel would not see) or from the router's own ``kernel_spec(scenario)`` (a
+:class:`~lbtheory.sim.KernelRouter`); error aversion around it and affinity outermost are
+handled here. Every scenario runs (the three server kinds, both leaf policies, bursts, outages,
+estimation, affinity).
+
+The ``plan_*`` functions are the registry's cell kernels (``kernels={"cells": ...}``): each
+takes ``(router, scenario)`` and answers a :class:`Builtin` (kernel parameters) or a reason.
+A user's kernel answers a :class:`~lbtheory.routers.KernelSpec` instead (``K_USER``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..costs import CostKind
+from ..errors import ParameterError
+from ..registry import Simulator, compiled_kernel
 from ..routers import (
     AffinityRouter,
     CellView,
-    DiscreteRouter,
     ErrorAversion,
     FlowRouter,
     JSQRouter,
+    KernelSpec,
     Load,
-    MNLBRouter,
     PowerOfDRouter,
-    RandomRouter,
-    RoundRobinRouter,
     Ties,
 )
 from ..simplex import TIE_RTOL
 from ..workloads import Workload
-from ._kernel_router import KernelRouter
 from ._kernels_routers import (
     K_AFFINITY,
     K_AVERSION,
@@ -67,7 +70,7 @@ from ._kernels_routers import (
 )
 from ._scenario import Scenario
 
-__all__ = ["KernelPlan", "plan_kernel"]
+__all__ = ["KernelPlan", "plan_kernel", "Builtin"]
 
 #: numpy's ``choice(replace=False)`` switches algorithm above this population (the p2c kernel
 #: reproduces the one below it).
@@ -84,6 +87,55 @@ class KernelPlan:
     base: Any                      # the innermost router (MNLB's LP, a user's kernels)
     user_observe: Any = None
     user_route: Any = None
+    user_state: np.ndarray | None = None   # a user kernel's initial state (copied per run)
+
+
+class Builtin(NamedTuple):
+    """A built-in cell kernel: ``ip`` / ``fp`` entries (``K_*`` / ``R_*`` -> value)."""
+
+    ip: dict[int, int]
+    fp: dict[int, float] = {}
+
+
+def plan_random(router: Any, sc: Scenario) -> Builtin:
+    """:class:`~lbtheory.routers.RandomRouter` (∝ probed replicas)."""
+    return Builtin({K_KERNEL: K_RAND})
+
+
+def plan_rr(router: Any, sc: Scenario) -> Builtin:
+    """:class:`~lbtheory.routers.RoundRobinRouter`."""
+    return Builtin({K_KERNEL: K_RR})
+
+
+def plan_queue(router: Any, sc: Scenario) -> Builtin | str:
+    """:class:`~lbtheory.routers.JSQRouter` / :class:`~lbtheory.routers.PowerOfDRouter` on
+    the probed requests."""
+    if router.load is not Load.REQUESTS:
+        return f"{router.name}: load={router.load.value!r} (cells report requests, not tokens)"
+    jsq = type(router) is JSQRouter
+    return Builtin({K_KERNEL: K_JSQ if jsq else K_POD, K_PER_REPLICA: bool(router.per_replica),
+                    K_TIES_RANDOM: jsq and router.ties is Ties.RANDOM,
+                    K_D: router.d if type(router) is PowerOfDRouter else 0, K_NEEDS_W: 1})
+
+
+def plan_dlb(router: Any, sc: Scenario) -> Builtin:
+    """DLB's discrete and flow routers (η as :class:`~lbtheory.routers.FlowRouter` fixes it on
+    its first view)."""
+    flow = type(router) is FlowRouter
+    ip = {K_KERNEL: K_FLOW if flow else K_DISC, K_NEEDS_W: 1, K_USES_F: 1,
+          K_RIF: router.cost is CostKind.RIF}
+    if not flow:
+        return Builtin(ip)
+    net = sc.network
+    eta = router.eta(CellView(time=0.0, workload=np.zeros(net.n), replicas=np.ones(net.n),
+                              delays=net.delays, mask=net.adjacency,
+                              probe_period_s=sc.probe_period_s))
+    return Builtin(ip, {R_ETA: eta})
+
+
+def plan_mnlb(router: Any, sc: Scenario) -> Builtin:
+    """MNLB: held weights in the kernel, the LP solved by the driver every period."""
+    return Builtin({K_KERNEL: K_MNLB})
 
 
 def _unwrap(router: Any) -> tuple[Any, Any, Any] | str:
@@ -118,40 +170,31 @@ def plan_kernel(sc: Scenario, router: Any, arrivals: Workload) -> KernelPlan | s
     affinity, aversion, base = parts
     ip, fp = np.zeros(N_K, dtype=np.int64), np.zeros(N_R)
     fp[R_RTOL] = TIE_RTOL
-    cost = None
-    kind = type(base)
-    user = (None, None)
-    if kind is RandomRouter:
-        ip[K_KERNEL] = K_RAND
-    elif kind is RoundRobinRouter:
-        ip[K_KERNEL] = K_RR
-    elif kind in (JSQRouter, PowerOfDRouter):
-        if base.load is not Load.REQUESTS:
-            return f"{base.name}: load={base.load.value!r} (cells report requests, not tokens)"
-        ip[K_KERNEL] = K_JSQ if kind is JSQRouter else K_POD
-        ip[K_PER_REPLICA] = bool(base.per_replica)
-        ip[K_TIES_RANDOM] = kind is JSQRouter and base.ties is Ties.RANDOM
-        ip[K_D] = base.d if kind is PowerOfDRouter else 0
-        ip[K_NEEDS_W] = 1
-    elif kind in (DiscreteRouter, FlowRouter):
-        cost = base.cost
-        ip[K_KERNEL] = K_DISC if kind is DiscreteRouter else K_FLOW
-        ip[K_NEEDS_W] = ip[K_USES_F] = 1
-        ip[K_RIF] = cost is CostKind.RIF
-        if kind is FlowRouter:  # η as FlowRouter fixes it on its first view
-            fp[R_ETA] = base.eta(CellView(time=0.0, workload=np.zeros(net.n),
-                                          replicas=np.ones(net.n), delays=net.delays,
-                                          mask=net.adjacency,
-                                          probe_period_s=sc.probe_period_s))
-    elif kind is MNLBRouter:
-        ip[K_KERNEL] = K_MNLB
-    elif kind is KernelRouter:
-        ip[K_KERNEL] = K_USER
-        ip[K_NEEDS_W] = 1
-        user = (base.observe_kernel, base.route_kernel)
+    own = getattr(base, "kernel_spec", None)
+    planner = compiled_kernel(base, Simulator.CELLS)
+    if planner is not None:
+        out = planner(base, sc)
+    elif callable(own):
+        out = own(sc)
     else:
-        return (f"{getattr(router, 'name', type(router).__name__)}: {kind.__name__} has no "
-                f"compiled kernel (a Python router; see lbtheory.sim.KernelRouter)")
+        return (f"{getattr(router, 'name', type(router).__name__)}: {type(base).__name__} has "
+                f"no compiled kernel (a Python router; see lbtheory.routers.KernelSpec)")
+    if isinstance(out, str):
+        return out
+    spec, cost = None, None
+    if isinstance(out, KernelSpec):
+        spec = out
+        ip[K_KERNEL], ip[K_NEEDS_W] = K_USER, 1
+    elif isinstance(out, Builtin):
+        for k, v in out.ip.items():
+            ip[k] = v
+        for k, v in out.fp.items():
+            fp[k] = v
+        cost = base.cost if ip[K_KERNEL] in (K_DISC, K_FLOW) else None
+    else:
+        raise ParameterError(f"{getattr(router, 'name', type(router).__name__)}: its cell "
+                             f"kernel function returned {type(out).__name__}, expected a "
+                             f"KernelSpec (lbtheory.routers.KernelSpec) or a reason (str)")
     if aversion is not None:
         ip[K_AVERSION] = 1
         fp[R_AV_PERIOD], fp[R_KAPPA_UP], fp[R_KAPPA_DOWN] = (aversion.period_s,
@@ -163,5 +206,7 @@ def plan_kernel(sc: Scenario, router: Any, arrivals: Workload) -> KernelPlan | s
         fp[R_AFF_SAVING] = affinity.saving_s
     models_used = ip[K_USES_F_LAT] or (ip[K_USES_F] and not ip[K_RIF])
     ip[K_OUTAGE_PAUSE] = bool(models_used and sc.estimation is None and sc.outages)
-    return KernelPlan(ip=ip, fp=fp, cost=cost, base=base, user_observe=user[0],
-                      user_route=user[1])
+    return KernelPlan(ip=ip, fp=fp, cost=cost, base=base,
+                      user_observe=None if spec is None else spec.observe,
+                      user_route=None if spec is None else spec.route,
+                      user_state=None if spec is None else spec.fresh_state())

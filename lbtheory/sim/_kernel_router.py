@@ -1,8 +1,11 @@
-"""A user's compiled cell router: two numba functions (issue 21).
+"""A cell router made of numba kernels only: :class:`KernelRouter` (issue 21).
 
-The compiled engine runs the registry's cell policies as built-in kernels
-(:mod:`._kernels_routers`). A router of your own runs there too when you write its two
-functions with ``numba.njit`` and wrap them in a :class:`KernelRouter`:
+The kernels obey the one user-kernel contract of :class:`lbtheory.routers.KernelSpec` (its
+docstring: the cells view, the mutability rule). A router of your own written in NumPy runs
+compiled when its registry entry gives its kernels (``register_policy(..., kernels={"cells":
+lambda router, scenario: KernelSpec(...)})``, ``examples/custom_policy.py``); when you have only
+the kernels, wrap them in a :class:`KernelRouter` — on the reference engine it runs the same
+functions through the router contract, so both engines give the same per-request outcomes:
 
 .. code-block:: python
 
@@ -17,27 +20,11 @@ functions with ``numba.njit`` and wrap them in a :class:`KernelRouter`:
     router = KernelRouter(route_kernel=least_probed, name="least-probed")
     simulate(scenario, router, duration_s=600, seed=0)          # compiled engine
 
-Signatures (all arrays float64 unless said; n cells; times in s):
-
-* ``route_kernel(t, source, workload, replicas, delays, mask, state, rng) -> int`` — the cell of one
-  request of ``source`` (int): ``workload`` (n,) the source's probed N_j(t' − τ_ij) of the last
-  round at ``t`` (s), ``replicas`` (n,) probed online servers, ``delays`` (n, n) one-way τ (s),
-  ``mask`` (n, n) bool residency, ``state`` the router's float64 array, ``rng`` the run's
-  ``numpy.random.Generator`` (draw from it only: it is the stream both engines share). A cell
-  off ``mask[source]`` is refused with a TopologyError, as on the reference engine.
-* ``observe_kernel(t, W, replicas, delays, mask, sources, state) -> None`` (optional) — a
-  probe round: ``W`` (n, n) with row i the workloads source i probed (rows of non-sources are 0),
-  ``sources`` the int64 source cells; update ``state`` in place.
-
-``state`` (default: empty) is copied for every run and then updated in place by the kernels (a
-NumPy array is the one mutable value numba code can share; runs stay reproducible). The same
-functions run on the reference engine through the router contract (``init`` / ``observe_round``
-/ ``route``), so both engines give the same per-request outcomes. The compiled engine
-specialises its loop to your functions on their first use in a process (numba cannot cache a
-loop that calls another function given at run time): expect a compile of about the engine's own
-first-call time, once per process; the registry's policies are cached on disk. That loop keeps
-numba's reference counting, so your kernels may allocate arrays (the built-in loop runs without
-it, ≈ 2× faster).
+A cell off ``mask[source]`` is refused with a TopologyError, as on the reference engine. The
+compiled engine specialises its loop to your functions on their first use in a process: expect
+a compile of about the engine's own first-call time, once per process. That loop keeps numba's
+reference counting, so your kernels may allocate arrays (the built-in loop runs without it,
+≈ 2× faster).
 """
 
 from __future__ import annotations
@@ -48,15 +35,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
-from ..routers import CellView
+from ..routers import CellView, KernelSpec
 
 __all__ = ["KernelRouter"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class KernelRouter:
-    """A cell router given as numba functions (module docstring): ``route`` (required),
-    ``observe`` (optional), initial ``state`` (float64) and a ``name``."""
+    """A cell router given as numba functions (module docstring): ``route_kernel`` (required),
+    ``observe_kernel`` (optional), initial ``state`` (float64) and a ``name``; its state is
+    immutable on the reference engine (each step works on a copy), updated in place inside
+    the compiled engine (:class:`~lbtheory.routers.KernelSpec`)."""
 
     route_kernel: Any
     observe_kernel: Any = None
@@ -74,6 +63,10 @@ class KernelRouter:
         state = np.array(self.state, dtype=float).reshape(-1)
         object.__setattr__(self, "state", state)
 
+    def kernel_spec(self, setting: Any = None) -> KernelSpec:
+        """Its compiled form: the kernels and the initial state."""
+        return KernelSpec(self.route_kernel, self.observe_kernel, self.state)
+
     def init(self, seed: int = 0) -> np.ndarray:
         """A fresh copy of the initial state."""
         return self.state.copy()
@@ -88,6 +81,7 @@ class KernelRouter:
         """A probe round: ``observe_kernel`` on the matrix of probed workloads."""
         if self.observe_kernel is None:
             return state
+        state = state.copy()
         live = [i for i, v in enumerate(views) if v is not None]
         v0 = views[live[0]]
         W = np.zeros((v0.n, v0.n))
@@ -101,6 +95,7 @@ class KernelRouter:
     def route(self, state: np.ndarray, view: CellView,
               rng: np.random.Generator) -> tuple[int, np.ndarray]:
         """``route_kernel`` on the view of the request's source."""
+        state = state.copy()
         j = self.route_kernel(float(view.time), int(view.source),
                               np.asarray(view.workload, dtype=float),
                               np.asarray(view.replicas, dtype=float),
