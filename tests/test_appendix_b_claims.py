@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from lbtheory.stats import mean_ci
 
@@ -236,7 +237,21 @@ def test_outages_smaller_margin_tails_and_errors():
     assert row[2] == "reproduced" and "outage 0.05 vs burst 0.1" in row[1]
     # a smaller margin only (tails and errors as Rand's / MNLB's): partly
     row = C._events(events(burst, {"disc-grad": 0.75, "mnlb": 0.80}))[1]
-    assert row[2] == "partly" and "smaller margin (True)" in row[3]
+    assert row[2] == "partly"
+    assert "smaller margin, still DLB's: 0 < outage < burst (True)" in row[3]
+
+
+@pytest.mark.parametrize("burst, outage", [
+    ({"disc-grad": 0.70, "mnlb": 0.80}, {"disc-grad": 0.80, "mnlb": 0.75}),  # +0.10 -> −0.05
+    ({"disc-grad": 0.80, "mnlb": 0.75}, {"disc-grad": 0.80, "mnlb": 0.70}),  # −0.05 -> −0.10
+])
+def test_outages_a_sign_change_is_not_a_smaller_margin(burst, outage):
+    """The claim: DLB keeps a margin over MNLB at outages, smaller than at bursts. MNLB faster
+    than the best DLB policy at outages is a reversal, not a smaller margin (nor is a margin
+    that was MNLB's already at bursts); with no tail or error advantage: not reproduced."""
+    row = C._events(events(burst, outage))[1]
+    assert "smaller margin, still DLB's: 0 < outage < burst (False)" in row[3]
+    assert row[2] == "not reproduced"
 
 
 def noise(at0: dict, at5: dict, rand5: float = 1.0) -> dict:
