@@ -309,13 +309,30 @@ def test_routing_record_is_transparent_and_series_add_up(engine):
 
 
 def test_homogeneous_scenario():
+    # Issue 32: the reading's every promise checked against the heterogeneous draw of the same
+    # seed (was: a bound on the delays and equal capacities only)
     h = appendix_b_scenario(4, homogeneous=True)
     s = appendix_b_scenario(4)
-    assert h.network.n == s.network.n
+    assert h.network.n == s.network.n == 9
     assert all(c.replicas == 10 for c in h.network.cells)
+    # one region (the first drawn, south-america for seed 4; s spans two), identical servers
+    region = [c.name.rpartition("-")[0] for c in s.network.cells]
+    assert {c.name for c in h.network.cells} == {f"south-america-{j}" for j in range(9)}
+    assert set(region) == {"south-america", "europe"}
+    assert {(v.prefill_s_per_token, v.decode_s_per_token) for v in h.servers} == {(0.25e-3, 25e-3)}
     assert np.ptp(h.capacities()) == pytest.approx(0.0, abs=1e-9)
-    assert h.network.delays.max() <= 2.5e-3                 # RTT ≤ 5 ms ⇒ τ ≤ 2.5 ms
-    assert h.network.arrival_rates.sum() == pytest.approx(0.8 * sum(h.capacities()))
+    # RTT ~ U[1, 5] ms ⇒ τ = RTT / 2 in [0.5, 2.5] ms, symmetric, 0 on the diagonal; the same
+    # draws as s: equal to s's delays between cells that s puts in one region
+    d, ds = h.network.delays, s.network.delays
+    off = ~np.eye(9, dtype=bool)
+    assert np.array_equal(d, d.T) and np.all(np.diag(d) == 0.0)
+    assert 0.5e-3 <= d[off].min() and d[off].max() <= 2.5e-3
+    same = np.equal.outer(region, region)
+    assert np.array_equal(d[same], ds[same]) and (ds[~same] == 95e-3).all()
+    # demand shares: the same Dirichlet draw; total demand 0.8 of the capacity
+    lam, lam_s = h.network.arrival_rates, s.network.arrival_rates
+    np.testing.assert_allclose(lam / lam.sum(), lam_s / lam_s.sum(), rtol=1e-12)
+    assert lam.sum() == pytest.approx(0.8 * sum(h.capacities()), rel=1e-12)
 
 
 def test_mean_ci_against_scipy():
