@@ -174,7 +174,7 @@ def test_every_router_has_a_kernel():
     for name in {*names, "small-large"}:
         spec = _compiled.kernel_spec(_router(name), cfg)
         kernel, params = expected[name]
-        assert (spec.kernel, spec.code) == (None, CODES[kernel]), name
+        assert getattr(spec, "kernel", None) is None and spec.code == CODES[kernel], name
         assert spec.params.dtype == np.float64 and spec.params.tolist() == params, name
         assert spec.state.tolist() == ([0, 0] if name == "small-large" else [0]), name
     prm = _compiled.kernel_spec(_router("heuristic"), cfg).params
