@@ -73,20 +73,15 @@ def verdict(lo: float, hi: float, paper: float | None, collapsed: bool) -> str:
     return "not reproduced"
 
 
-def ideal_e2e_s(config: dict, seeds: list) -> float:
-    """Mean over the evaluation episodes of the requests' ideal times, each alone on an idle
-    instance (s): no router can bring the mean E2E below it."""
-    from intelligent_router import _setup
-
-    from lbtheory.intelligent import ideal_time_s
-
-    st = _setup({**config, "fit_requests": 1000})
-    out = []
-    for s in seeds:
-        wl = st["workload_fn"](int(s))
-        out.append(float(np.mean(ideal_time_s(st["cluster"], np.maximum(wl.prompt_tokens, 1),
-                                              np.maximum(wl.output_tokens, 1)))))
-    return float(np.mean(out))
+def ideal_e2e_s(rr: dict, seeds: list) -> float:
+    """Mean over the evaluation episodes ``seeds`` of the requests' ideal times, each alone on an
+    idle instance (s): no router can bring the mean E2E below it. Read from round robin's cell
+    ``rr``, where the experiment stores it per episode (``ideal_e2e_s``: seed -> s)."""
+    if "ideal_e2e_s" not in rr:
+        raise KeyError("round robin's cell has no 'ideal_e2e_s' per episode (written by "
+                       "experiments/intelligent_router.py since issue 32; its collect step adds "
+                       "it to older cached cells)")
+    return float(np.mean([rr["ideal_e2e_s"][s] for s in seeds]))
 
 
 def _e2e(run: dict, seeds: list) -> np.ndarray:
@@ -152,7 +147,7 @@ def summarise_table(table: str, rows: list) -> dict:
     loads = list(heur["rr"]["offered_load"].values())
     load = {k: float(np.mean([x[k] for x in loads])) for k in
             ("rate_rps", "prefill_demand", "decode_demand", "utilisation", "decode_tps")}
-    ideal = ideal_e2e_s(next(c for c, _ in rows if c["part"] == "heuristic"), seeds)
+    ideal = ideal_e2e_s(heur["rr"], seeds)
     return {"routers": out, "episodes": len(seeds), "offered_load": load, "ideal_e2e_s": ideal,
             "headroom_pct": 100.0 * (1.0 - ideal / float(np.mean(rr))),
             "predictor_accuracy": heur["rr"]["predictor_accuracy"],

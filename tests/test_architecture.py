@@ -261,3 +261,67 @@ def test_renamed_names_warn_and_resolve_to_the_new_object(module, old, new):
     with pytest.warns(DeprecationWarning, match=f"{old} is deprecated, use .*{new}"):
         value = getattr(mod, old)
     assert value is getattr(mod, new)
+
+
+# ------------------------------------------- experiments/ and paper_figures/ (issue 32, item 7)
+ROOT = PKG.parent
+#: the script folders above the package: experiments write results, paper_figures read them
+SCRIPTS = ("experiments", "paper_figures")
+
+
+def _script_imports(path: Path) -> set[str]:
+    """Top-level names of everything ``path`` imports (anywhere in the file, lazy imports too):
+    ``lbtheory.sim`` for ``from lbtheory.sim import x``, ``_intelligent_tables`` for a sibling."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+    return out
+
+
+def _script_graph(folder: str) -> dict[str, set[str]]:
+    """Sibling imports inside ``folder`` (a script imports its helpers by module name, the
+    folder being on ``sys.path``)."""
+    mods = {p.stem: p for p in (ROOT / folder).glob("*.py")}
+    return {name: {d.partition(".")[0] for d in _script_imports(p)} & set(mods) - {name}
+            for name, p in mods.items()}
+
+
+def test_script_import_parser_sees_lazy_sibling_imports(tmp_path: Path) -> None:
+    f = tmp_path / "script.py"
+    f.write_text("import json\nfrom lbtheory.sim import simulate\n\n\ndef f():\n"
+                 "    from _helper import x\n    import lbtheory.io as io\n")
+    assert _script_imports(f) == {"json", "lbtheory.sim", "_helper", "lbtheory.io"}
+    assert _find_cycle({"a": {"_t"}, "_t": {"a"}}) == ["_t", "a", "_t"]
+
+
+@pytest.mark.parametrize("folder", SCRIPTS)
+def test_no_import_cycle_among_scripts(folder: str) -> None:
+    graph = _script_graph(folder)
+    assert graph, f"{folder}/ has no modules"
+    cycle = _find_cycle(graph)
+    assert cycle is None, f"import cycle in {folder}/: " + " -> ".join(cycle or [])
+
+
+def test_scripts_import_the_package_never_the_reverse() -> None:
+    """The layering of DESIGN.md's picture: lbtheory → results (experiments/) → paper_figures/.
+    The package imports no script; experiments import no figure script; figure scripts read
+    results and import no experiment module; every lbtheory module a script names exists."""
+    scripts = {f: {p.stem for p in (ROOT / f).glob("*.py")} for f in SCRIPTS}
+    above = set(SCRIPTS) | set().union(*scripts.values())
+    wrong = [f"{path.relative_to(ROOT)} -> {dep}" for name, path in _all_modules().items()
+             for dep in _script_imports(path) if dep.partition(".")[0] in above]
+    mods = _all_modules()
+    for folder, names in scripts.items():
+        # a sibling of the same name wins (the script's folder comes first on sys.path)
+        others = set(SCRIPTS) - {folder} | (
+            scripts["experiments" if folder == "paper_figures" else "paper_figures"] - names)
+        for p in sorted((ROOT / folder).glob("*.py")):
+            for dep in _script_imports(p):
+                if dep.partition(".")[0] in others:
+                    wrong.append(f"{folder}/{p.name} -> {dep}")
+                if dep.partition(".")[0] == "lbtheory" and dep not in mods:
+                    wrong.append(f"{folder}/{p.name} -> {dep} (no such module)")
+    assert not wrong, "imports against the layering: " + ", ".join(wrong)

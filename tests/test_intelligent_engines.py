@@ -153,14 +153,41 @@ def test_router_kernels_decide_as_the_python_routers_at_every_decision(name):
 
 
 def test_every_router_has_a_kernel():
+    # Issue 32: was `kernel_spec(...) is not None`; now each router's kernel is its own (the
+    # registry kernel of its rule, never another's) with its options as the kernel's parameters,
+    # and a subclass that changes `route` really runs its own Python decision on the compiled
+    # engine.
+    from lbtheory.intelligent._impact import calibrate_impact
+    from lbtheory.intelligent._rkernels import CODES
+
     cfg = ClusterConfig()
-    for name in ROUTERS + list(VARIANTS):
-        assert _compiled.kernel_spec(_router(name), cfg) is not None, name
+    expected = {  # name -> (kernel, parameters): JSQ (tokens?, random ties?), P2C (d, tokens?)
+        "rr": ("rr", []), "rand": ("random", []), "random": ("random", []),
+        "jsq": ("jsq", [0, 0]), "jsq-tokens": ("jsq", [1, 0]), "jsq-random-ties": ("jsq", [0, 1]),
+        "p2c": ("p2c", [2, 0]), "p2c-tokens-d3": ("p2c", [3, 1]), "p2c-d1": ("p2c", [1, 0]),
+        "minmin": ("minmin", []), "maxcap": ("maxcap", []),
+        "heuristic": ("heuristic", calibrate_impact(cfg.timing).kernel_params().tolist()),
+        "small-large": ("small-large", [600])}
+    names = ROUTERS + list(VARIANTS)
+    assert set(names) <= set(expected), set(names) - set(expected)
+    assert len(set(CODES.values())) == len(CODES)  # one code per kernel
+    for name in {*names, "small-large"}:
+        spec = _compiled.kernel_spec(_router(name), cfg)
+        kernel, params = expected[name]
+        assert getattr(spec, "kernel", None) is None and spec.code == CODES[kernel], name
+        assert spec.params.dtype == np.float64 and spec.params.tolist() == params, name
+        assert spec.state.tolist() == ([0, 0] if name == "small-large" else [0]), name
+    prm = _compiled.kernel_spec(_router("heuristic"), cfg).params
+    assert prm[3] > 0 and prm[4:].tolist() == [0.5, 1.0]  # ε (s) calibrated, α = 1/2, split
 
     class Tweaked(RoundRobinRouter):  # a subclass may change route: it runs in Python
-        pass
+        def route(self, state, view, rng):
+            return view.config.n_instances - 1, state
 
     assert _compiled.kernel_spec(Tweaked(), cfg) is None
+    wl = _synthetic(5, n=40)
+    out = simulate(wl, Tweaked(), ClusterConfig(n_instances=3), engine="compiled")
+    assert out.engine == "compiled" and out.instance.tolist() == [2] * 40
 
 
 class _Probe:

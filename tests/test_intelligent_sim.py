@@ -215,6 +215,9 @@ def test_kv_budget_recomputed_independently_from_the_iteration_log(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_deterministic_and_seeded(engine):
+    # Issue 32: the simulation half compared a deterministic router's run with itself; it now
+    # checks Min-Min's whole schedule against a hand computation (SIMPLE timing: 10 ms + 1 ms
+    # per prefill token + 2 ms per decoding request + 0.1 ms per context token).
     tr1 = trace_from_arrays(np.arange(50) * 0.1, np.arange(1, 51) * 7, np.arange(50) % 9 + 1)
     tr2 = trace_from_arrays(np.arange(40) * 0.3, np.arange(1, 41) * 11, np.arange(40) % 5 + 3)
     a = mix_traces([tr1, tr2], n_requests=60, seed=3, rate_rps=10.0)
@@ -222,11 +225,28 @@ def test_deterministic_and_seeded(engine):
     c = mix_traces([tr1, tr2], n_requests=60, seed=4, rate_rps=10.0)
     assert np.array_equal(a.arrival_s, b.arrival_s) and np.array_equal(a.task, b.task)
     assert not np.array_equal(a.arrival_s, c.arrival_s)
-    assert set(np.unique(a.task)) == {0, 1}
-    r1 = simulate(a, make_heuristic("minmin"), _cfg(n_instances=2), engine=engine)
-    r2 = simulate(b, make_heuristic("minmin"), _cfg(n_instances=2), engine=engine)
-    np.testing.assert_array_equal(r1.finish_s, r2.finish_s)
-    assert r1.summary() == r2.summary()
+    # drawn without replacement from the pooled traces: 60 distinct rows, each of its trace
+    pool = {(7 * (i + 1), i % 9 + 1, 0) for i in range(50)} | \
+        {(11 * (i + 1), i % 5 + 3, 1) for i in range(40)}
+    rows = set(zip(a.prompt_tokens.tolist(), a.output_tokens.tolist(), a.task.tolist()))
+    assert len(rows) == 60 and rows <= pool and set(np.unique(a.task)) == {0, 1}
+    assert a.arrival_s[0] == 0.0 and np.all(np.diff(a.arrival_s) > 0)  # Poisson, from 0
+    # Min-Min on two idle instances, three requests at t = 0 (p, d) = A (100, 10), B (10, 2),
+    # C (50, 5); ECT = T([w, p], n, kv) + d T((), n + 1, kv + p + d/2):
+    #   idle: A 0.11 + 10 (0.012 + 0.0105) = 0.335, B 0.0462, C 0.14625 -> B to 0 (first tie);
+    #   C: 0.15625 on 0 (B's 10 prompt tokens waiting) vs 0.14625 on 1 -> C to 1;
+    #   A: 0.12 + 0.225 = 0.345 on 0 vs 0.16 + 0.225 = 0.385 on 1 -> A to 0.
+    # Instance 0 prefills [10, 100] in 0.12 s; one decode of both, contexts 11 + 101: 0.0252 s
+    # (B done at 0.1452); A alone, contexts 102..109: 0.096 + 0.0844 = 0.1804 s -> 0.3256.
+    # Instance 1: C's prefill 0.06, decodes at contexts 51..54: 0.0690 s -> 0.129.
+    wl = workload_from_arrays([0.0, 0.0, 0.0], [100, 10, 50], [10, 2, 5])
+    r = simulate(wl, make_heuristic("minmin"), _cfg(n_instances=2), engine=engine)
+    assert r.instance.tolist() == [0, 0, 1]
+    np.testing.assert_allclose(r.ttft_s, [0.12, 0.12, 0.06], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(r.finish_s, [0.3256, 0.1452, 0.129], rtol=0, atol=1e-12)
+    # round robin on the same requests: A and C share instance 0, B alone on 1
+    assert simulate(wl, make_heuristic("rr"), _cfg(n_instances=2),
+                    engine=engine).instance.tolist() == [0, 1, 0]
 
 
 def test_trace_timestamps_mode_merges_in_time_order():
