@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import LBTheoryError, ParameterError
+from .errors import LBTheoryError, ParameterError, StepsizeError
 
 __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
            "check_bool", "range_text", "MAX_SEED", "check_ticks", "MAX_TICKS", "check_memory",
-           "memory_limit_bytes"]
+           "memory_limit_bytes", "validate_stepsize"]
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
 #: seeds representable in JSON, int64 arrays and every compiled kernel).
@@ -267,6 +267,12 @@ def check_seed(value: Any, name: str = "seed", *,
                error: ErrorFactory = ParameterError) -> int:
     """A seed: an integer in ``[0, MAX_SEED]`` (numpy refuses negative seeds with a traceback)."""
     return check_int(value, name, low=0, high=MAX_SEED, error=error)
+
+
+def validate_stepsize(value: Any, name: str = "stepsize") -> float:
+    """A stepsize: a positive finite float, or :class:`StepsizeError` naming ``name`` (the
+    stability check itself is :func:`lbtheory.stability.check_stepsize`)."""
+    return check_real(value, name, low=0.0, low_open=True, error=StepsizeError)
 
 
 def check_bool(value: Any, name: str, *, error: ErrorFactory = ParameterError) -> bool:

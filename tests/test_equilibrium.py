@@ -11,9 +11,7 @@ from scipy.optimize import linprog, minimize
 
 from lbtheory.costs import CostKind, flow_cost, flow_potential
 from lbtheory.equilibrium import (
-    DCP_FORMS,
     EquilibriumProblem,
-    dcp_potential_value,
     demand_sweep,
     evaluate_routing,
     optimality_residuals,
@@ -24,6 +22,7 @@ from lbtheory.equilibrium import (
     solve_wardrop,
 )
 from lbtheory.errors import InfeasibleDemandError, ParameterError, SolverError, SolveStatus
+from lbtheory.games import DCP_FORMS, dcp_potential_value
 from lbtheory.instances import (
     mm1_pigou,
     mm1_pigou_poa,

@@ -18,7 +18,7 @@ from lbtheory.stability import (
     BoundaryEquilibriumError,
     LinearDDE,
     StepsizeError,
-    assess_stepsize,
+    check_stepsize,
     critical_stepsize,
     empirical_rule,
     linearise,
@@ -236,18 +236,18 @@ def test_no_free_routing_means_stable_for_every_stepsize():
     # a is lightly loaded and stays local (vertex with a strict cost gap): nothing to oscillate
     net = CellNetwork([Cell("a", 1, 3.0, svc), Cell("b", 1, 6.0, svc)],
                       [Arc("a", "a", 0.0), Arc("a", "b", 0.05), Arc("b", "b", 0.0)])
-    rep = assess_stepsize(net, "gradient", 100.0)
+    rep = check_stepsize(net, "gradient", 100.0)
     assert math.isinf(rep.critical.critical_stepsize)
     assert rep.verdict == "stable"
     slowest = min(float(svc.rate_prime(svc.inverse_rate(z))) for z in (3.0, 6.0))
     assert abs(rep.decay_rate - slowest) < 1e-9
 
 
-def test_assess_stepsize_verdicts():
+def test_check_stepsize_verdicts():
     net = symmetric_two_cell()
     eq = hand_equilibrium_symmetric(net)
-    below = assess_stepsize(net, "gradient", 0.5, equilibrium=eq)
-    above = assess_stepsize(net, "gradient", 0.6, equilibrium=eq)
+    below = check_stepsize(net, "gradient", 0.5, equilibrium=eq)
+    above = check_stepsize(net, "gradient", 0.6, equilibrium=eq)
     assert below.verdict == "stable" and below.decay_rate > 0
     assert above.verdict == "unstable" and above.rightmost_root.real > 0
     assert abs(below.margin - 0.536158128 / 0.5) < 1e-7
@@ -283,7 +283,7 @@ def test_theorem1_form_rate_weighted_delay():
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, "fast"])
 def test_bad_stepsize(bad):
     with pytest.raises(StepsizeError, match="stepsize: expected a positive"):
-        assess_stepsize(symmetric_two_cell(), "gradient", bad)
+        check_stepsize(symmetric_two_cell(), "gradient", bad)
 
 
 def test_bad_weights():

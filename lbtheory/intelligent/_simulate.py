@@ -15,7 +15,6 @@ from Python by :func:`run_router` over the compiled simulator's views.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,25 +22,14 @@ import numpy as np
 
 from .. import stats
 from .._checks import check_option, check_seed
-from ..errors import ParameterError, RunStatus
+from ..errors import Engine, ParameterError, RunStatus
 from ..routers import Assignment
 from ..workloads import Workload
 from ._compiled import CompiledClusterSim, kernel_spec
 from ._engine import ClusterConfig, ClusterSim
 
-__all__ = ["InstanceResult", "simulate", "run_router", "result_of", "Engine", "make_sim"]
-
-
-class Engine(enum.StrEnum):
-    """Which instance simulator runs (both give the same per-request outcomes)."""
-
-    #: the compiled engine (the default).
-    AUTO = "auto"
-    #: :class:`~lbtheory.intelligent.CompiledClusterSim`: numba kernels; the registry's
-    #: routers (and users' compiled ones) run inside its loop, other routers in Python.
-    COMPILED = "compiled"
-    #: :class:`~lbtheory.intelligent.ClusterSim`, the Python reference.
-    REFERENCE = "reference"
+__all__ = ["InstanceResult", "simulate_instances", "simulate", "run_router", "result_of", "Engine",
+           "make_sim"]
 
 
 @dataclass(frozen=True)
@@ -183,7 +171,7 @@ def make_sim(workload: Workload, config: ClusterConfig, predicted_output: np.nda
     return cls(workload, config, predicted_output, **options)
 
 
-def simulate(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
+def simulate_instances(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
              predicted_output: np.ndarray | None = None, seed: int = 0,
              engine: Engine | str = Engine.AUTO) -> InstanceResult:
     """Serve ``workload`` on ``config`` (default :class:`ClusterConfig`) routed by ``router``.
@@ -214,3 +202,8 @@ def simulate(workload: Workload, router: Any, config: ClusterConfig | None = Non
     else:
         run_router(sim, router, seed=seed)
     return result_of(sim, name)
+
+
+#: the module-level name of :func:`simulate_instances` (``lbtheory.intelligent.simulate``;
+#: not deprecated).
+simulate = simulate_instances

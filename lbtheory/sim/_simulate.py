@@ -21,12 +21,11 @@ series; the compiled engine also refuses a cost table beyond that memory limit.
 
 from __future__ import annotations
 
-import enum
 import time as _time
 from typing import Any
 
 from .._checks import check_int, check_memory, check_option, check_real, check_seed
-from ..errors import ParameterError
+from ..errors import Engine, ParameterError
 from ..workloads import Workload
 from ._arrivals import generate_arrivals, seed_streams
 from ._compiled import run_compiled
@@ -35,21 +34,13 @@ from ._kernel_plan import plan_kernel
 from ._result import SimResult, build_result
 from ._scenario import Scenario
 
-__all__ = ["simulate", "Engine", "DEFAULT_SERIES_POINTS"]
+__all__ = ["simulate_cells", "simulate", "Engine", "DEFAULT_SERIES_POINTS"]
 
 #: number of points of the sampled workload series when no period is given.
 DEFAULT_SERIES_POINTS = 400
 
 
-class Engine(enum.StrEnum):
-    """Which engine :func:`simulate` runs (module docstring)."""
-
-    AUTO = "auto"
-    COMPILED = "compiled"
-    REFERENCE = "reference"
-
-
-def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
+def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
              arrivals: Workload | None = None, policy: str | None = None,
              record_period_s: float | None = None, engine: Engine | str = Engine.AUTO,
              record_routing_every: int = 0) -> SimResult:
@@ -115,3 +106,7 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
                         policy=policy or getattr(router, "name", type(router).__name__),
                         seed=seed, wall=_time.perf_counter() - wall0,
                         engine="reference" if plan is None else "compiled", note=note)
+
+
+#: the module-level name of :func:`simulate_cells` (``lbtheory.sim.simulate``; not deprecated).
+simulate = simulate_cells

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import validate_stepsize
 from ..costs import CostKind
 from ..network import CellNetwork
 from ._critical import DEFAULT_NODES, spectrum
-from ._linearise import Linearisation, check_stepsize, linearise
+from ._linearise import Linearisation, linearise
 
 __all__ = ["EmpiricalCheck", "envelope_rate", "empirical_check"]
 
@@ -99,7 +100,7 @@ def empirical_check(net: CellNetwork, cost: CostKind | str = "gradient",
         warnings.warn("empirical_check: jax_enable_x64 is off; float32 fluid runs cannot "
                       "resolve near-critical growth rates", RuntimeWarning, stacklevel=2)
 
-    eta = check_stepsize(stepsize)
+    eta = validate_stepsize(stepsize)
     lin = linearisation or linearise(net, cost)
     pt = lin.point
     rng = np.random.default_rng(seed)
