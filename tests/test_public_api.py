@@ -212,3 +212,88 @@ def test_the_dcp_form_registry_has_one_home() -> None:
     with pytest.warns(DeprecationWarning, match=r"^lbtheory\.equilibrium\.DCP_FORMS is deprecated, "
                                                 r"use lbtheory\.games\.DCP_FORMS"):
         assert equilibrium.DCP_FORMS is games.DCP_FORMS
+
+
+# ------------------------------------------------------------------ randomness convention
+def test_seed_is_an_int_or_a_generator() -> None:
+    from lbtheory._checks import MAX_SEED, as_generator, as_seed
+
+    np.testing.assert_array_equal(as_generator(7).random(4), np.random.default_rng(7).random(4))
+    gen = np.random.default_rng(3)
+    assert as_generator(gen) is gen
+    assert as_seed(12) == 12
+    want = int(np.random.default_rng(5).integers(0, MAX_SEED, endpoint=True))
+    assert as_seed(np.random.default_rng(5)) == want and 0 <= want <= MAX_SEED
+    for bad in (-1, 1.5, "1", True, None):
+        with pytest.raises(ParameterError, match=r"^seed must be an integer in \[0, "):
+            as_generator(bad)
+        with pytest.raises(ParameterError, match=r"^seed must be an integer in \[0, "):
+            as_seed(bad)
+
+
+def test_random_network_takes_seed() -> None:
+    from lbtheory.instances import random_network
+    from lbtheory.io import topology_to_dict
+
+    want = topology_to_dict(random_network(4, seed=11, arc_prob=1.0))
+    assert topology_to_dict(random_network(4, seed=np.random.default_rng(11),
+                                           arc_prob=1.0)) == want
+    with pytest.warns(DeprecationWarning, match=r"random_network\(rng=\.\.\.\) is deprecated, "
+                                                r"use seed="):
+        assert topology_to_dict(random_network(4, rng=np.random.default_rng(11),
+                                               arc_prob=1.0)) == want
+    with pytest.warns(DeprecationWarning, match=r"random_network\(rng, n\) is deprecated, use "
+                                                r"random_network\(n, seed=rng\)"):
+        assert topology_to_dict(random_network(np.random.default_rng(11), 4,
+                                               arc_prob=1.0)) == want
+    # the draws: 4 cells, a full mesh (arc_prob 1), arrival rates within the capacity share
+    net = random_network(4, seed=11, arc_prob=1.0)
+    assert net.n == 4 and len(want["arcs"]) == 16
+    assert 0 < net.total_demand <= 0.7 * sum(c.service.max_rate for c in net.cells) + 1e-9
+    with pytest.raises(ParameterError, match="one positional argument"):
+        random_network(4, 5)
+    with pytest.raises(ParameterError, match="n must be an integer >= 1"):
+        random_network(0)
+
+
+def test_simulate_cells_takes_a_generator_as_seed() -> None:
+    """A Generator seed is one int drawn from it: the run equals the run with that int."""
+    import dataclasses
+
+    from lbtheory._checks import MAX_SEED
+
+    sc = dataclasses.replace(lb.load_scenario("examples/sim_two_cells.yaml"), bursts=(),
+                             outages=())  # a short horizon: no burst or outage in it
+    drawn = int(np.random.default_rng(5).integers(0, MAX_SEED, endpoint=True))
+    a = lb.simulate_cells(sc, lb.make_router("rand"), duration_s=3.0,
+                          seed=np.random.default_rng(5), engine="reference")
+    b = lb.simulate_cells(sc, lb.make_router("rand"), duration_s=3.0, seed=drawn,
+                          engine="reference")
+    assert a.seed == b.seed == drawn
+    assert len(a.latency_s) > 50  # ~40 req/s for 3 s
+    np.testing.assert_array_equal(a.latency_s, b.latency_s)
+
+
+def test_seeded_generators_take_an_int_or_a_generator() -> None:
+    """Same int ⇒ same draws as a Generator seeded with it; a bad seed is a named error."""
+    from lbtheory.games import grid_game, synthetic_network
+    from lbtheory.workloads import five_task_workload
+
+    a = five_task_workload(40, seed=3)
+    b = five_task_workload(40, seed=np.random.default_rng(3))
+    for f in ("arrival_s", "prompt_tokens", "output_tokens", "task"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert a.arrival_s[0] == 0.0 and len(a) == 40  # the first arrival at 0 (module docstring)
+    g1, g2 = grid_game(3, 3, seed=4), grid_game(3, 3, seed=np.random.default_rng(4))
+    np.testing.assert_array_equal(g1.demand, g2.demand)
+    assert g1.total_demand > 0
+    s1, _ = synthetic_network("sioux_falls", seed=9)
+    s2, _ = synthetic_network("sioux_falls", seed=np.random.default_rng(9))
+    assert len(s1.arcs) == 76
+    np.testing.assert_array_equal(s1.demand, s2.demand)
+    np.testing.assert_array_equal(s1.heads, s2.heads)
+    for bad in (-1, "x"):
+        with pytest.raises(ParameterError, match="seed must be an integer"):
+            five_task_workload(5, seed=bad)
+        with pytest.raises(ParameterError, match="seed must be an integer"):
+            grid_game(3, 3, seed=bad)

@@ -168,7 +168,7 @@ def raw_linear_dde(net, pt, eta):
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_reduced_coordinates_match_raw_system(seed):
-    net = random_network(np.random.default_rng(seed), 4, utilisation=0.8, arc_prob=0.7)
+    net = random_network(4, seed=seed, utilisation=0.8, arc_prob=0.7)
     lin = linearise(net, "gradient")
     eta = 2.0 * empirical_rule(net, lin.point)[0]
     mine = spectrum(lin, eta, count=4)
@@ -181,7 +181,7 @@ def test_reduced_coordinates_match_raw_system(seed):
 
 
 def test_critical_is_where_spectrum_changes_sign_and_weights_scale():
-    net = random_network(np.random.default_rng(5), 4, utilisation=0.85, arc_prob=0.8)
+    net = random_network(4, seed=5, utilisation=0.85, arc_prob=0.8)
     cr = critical_stepsize(net, "gradient")
     assert cr.verified and math.isfinite(cr.critical_stepsize)
     lin = cr.linearisation
@@ -213,7 +213,7 @@ def test_derivatives_match_sympy_and_finite_differences():
             at = {Ns: pt.workload[j], mbar: 10.0, K: 5.0}
             assert pt.cost_prime[j] == pytest.approx(float(sp.diff(f, Ns).subs(at)), rel=1e-12)
             assert pt.rate_prime[j] == pytest.approx(float(sp.diff(mu, Ns).subs(at)), rel=1e-12)
-    soft = random_network(np.random.default_rng(0), 3, softplus_share=1.0, arc_prob=1.0,
+    soft = random_network(3, seed=0, softplus_share=1.0, arc_prob=1.0,
                           utilisation=0.8)
     h = 1e-3
     for cost in ("latency", "gradient"):

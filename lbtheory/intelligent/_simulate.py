@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from .._checks import check_option, check_seed
+from .._checks import Seed, as_seed, check_option, check_seed
 from ..errors import Engine, ParameterError, RunStatus
 from ..routers import Assignment
 from ..workloads import Workload
@@ -172,7 +172,7 @@ def make_sim(workload: Workload, config: ClusterConfig, predicted_output: np.nda
 
 
 def simulate_instances(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
-             predicted_output: np.ndarray | None = None, seed: int = 0,
+             predicted_output: np.ndarray | None = None, seed: Seed = 0,
              engine: Engine | str = Engine.AUTO) -> InstanceResult:
     """Serve ``workload`` on ``config`` (default :class:`ClusterConfig`) routed by ``router``.
 
@@ -181,7 +181,8 @@ def simulate_instances(workload: Workload, router: Any, config: ClusterConfig | 
         router: a router (e.g. ``lbtheory.registry.make_router("jsq", "instances")``).
         config: the cluster.
         predicted_output: output lengths the router sees (tokens; default the true ones).
-        seed: seed of the router's random draws.
+        seed: seed of the router's random draws (an int, or a ``numpy.random.Generator``: one
+            int is drawn from it).
         engine: ``"auto"`` (default) or ``"compiled"``: the compiled engine — the registry's
             routers (and routers with a ``kernel_spec``) run inside its loop, any other router
             of the contract in Python on the compiled simulator; ``"reference"``: the Python
@@ -193,7 +194,7 @@ def simulate_instances(workload: Workload, router: Any, config: ClusterConfig | 
             unknown engine, or a run too large for the available memory.
     """
     cfg = config or ClusterConfig()
-    seed = check_seed(seed)
+    seed = as_seed(seed)
     sim = make_sim(workload, cfg, predicted_output, engine=engine)
     name = getattr(router, "name", "router")
     spec = kernel_spec(router, cfg) if isinstance(sim, CompiledClusterSim) else None

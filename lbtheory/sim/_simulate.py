@@ -24,7 +24,7 @@ from __future__ import annotations
 import time as _time
 from typing import Any
 
-from .._checks import check_int, check_memory, check_option, check_real, check_seed
+from .._checks import Seed, as_seed, check_int, check_memory, check_option, check_real
 from ..errors import Engine, ParameterError
 from ..workloads import Workload
 from ._arrivals import generate_arrivals, seed_streams
@@ -40,7 +40,7 @@ __all__ = ["simulate_cells", "simulate", "Engine", "DEFAULT_SERIES_POINTS"]
 DEFAULT_SERIES_POINTS = 400
 
 
-def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
+def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: Seed,
              arrivals: Workload | None = None, policy: str | None = None,
              record_period_s: float | None = None, engine: Engine | str = Engine.AUTO,
              record_routing_every: int = 0) -> SimResult:
@@ -52,7 +52,8 @@ def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: 
             ``route``), e.g. ``lbtheory.registry.make_router("flow-grad")``, or a
             :class:`~lbtheory.sim.KernelRouter`.
         duration_s: horizon (s); arrivals in [0, duration).
-        seed: seeds arrivals (shared by every policy), the router's and the leaf's draws.
+        seed: seeds arrivals (shared by every policy), the router's and the leaf's draws: an
+            int, or a ``numpy.random.Generator`` (one int is drawn from it and recorded).
         arrivals: pre-generated requests with a ``source`` column (default:
             ``generate_arrivals(scenario, duration, seed)``).
         policy: name recorded in the result (default ``router.name``).
@@ -74,7 +75,7 @@ def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: 
             residency. SolverError: a broken conservation invariant (a simulator bug).
     """
     T = check_real(duration_s, "duration_s", unit="s", low=0.0, low_open=True)
-    seed = check_seed(seed)
+    seed = as_seed(seed)
     engine = check_option(Engine, engine, "engine")
     every = check_int(record_routing_every, "record_routing_every", low=0)
     scenario.check_horizon(T)
