@@ -41,7 +41,7 @@ COSTS = {"latency": "Wardrop", "gradient": "system optimum", "rif": "RIF"}
 def network(n: int, family: str):
     """The benchmark network: full mesh of n cells (seed 0), M/M/1 or mixed models."""
     if family == "mixed":
-        return random_network(np.random.default_rng(0), n, arc_prob=1.1, softplus_share=0.5)
+        return random_network(n, seed=0, arc_prob=1.1, softplus_share=0.5)
     return full_mesh(n, seed=0, family=family)
 
 

@@ -103,7 +103,7 @@ def scaled_row(seed: int, scale: float) -> dict:
     from lbtheory.instances import random_network
     from lbtheory.stability import critical_stepsize, theorem1_form
 
-    base = random_network(np.random.default_rng(seed), 4, utilisation=0.8, arc_prob=0.7,
+    base = random_network(4, seed=seed, utilisation=0.8, arc_prob=0.7,
                           max_delay=0.1)
     net = base.with_delays(base.delays * scale)
     try:
@@ -152,7 +152,7 @@ def survey_row(family: str, seed: int) -> dict:
     if family.endswith("bipartite"):
         net = bipartite(rng)
     else:
-        net = random_network(rng, n, utilisation=float(rng.uniform(0.5, 0.95)), arc_prob=0.6,
+        net = random_network(n, seed=rng, utilisation=float(rng.uniform(0.5, 0.95)), arc_prob=0.6,
                              max_delay=0.2)
     try:
         cr = critical_stepsize(net, cost)

@@ -16,15 +16,19 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import LBTheoryError, ParameterError
+from .errors import LBTheoryError, ParameterError, StepsizeError
 
 __all__ = ["check_real", "check_reals", "check_fields", "check_option", "check_int", "check_seed",
            "check_bool", "range_text", "MAX_SEED", "check_ticks", "MAX_TICKS", "check_memory",
-           "memory_limit_bytes"]
+           "memory_limit_bytes", "validate_stepsize", "Seed", "as_generator", "as_seed"]
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative integer; 2**63 − 1 keeps
 #: seeds representable in JSON, int64 arrays and every compiled kernel).
 MAX_SEED = 2**63 - 1
+
+#: The one randomness convention outside JAX: a ``seed=`` keyword taking an int (a fresh,
+#: reproducible stream) or a ``numpy.random.Generator`` (draws from it, advancing it).
+Seed = int | np.random.Generator
 
 E = TypeVar("E", bound=enum.Enum)
 #: What the checks raise: an error class, or any callable building one from the message (a file
@@ -267,6 +271,35 @@ def check_seed(value: Any, name: str = "seed", *,
                error: ErrorFactory = ParameterError) -> int:
     """A seed: an integer in ``[0, MAX_SEED]`` (numpy refuses negative seeds with a traceback)."""
     return check_int(value, name, low=0, high=MAX_SEED, error=error)
+
+
+def as_generator(seed: Any, name: str = "seed", *,
+                 error: ErrorFactory = ParameterError) -> np.random.Generator:
+    """``seed`` as a Generator: an int seeds a new ``numpy.random.default_rng`` (checked by
+    :func:`check_seed`), a Generator is returned as is (the caller draws from it).
+
+    Example:
+        >>> bool(as_generator(7).integers(100) == as_generator(7).integers(100))
+        True
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(check_seed(seed, name, error=error))
+
+
+def as_seed(seed: Any, name: str = "seed", *, error: ErrorFactory = ParameterError) -> int:
+    """``seed`` as an int seed, for functions that derive their own streams from one integer
+    (and record it): an int is checked (:func:`check_seed`); a Generator gives one draw in
+    ``[0, MAX_SEED]`` (so the same Generator state gives the same run)."""
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, MAX_SEED, endpoint=True))
+    return check_seed(seed, name, error=error)
+
+
+def validate_stepsize(value: Any, name: str = "stepsize") -> float:
+    """A stepsize: a positive finite float, or :class:`StepsizeError` naming ``name`` (the
+    stability check itself is :func:`lbtheory.stability.check_stepsize`)."""
+    return check_real(value, name, low=0.0, low_open=True, error=StepsizeError)
 
 
 def check_bool(value: Any, name: str, *, error: ErrorFactory = ParameterError) -> bool:

@@ -29,6 +29,7 @@ __all__ = [
     "RunStatus",
     "DynamicsStatus",
     "StepsizeStatus",
+    "Engine",
     "warn_deprecated",
     "renamed_keywords",
     "REMOVED_IN",
@@ -205,6 +206,18 @@ class StepsizeStatus(enum.StrEnum):
     VERIFIED = "verified"
     #: a crossing was found but another root lies to its right (or the check could not run).
     UNVERIFIED = "unverified"
+
+
+class Engine(enum.StrEnum):
+    """Which engine a simulator runs (the DLB cell and the LLM instance simulators; both engines
+    give the same per-request outcomes, bit for bit, and the result records which ran)."""
+
+    #: the compiled engine when it supports the router, else the reference (the default).
+    AUTO = "auto"
+    #: the numba engine (an error when it cannot run the router).
+    COMPILED = "compiled"
+    #: the plain-Python reference twin.
+    REFERENCE = "reference"
 
 
 # ----------------------------------------------------------------------------- deprecations

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ParameterError
+from ._checks import Seed, as_generator, check_int
+from .errors import ParameterError, renamed_keywords, warn_deprecated
 from .models import MM1Latency, ServiceModel, SoftplusLatency
 from .network import Arc, Cell, CellNetwork
 
@@ -82,16 +83,30 @@ def mm1_pigou_poa(u: float = 1.0, r: float = 0.5) -> float:
     return float(0.5 * (1.0 + np.sqrt(u / (u - r))))
 
 
-def random_network(rng: np.random.Generator, n: int, *, utilisation: float = 0.7,
+@renamed_keywords(rng="seed")
+def random_network(n: int, *legacy: int, seed: Seed = 0, utilisation: float = 0.7,
                    arc_prob: float = 0.6, max_delay: float = 0.1, softplus_share: float = 0.0,
                    ) -> CellNetwork:
-    """A random feasible cell network (seeded by ``rng``).
+    """A random feasible cell network of ``n`` cells, drawn from ``seed`` (an int or a
+    ``numpy.random.Generator``; ``rng=`` and the 0.1 call ``random_network(rng, n)`` still work
+    and warn).
 
     Each cell has a self-arc; other arcs appear with probability ``arc_prob`` and one-way delays
     U[0, max_delay] s. Capacities are hyperbolic μ̄ ~ U[5, 50], K ~ U[0.5, 10] (or softplus with
     probability ``softplus_share``); arrival rates are Dirichlet shares of
     ``utilisation · Σ μ̄`` capped so each source fits its reachable capacity.
     """
+    if isinstance(n, np.random.Generator):  # the 0.1 signature: random_network(rng, n, ...)
+        if len(legacy) != 1:
+            raise ParameterError("random_network(rng, n): give the cell count n after the "
+                                 "generator, or call random_network(n, seed=rng)")
+        warn_deprecated("random_network(rng, n)", "random_network(n, seed=rng)")
+        n, seed = legacy[0], n
+    elif legacy:
+        raise ParameterError(f"random_network takes one positional argument, the cell count n; "
+                             f"got {1 + len(legacy)} (give seed=, utilisation=, ... by keyword)")
+    n = check_int(n, "n", low=1)
+    rng = as_generator(seed)
     cells = []
     caps = []
     for j in range(n):
@@ -118,9 +133,9 @@ def random_network(rng: np.random.Generator, n: int, *, utilisation: float = 0.7
     return CellNetwork(full, arcs)
 
 
-def full_mesh(n: int, *, seed: int = 0, family: str = "mm1", utilisation: float = 0.7,
+def full_mesh(n: int, *, seed: Seed = 0, family: str = "mm1", utilisation: float = 0.7,
               max_delay: float = 0.1) -> CellNetwork:
-    """A full-mesh network of ``n`` cells (all n² arcs), for benchmarks (seeded)."""
-    rng = np.random.default_rng(seed)
-    return random_network(rng, n, utilisation=utilisation, arc_prob=1.1, max_delay=max_delay,
+    """A full-mesh network of ``n`` cells (all n² arcs), for benchmarks (``seed``: an int or a
+    Generator)."""
+    return random_network(n, seed=seed, utilisation=utilisation, arc_prob=1.1, max_delay=max_delay,
                           softplus_share=1.0 if family == "softplus" else 0.0)

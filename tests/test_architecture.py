@@ -249,8 +249,8 @@ def test_the_three_simulators_share_the_request_type_contract_and_registry() -> 
 
 
 @pytest.mark.parametrize("module, old, new", [
-    ("lbtheory", "Trace", "Workload"), ("lbtheory", "RouterView", "CellView"),
-    ("lbtheory.routers", "RouterView", "CellView"), ("lbtheory.workloads", "Trace", "Workload"),
+    ("lbtheory", "Trace", "Workload"), ("lbtheory.routers", "RouterView", "CellView"),
+    ("lbtheory.workloads", "Trace", "Workload"),
     ("lbtheory.intelligent", "SimResult", "InstanceResult"),
     ("lbtheory.intelligent", "ClusterView", "InstanceView"),
 ])

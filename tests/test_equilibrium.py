@@ -11,9 +11,7 @@ from scipy.optimize import linprog, minimize
 
 from lbtheory.costs import CostKind, flow_cost, flow_potential
 from lbtheory.equilibrium import (
-    DCP_FORMS,
     EquilibriumProblem,
-    dcp_potential_value,
     demand_sweep,
     evaluate_routing,
     optimality_residuals,
@@ -24,6 +22,7 @@ from lbtheory.equilibrium import (
     solve_wardrop,
 )
 from lbtheory.errors import InfeasibleDemandError, ParameterError, SolverError, SolveStatus
+from lbtheory.games import DCP_FORMS, dcp_potential_value
 from lbtheory.instances import (
     mm1_pigou,
     mm1_pigou_poa,
@@ -165,7 +164,7 @@ def _scipy_equilibrium(net, cost):
 
 
 def test_softplus_network_matches_scipy_on_the_potential():
-    net = random_network(np.random.default_rng(11), 4, softplus_share=1.0, arc_prob=1.0)
+    net = random_network(4, seed=11, softplus_share=1.0, arc_prob=1.0)
     src, dst = net.arc_pairs
     for cost in (CostKind.LATENCY, CostKind.GRADIENT):
         eq = solve_equilibrium(net, cost)
@@ -177,7 +176,7 @@ def test_softplus_network_matches_scipy_on_the_potential():
 
 
 def test_two_solvers_agree():
-    net = random_network(np.random.default_rng(5), 4, arc_prob=1.0)
+    net = random_network(4, seed=5, arc_prob=1.0)
     for cost in ("latency", "gradient", "rif"):
         a = EquilibriumProblem(net, cost, solver="CLARABEL").solve()
         b = EquilibriumProblem(net, cost, solver="ECOS").solve(polish=False)  # raw ECOS
@@ -189,7 +188,7 @@ def test_two_solvers_agree():
 
 
 def test_dpp_resolve_matches_fresh_solve():
-    net = random_network(np.random.default_rng(8), 5, softplus_share=0.5)
+    net = random_network(5, seed=8, softplus_share=0.5)
     prob = EquilibriumProblem(net, "gradient")
     assert prob.problem.is_dpp()
     for scale in (0.5, 0.8, 1.1):
@@ -200,7 +199,7 @@ def test_dpp_resolve_matches_fresh_solve():
 
 
 def test_rif_equilibrium_equalises_rif_cost_and_picks_least_network_time():
-    net = random_network(np.random.default_rng(2), 5, arc_prob=1.0)
+    net = random_network(5, seed=2, arc_prob=1.0)
     eq = solve_rif(net)
     used = eq.inflow > 1e-9
     np.testing.assert_allclose((eq.workload / net.replicas)[used],
@@ -232,7 +231,7 @@ def test_rif_on_a_mixed_full_mesh_is_one_price_and_least_network_time(n):
     with those inflows (HiGHS on the transportation LP, here) — the dual route's one-price step."""
     from scipy.optimize import brentq
 
-    net = random_network(np.random.default_rng(n), n, arc_prob=1.1, softplus_share=0.5)
+    net = random_network(n, seed=n, arc_prob=1.1, softplus_share=0.5)
     assert net.adjacency.all()
     eq = solve_rif(net)
     assert eq.status is SolveStatus.OPTIMAL and eq.solver == "DUAL_NEWTON"
@@ -256,7 +255,7 @@ def test_rif_on_a_mixed_partial_mesh_dual_route_matches_clarabel():
     """Partial mesh (arc probability 0.6), half softplus, 60 cells: the dual continuation (half
     decades for RIF) certifies the RIF equilibrium, and its inflows are those of the CVXPY
     program solved by Clarabel (which solves this seed)."""
-    net = random_network(np.random.default_rng(4), 60, arc_prob=0.6, softplus_share=0.5)
+    net = random_network(60, seed=4, arc_prob=0.6, softplus_share=0.5)
     assert not net.adjacency.all()
     eq = solve_rif(net)
     assert eq.status is SolveStatus.OPTIMAL and eq.solver == "DUAL_NEWTON"
@@ -271,7 +270,7 @@ def test_fallback_to_column_generation_when_the_dual_route_falls_short():
     the restricted CVXPY program: it used to read the program's network before building it
     (AttributeError). A target no route reaches (1e-300) shows both routes in the error, and
     ``throw=False`` returns the best answer; the restricted program alone (CLARABEL) agrees."""
-    net = random_network(np.random.default_rng(7), 12, arc_prob=0.6)
+    net = random_network(12, seed=7, arc_prob=0.6)
     want = solve_wardrop(net)
     prob = EquilibriumProblem(net, "latency", column_generation=True)
     with pytest.raises(SolverError, match=r"did not reach residual 1e-300 on any route: "
@@ -302,7 +301,7 @@ def networks(draw):
     util = draw(st.floats(0.05, 0.97))
     soft = draw(st.sampled_from([0.0, 0.0, 0.5, 1.0]))
     arc_prob = draw(st.floats(0.0, 1.0))
-    net = random_network(np.random.default_rng(seed), n, utilisation=util, arc_prob=arc_prob,
+    net = random_network(n, seed=seed, utilisation=util, arc_prob=arc_prob,
                          softplus_share=soft, max_delay=draw(st.floats(0.0, 0.3)))
     # random_network is feasible by construction; scaling demand up makes some instances
     # infeasible, so both branches of the test below run
@@ -381,7 +380,7 @@ def test_solver_failure_names_solver_and_status(solver):
 
 
 def test_column_generation_matches_full_program():
-    net = random_network(np.random.default_rng(21), 12, arc_prob=1.0, softplus_share=0.3)
+    net = random_network(12, seed=21, arc_prob=1.0, softplus_share=0.3)
     for cost in ("gradient", "latency", "rif"):
         full = EquilibriumProblem(net, cost, solver="CLARABEL", column_generation=False).solve()
         cg_prob = EquilibriumProblem(net, cost, solver="CLARABEL", column_generation=True)

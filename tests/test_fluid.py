@@ -20,7 +20,7 @@ def _three():
 
 
 def _rand():
-    net = random_network(np.random.default_rng(4), 4, max_delay=0.05)
+    net = random_network(4, seed=4, max_delay=0.05)
     return net.with_delays(np.round(net.delays, 3))
 
 

@@ -19,8 +19,8 @@ NETWORKS = {
     "two_cell": symmetric_two_cell,
     "spill": spill_example,
     "mm1_pigou": mm1_pigou,
-    "random5": lambda: random_network(np.random.default_rng(1), 5),
-    "random7": lambda: random_network(np.random.default_rng(7), 7, arc_prob=0.4),
+    "random5": lambda: random_network(5, seed=1),
+    "random7": lambda: random_network(7, seed=7, arc_prob=0.4),
 }
 
 
@@ -49,7 +49,7 @@ def test_mm1_cells_become_dcp_arcs():
 
 
 def test_other_service_models_use_service_arcs_and_frank_wolfe():
-    net = random_network(np.random.default_rng(3), 4, softplus_share=1.0, utilisation=0.3)
+    net = random_network(4, seed=3, softplus_share=1.0, utilisation=0.3)
     game = to_routing_game(net)
     assert any(isinstance(a.cost, ServiceArc) for a in game.arcs)
     with pytest.raises(ModelError, match="no exact convex CVXPY form"):

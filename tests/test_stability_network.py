@@ -18,7 +18,7 @@ from lbtheory.stability import (
     BoundaryEquilibriumError,
     LinearDDE,
     StepsizeError,
-    assess_stepsize,
+    check_stepsize,
     critical_stepsize,
     empirical_rule,
     linearise,
@@ -168,7 +168,7 @@ def raw_linear_dde(net, pt, eta):
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_reduced_coordinates_match_raw_system(seed):
-    net = random_network(np.random.default_rng(seed), 4, utilisation=0.8, arc_prob=0.7)
+    net = random_network(4, seed=seed, utilisation=0.8, arc_prob=0.7)
     lin = linearise(net, "gradient")
     eta = 2.0 * empirical_rule(net, lin.point)[0]
     mine = spectrum(lin, eta, count=4)
@@ -181,7 +181,7 @@ def test_reduced_coordinates_match_raw_system(seed):
 
 
 def test_critical_is_where_spectrum_changes_sign_and_weights_scale():
-    net = random_network(np.random.default_rng(5), 4, utilisation=0.85, arc_prob=0.8)
+    net = random_network(4, seed=5, utilisation=0.85, arc_prob=0.8)
     cr = critical_stepsize(net, "gradient")
     assert cr.verified and math.isfinite(cr.critical_stepsize)
     lin = cr.linearisation
@@ -213,7 +213,7 @@ def test_derivatives_match_sympy_and_finite_differences():
             at = {Ns: pt.workload[j], mbar: 10.0, K: 5.0}
             assert pt.cost_prime[j] == pytest.approx(float(sp.diff(f, Ns).subs(at)), rel=1e-12)
             assert pt.rate_prime[j] == pytest.approx(float(sp.diff(mu, Ns).subs(at)), rel=1e-12)
-    soft = random_network(np.random.default_rng(0), 3, softplus_share=1.0, arc_prob=1.0,
+    soft = random_network(3, seed=0, softplus_share=1.0, arc_prob=1.0,
                           utilisation=0.8)
     h = 1e-3
     for cost in ("latency", "gradient"):
@@ -236,18 +236,18 @@ def test_no_free_routing_means_stable_for_every_stepsize():
     # a is lightly loaded and stays local (vertex with a strict cost gap): nothing to oscillate
     net = CellNetwork([Cell("a", 1, 3.0, svc), Cell("b", 1, 6.0, svc)],
                       [Arc("a", "a", 0.0), Arc("a", "b", 0.05), Arc("b", "b", 0.0)])
-    rep = assess_stepsize(net, "gradient", 100.0)
+    rep = check_stepsize(net, "gradient", 100.0)
     assert math.isinf(rep.critical.critical_stepsize)
     assert rep.verdict == "stable"
     slowest = min(float(svc.rate_prime(svc.inverse_rate(z))) for z in (3.0, 6.0))
     assert abs(rep.decay_rate - slowest) < 1e-9
 
 
-def test_assess_stepsize_verdicts():
+def test_check_stepsize_verdicts():
     net = symmetric_two_cell()
     eq = hand_equilibrium_symmetric(net)
-    below = assess_stepsize(net, "gradient", 0.5, equilibrium=eq)
-    above = assess_stepsize(net, "gradient", 0.6, equilibrium=eq)
+    below = check_stepsize(net, "gradient", 0.5, equilibrium=eq)
+    above = check_stepsize(net, "gradient", 0.6, equilibrium=eq)
     assert below.verdict == "stable" and below.decay_rate > 0
     assert above.verdict == "unstable" and above.rightmost_root.real > 0
     assert abs(below.margin - 0.536158128 / 0.5) < 1e-7
@@ -283,7 +283,7 @@ def test_theorem1_form_rate_weighted_delay():
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, "fast"])
 def test_bad_stepsize(bad):
     with pytest.raises(StepsizeError, match="stepsize: expected a positive"):
-        assess_stepsize(symmetric_two_cell(), "gradient", bad)
+        check_stepsize(symmetric_two_cell(), "gradient", bad)
 
 
 def test_bad_weights():

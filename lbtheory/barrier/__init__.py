@@ -11,8 +11,6 @@ here too. Policies are made by name in :mod:`lbtheory.registry`
 (``make_router("br0", "replicas")``).
 """
 
-from __future__ import annotations
-
 from .compare import summary_table
 from .fscore import (
     best_subset,

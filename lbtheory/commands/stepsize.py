@@ -35,13 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._checks import validate_stepsize
     from ..io import dumps_json, load_topology
-    from ..stability import assess_stepsize, check_stepsize, symmetric_threshold
+    from ..stability import check_stepsize, symmetric_threshold
 
     if args.stepsize is not None:
-        check_stepsize(args.stepsize, "--stepsize")
+        validate_stepsize(args.stepsize, "--stepsize")
     net = load_topology(args.topology)
-    rep = assess_stepsize(net, args.cost, args.stepsize, n_nodes=args.nodes)
+    rep = check_stepsize(net, args.cost, args.stepsize, n_nodes=args.nodes)
     closed = symmetric_threshold(net, rep.critical.linearisation.point)
     out = rep.to_dict()
     out["closed_form_two_cell"] = None if closed is None else closed.eta_crit

@@ -19,7 +19,7 @@ numpy evaluation of the cell costs and rates, the solvers' hot path).
 
 from ._polish import SupportPoint, polish_flows, polish_on_support, tied_support
 from ._result import EquilibriumResult, evaluate_routing, optimality_residuals
-from ._solve import DCP_FORMS, EquilibriumProblem, dcp_potential_value
+from ._solve import EquilibriumProblem
 from ._verbs import (
     PoAResult,
     demand_sweep,
@@ -41,11 +41,19 @@ __all__ = [
     "price_of_anarchy",
     "optimality_residuals",
     "evaluate_routing",
-    "DCP_FORMS",
-    "dcp_potential_value",
     "demand_sweep",
     "polish_flows",
     "polish_on_support",
     "tied_support",
     "SupportPoint",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("DCP_FORMS", "dcp_potential_value"):  # one home since 0.2: lbtheory.games
+        from .. import games
+        from ..errors import warn_deprecated
+
+        warn_deprecated(f"lbtheory.equilibrium.{name}", f"lbtheory.games.{name}")
+        return getattr(games, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,8 @@
 Solve a game with the verbs of :mod:`lbtheory.equilibrium` — ``solve_wardrop(game)``,
 ``solve_system_optimum(game)``, ``price_of_anarchy(game)`` — or with :func:`solve_game` here;
 ``wardrop_equilibrium``, ``system_optimum`` and ``price_of_anarchy`` of this package are
-deprecated aliases of those verbs (they warn; removed in 0.3).
+deprecated aliases of those verbs (they warn, take a :class:`RoutingGame` only, and are not in
+``__all__``; removed in 0.3).
 
 DESIGN.md puts ``RoutingGame`` in ``network.py`` and the arc-cost families in ``costs.py``; this
 subpackage deviates (small modules, no edit conflicts). Modules: :mod:`.arccosts` (families),
@@ -26,7 +27,6 @@ from ._cvxforms import (
     arc_objective,
     bank_objective,
     check_convex_form,
-    cvxpy_status,
     dcp_potential_value,
     form_terms,
 )
@@ -51,15 +51,7 @@ from .metrics import (
     shortest_paths,
     used_arc_spread,
 )
-from .solve import (
-    Method,
-    certify,
-    check_solver,
-    price_of_anarchy,
-    solve_game,
-    system_optimum,
-    wardrop_equilibrium,
-)
+from .solve import Method, certify, solve_game
 from .synthetic import synthetic_network
 from .tap import TAPState, gradient_projection
 from .tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips, write_tntp
@@ -67,16 +59,29 @@ from .tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_t
 __all__ = [
     "ArcCost", "ArcCostBank", "Polynomial", "MM1", "ServiceArc", "affine", "bpr", "constant",
     "RoutingGame", "GameArc", "Commodity",
-    "GameResult", "GamePoAResult", "Objective", "wardrop_equilibrium", "system_optimum",
-    "price_of_anarchy", "evaluate_flow", "frank_wolfe", "FWTrace", "FWMethod",
+    "GameResult", "GamePoAResult", "Objective", "evaluate_flow", "frank_wolfe", "FWTrace",
+    "FWMethod",
     "shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost", "used_arc_spread",
     "gradient_projection", "TAPState", "bush_assignment", "BushState", "Method", "solve_game",
-    "certify", "check_solver", "synthetic_network",
+    "certify", "synthetic_network",
     "write_tntp",
     "to_routing_game", "cell_inflows", "routing_from_game",
     "load_tntp_game", "read_tntp_network", "read_tntp_trips", "read_tntp_flow",
     "pigou", "pigou_poa", "mm1_two_link", "mm1_two_link_poa", "braess", "grid_game", "GridFamily",
     # the registry of exact convex CVXPY forms (extend it to give a new family a DCP form)
     "ARC_FORMS", "DCP_FORMS", "DCPForm", "form_terms", "arc_objective", "bank_objective",
-    "check_convex_form", "dcp_potential_value", "cvxpy_status",
+    "check_convex_form", "dcp_potential_value",
 ]
+
+#: importable from here but not in ``__all__``: the deprecated verbs (they warn when called)
+#: and the solver-name check the CLI and the cell programs share.
+_HIDDEN = frozenset({"wardrop_equilibrium", "system_optimum", "price_of_anarchy",
+                     "check_solver"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _HIDDEN:
+        from . import solve
+
+        return getattr(solve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ import enum
 
 import numpy as np
 
-from .._checks import check_int, check_option
+from .._checks import Seed, as_generator, check_int, check_option
 from ..errors import ParameterError
 from ..instances import mm1_pigou_poa
 from .arccosts import MM1, ArcCost, Polynomial, affine, bpr, constant
@@ -68,7 +68,7 @@ def braess(demand: float = 6.0, *, bridge: bool = True) -> RoutingGame:
     return RoutingGame([1, 2, 3, 4], arcs, [Commodity(1, 2, demand)])
 
 
-def grid_game(rows: int, cols: int, *, seed: int, n_origins: int | None = None,
+def grid_game(rows: int, cols: int, *, seed: Seed, n_origins: int | None = None,
               family: GridFamily | str = GridFamily.BPR, power: float = 4.0,
               congestion: float = 1.0) -> RoutingGame:
     """A random game on a rows × cols grid with arcs both ways (2·(2rc − r − c) arcs), seeded.
@@ -76,7 +76,7 @@ def grid_game(rows: int, cols: int, *, seed: int, n_origins: int | None = None,
     A 4 × 6 grid with every node an origin has Sioux Falls' size (24 nodes, 76 arcs, 24 origins).
 
     Args:
-        seed: seed of the generator (numpy ``default_rng``).
+        seed: an int (numpy ``default_rng``) or a ``numpy.random.Generator``.
         n_origins: number of origin nodes (default: all); every node is a destination.
         family: :class:`GridFamily` or its value: ``"bpr"`` (t0 ~ U[2, 6], B = 0.15,
             capacity ~ U[4000, 25000], power ``power``) or ``"affine"`` (a ~ U[0, 10],
@@ -95,7 +95,7 @@ def grid_game(rows: int, cols: int, *, seed: int, n_origins: int | None = None,
                              f"{rows}x{cols}")
     if n_origins is not None:
         check_int(n_origins, "n_origins", low=1, high=n, unit="at most rows·cols")
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     edges = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]
     edges += [(r * cols + c, (r + 1) * cols + c) for r in range(rows - 1) for c in range(cols)]
     pairs = [e for u, v in edges for e in ((u, v), (v, u))]

@@ -336,12 +336,21 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
     return dataclasses.replace(best, status=SolveStatus.OPTIMAL_INACCURATE), None
 
 
+def _require_game(game: Any, verb: str) -> None:
+    """The deprecated aliases take a :class:`RoutingGame` only; a cell network (or anything
+    else) gets a :class:`ParameterError` that names the verb taking both."""
+    if not isinstance(game, RoutingGame):
+        raise ParameterError(f"game must be a RoutingGame, got {type(game).__name__}; "
+                             f"lbtheory.{verb} takes a CellNetwork or a RoutingGame")
+
+
 def wardrop_equilibrium(game: RoutingGame, *, solver: str | None = None, throw: bool = True,
                         polish: bool = True, method: Method | str = Method.AUTO,
                         tol: float = DEFAULT_TOL) -> GameResult:
     """Deprecated alias of :func:`lbtheory.equilibrium.solve_wardrop` (until 0.3): warns, then
     gives the same result (:func:`solve_game` with ``Objective.WARDROP``)."""
     warn_deprecated("lbtheory.games.wardrop_equilibrium", "lbtheory.equilibrium.solve_wardrop")
+    _require_game(game, "solve_wardrop")
     return solve_game(game, Objective.WARDROP, method=method, solver=solver, tol=tol,
                       throw=throw, polish=polish)
 
@@ -352,6 +361,7 @@ def system_optimum(game: RoutingGame, *, solver: str | None = None, throw: bool 
     """Deprecated alias of :func:`lbtheory.equilibrium.solve_system_optimum` (until 0.3):
     warns, then gives the same result (:func:`solve_game` with ``Objective.SYSTEM_OPTIMUM``)."""
     warn_deprecated("lbtheory.games.system_optimum", "lbtheory.equilibrium.solve_system_optimum")
+    _require_game(game, "solve_system_optimum")
     return solve_game(game, Objective.SYSTEM_OPTIMUM, method=method, solver=solver, tol=tol,
                       throw=throw, polish=polish)
 
@@ -363,6 +373,7 @@ def price_of_anarchy(game: RoutingGame, *, solver: str | None = None,
     then gives the same :class:`GamePoAResult` (the ratio of :meth:`GamePoAResult.from_results`
     over the two :func:`solve_game` results)."""
     warn_deprecated("lbtheory.games.price_of_anarchy", "lbtheory.equilibrium.price_of_anarchy")
+    _require_game(game, "price_of_anarchy")
     kw = {"method": method, "solver": solver, "tol": tol}
     return GamePoAResult.from_results(solve_game(game, Objective.WARDROP, **kw),
                                       solve_game(game, Objective.SYSTEM_OPTIMUM, **kw))

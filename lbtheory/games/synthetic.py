@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from .._checks import check_int, check_real
+from .._checks import Seed, as_generator, check_int, check_real
 from ..errors import ParameterError
 from .arccosts import bpr
 from .game import Commodity, GameArc, RoutingGame
@@ -83,7 +83,7 @@ def _trip_table(rng: np.random.Generator, Z: int, density: float, decay: float |
     return trips
 
 
-def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
+def synthetic_network(size: str | tuple[int, int, int], *, seed: Seed = 0,
                       target_vc: float = 1.5, density: float | None = None,
                       decay: float | None = None) -> tuple[RoutingGame, dict[str, np.ndarray]]:
     """A seeded synthetic network of a classic size.
@@ -91,7 +91,7 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
     Args:
         size: a key of :data:`SIZES` or ``(nodes, links, zones)`` with links even and between
             2·(nodes − 1) and the full grid's link count.
-        seed: random seed (same seed, same network).
+        seed: an int (same seed, same network) or a ``numpy.random.Generator``.
         target_vc: 90th-percentile volume/capacity of the free-flow loading (demand scale).
         density: share of the OD pairs with demand, in (0, 1] (default :data:`OD_DENSITY` of
             a named size, else 1).
@@ -139,7 +139,7 @@ def synthetic_network(size: str | tuple[int, int, int], *, seed: int = 0,
         raise ParameterError(f"size (nodes, links, zones) = {size}: links must be even and "
                              f"leave between {2 * (ng - 1)} and {2 * len(edges)} grid links after "
                              f"the zone connectors, and 2 ≤ zones ≤ nodes")
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     w = rng.random(len(edges)) + 1e-3
     g = sp.csr_matrix((w, (edges[:, 0], edges[:, 1])), shape=(ng, ng))
     tree = minimum_spanning_tree(g).tocoo()

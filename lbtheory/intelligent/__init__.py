@@ -13,7 +13,8 @@ mixes task traces); routers follow the one contract of :mod:`lbtheory.routers` a
 * ``_compiled`` (with the numba kernels of ``_core``, ``_rkernels``): :class:`CompiledClusterSim`,
   the compiled engine (the default; same per-request outcomes as the reference, bit for bit),
   :class:`KernelSpec` and :func:`kernel_spec` (routers that run inside its loop);
-* ``_simulate``: :func:`simulate` (``engine="auto"|"compiled"|"reference"``), :func:`run_router`,
+* ``_simulate``: :func:`simulate_instances` (``lbtheory.simulate_instances``; :func:`simulate` is
+  the same function; ``engine="auto"|"compiled"|"reference"``), :func:`run_router`,
   :func:`make_sim`, :class:`InstanceResult` (E2E, TTFT, TBT, router wait, ..., the engine);
 * ``_load``: :func:`offered_load` (prefill and decode demand against capacity; overload);
 * ``_impact``: the workload-impact estimator (T_p, r_p, r_d, r_mix, h) and its calibration;
@@ -29,10 +30,9 @@ mixes task traces); routers follow the one contract of :mod:`lbtheory.routers` a
 * ``_checkpoint``: :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`dqn_router`.
 
 The RL names (``_env``, ``_dqn``) load lazily, so the heuristics do not import JAX.
+``__all__`` is the public page; the kernels of the environment and of training
+(``routing_mask``, ``double_dqn_step`` …) stay importable from here but are not part of it.
 """
-
-import importlib
-from typing import Any
 
 from ..workloads import Workload, mix_traces, workload_from_arrays
 from ._compiled import CompiledClusterSim, KernelSpec, kernel_spec
@@ -54,8 +54,8 @@ from ._predictor import (
     PredictorReport,
     evaluate_length_predictor,
     fit_length_predictor,
-    history_feature,
 )
+from ._predictor import history_feature as history_feature  # internal: not in __all__
 from ._routers import (
     MaxCapacityRouter,
     MinMinRouter,
@@ -63,7 +63,15 @@ from ._routers import (
     SizePartitionRouter,
     estimated_completion_s,
 )
-from ._simulate import Engine, InstanceResult, make_sim, result_of, run_router, simulate
+from ._simulate import (
+    Engine,
+    InstanceResult,
+    make_sim,
+    run_router,
+    simulate,
+    simulate_instances,
+)
+from ._simulate import result_of as result_of  # internal: not in __all__
 from ._timing import (
     A100_KV_BUDGET_TOKENS,
     A100_LLAMA31_8B,
@@ -94,7 +102,15 @@ _LAZY = {
 _DEPRECATED = {"SimResult": "InstanceResult", "ClusterView": "InstanceView"}
 
 
-def __getattr__(name: str) -> Any:
+#: importable, but internal plumbing of the environment and of training (not in ``__all__``).
+_INTERNAL = frozenset({
+    "load_sign", "observation_layout", "wait_allowed", "routing_mask", "episode_labels",
+    "double_dqn_step", "double_dqn_update", "split_net", "build_network", "greedy_action",
+    "q_values", "GUIDANCE_OF", "prompt_edges_for", "result_of", "history_feature",
+})
+
+
+def __getattr__(name: str) -> object:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
         from ..errors import warn_deprecated
@@ -104,18 +120,26 @@ def __getattr__(name: str) -> Any:
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{mod}", __name__), name)
+    from importlib import import_module
+
+    return getattr(import_module(f"{__name__}.{mod}"), name)
 
 
-__all__ = [*_LAZY,
+def __dir__() -> list[str]:
+    """The public names (``__all__``)."""
+    return sorted(__all__)
+
+
+__all__ = [*(name for name in _LAZY if name not in _INTERNAL),
     "Admission", "ClusterConfig", "ClusterSim", "InstanceView", "ImpactParams",
     "calibrate_impact", "decode_reward", "guidance_penalty", "mixing_reward", "prompt_impact_s",
     "prompt_reward", "MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
-    "estimated_completion_s", "MixReading", "InstanceResult", "result_of", "run_router", "simulate",
+    "estimated_completion_s", "MixReading", "InstanceResult", "run_router", "simulate_instances",
+    "simulate",
     "CompiledClusterSim", "KernelSpec", "kernel_spec", "Engine", "make_sim",
     "ITERATION_FEATURES", "IterationTimeModel", "A100_LLAMA31_8B", "A100_KV_BUDGET_TOKENS",
     "fit_iteration_model", "Workload", "mix_traces",
     "workload_from_arrays", "BucketSpec", "LengthPredictor", "PredictorReport",
-    "evaluate_length_predictor", "fit_length_predictor", "history_feature", "OfferedLoad",
+    "evaluate_length_predictor", "fit_length_predictor", "OfferedLoad",
     "offered_load",
 ]

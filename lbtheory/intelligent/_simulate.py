@@ -15,33 +15,21 @@ from Python by :func:`run_router` over the compiled simulator's views.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import stats
-from .._checks import check_option, check_seed
-from ..errors import ParameterError, RunStatus
+from .._checks import Seed, as_seed, check_option, check_seed
+from ..errors import Engine, ParameterError, RunStatus
 from ..routers import Assignment
 from ..workloads import Workload
 from ._compiled import CompiledClusterSim, kernel_spec
 from ._engine import ClusterConfig, ClusterSim
 
-__all__ = ["InstanceResult", "simulate", "run_router", "result_of", "Engine", "make_sim"]
-
-
-class Engine(enum.StrEnum):
-    """Which instance simulator runs (both give the same per-request outcomes)."""
-
-    #: the compiled engine (the default).
-    AUTO = "auto"
-    #: :class:`~lbtheory.intelligent.CompiledClusterSim`: numba kernels; the registry's
-    #: routers (and users' compiled ones) run inside its loop, other routers in Python.
-    COMPILED = "compiled"
-    #: :class:`~lbtheory.intelligent.ClusterSim`, the Python reference.
-    REFERENCE = "reference"
+__all__ = ["InstanceResult", "simulate_instances", "simulate", "run_router", "result_of", "Engine",
+           "make_sim"]
 
 
 @dataclass(frozen=True)
@@ -183,8 +171,8 @@ def make_sim(workload: Workload, config: ClusterConfig, predicted_output: np.nda
     return cls(workload, config, predicted_output, **options)
 
 
-def simulate(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
-             predicted_output: np.ndarray | None = None, seed: int = 0,
+def simulate_instances(workload: Workload, router: Any, config: ClusterConfig | None = None, *,
+             predicted_output: np.ndarray | None = None, seed: Seed = 0,
              engine: Engine | str = Engine.AUTO) -> InstanceResult:
     """Serve ``workload`` on ``config`` (default :class:`ClusterConfig`) routed by ``router``.
 
@@ -193,7 +181,8 @@ def simulate(workload: Workload, router: Any, config: ClusterConfig | None = Non
         router: a router (e.g. ``lbtheory.registry.make_router("jsq", "instances")``).
         config: the cluster.
         predicted_output: output lengths the router sees (tokens; default the true ones).
-        seed: seed of the router's random draws.
+        seed: seed of the router's random draws (an int, or a ``numpy.random.Generator``: one
+            int is drawn from it).
         engine: ``"auto"`` (default) or ``"compiled"``: the compiled engine — the registry's
             routers (and routers with a ``kernel_spec``) run inside its loop, any other router
             of the contract in Python on the compiled simulator; ``"reference"``: the Python
@@ -205,7 +194,7 @@ def simulate(workload: Workload, router: Any, config: ClusterConfig | None = Non
             unknown engine, or a run too large for the available memory.
     """
     cfg = config or ClusterConfig()
-    seed = check_seed(seed)
+    seed = as_seed(seed)
     sim = make_sim(workload, cfg, predicted_output, engine=engine)
     name = getattr(router, "name", "router")
     spec = kernel_spec(router, cfg) if isinstance(sim, CompiledClusterSim) else None
@@ -214,3 +203,8 @@ def simulate(workload: Workload, router: Any, config: ClusterConfig | None = Non
     else:
         run_router(sim, router, seed=seed)
     return result_of(sim, name)
+
+
+#: the module-level name of :func:`simulate_instances` (``lbtheory.intelligent.simulate``;
+#: not deprecated).
+simulate = simulate_instances

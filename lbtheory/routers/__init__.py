@@ -13,14 +13,12 @@
 Cost signals come from :mod:`lbtheory.costs`, the flow step from
 :func:`lbtheory.simplex.flow_update` — nothing is re-coded here. Routers are made by name through
 the one policy registry, :mod:`lbtheory.registry`. Names are loaded lazily (like ``lbtheory``'s
-facade) so that ``lbtheory --help`` stays fast.
+facade) so that ``lbtheory --help`` stays fast. ``__all__`` is the public page; the engines'
+internal kernels and cost tables (``integers_below``, ``cost_matrix`` …) stay importable from
+here but are not part of it.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
+#: name -> private module defining it (loaded on first use).
 _EXPORTS = {
     "Router": "_contract", "TargetView": "_contract", "Assignment": "_contract",
     "Decision": "_contract", "NoState": "_contract", "sample_index": "_contract",
@@ -42,13 +40,19 @@ _EXPORTS = {
     "scale_to_replicas": "_estimation", "FitFamily": "_estimation",
     "SOFTNESS_FLOOR": "_estimation", "latency_noise": "_estimation",
 }
-#: old name -> (new name, since): deprecated aliases kept for one release.
+#: importable, but internal plumbing of the engines and routers (not in ``__all__``).
+_INTERNAL = frozenset({
+    "cumulative", "cumulative_kernel", "sample_index_kernel", "choice_without_replacement",
+    "integers_below", "power_of_d_pick_into", "CostTables", "mean_network_delay", "cost_row",
+    "cost_matrix", "MNLBProgram",
+})
+#: old name -> new name: deprecated aliases kept for one release.
 _DEPRECATED = {"RouterView": "CellView"}
 
-__all__ = [*_EXPORTS]
+__all__ = [name for name in _EXPORTS if name not in _INTERNAL]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _DEPRECATED:
         new = _DEPRECATED[name]
         from ..errors import warn_deprecated
@@ -61,10 +65,13 @@ def __getattr__(name: str) -> Any:
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'lbtheory.routers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{mod}"), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    """The public names (``__all__``)."""
+    return sorted(__all__)

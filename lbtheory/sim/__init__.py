@@ -1,6 +1,7 @@
 """DLB discrete-event cluster simulator: cells of servers, stale probes, routers, bursts, outages.
 
-:func:`simulate` runs one router (the contract of :mod:`lbtheory.routers`, made by name with
+:func:`simulate_cells` (``lbtheory.simulate_cells``; :func:`simulate` is the same function)
+runs one router (the contract of :mod:`lbtheory.routers`, made by name with
 :func:`lbtheory.registry.make_router`) on a :class:`Scenario`; pass the same arrivals (a
 :class:`~lbtheory.workloads.Workload` with a ``source`` column, from :func:`generate_arrivals` or
 :func:`arrivals_from_trace`) to compare policies on identical requests;
@@ -49,11 +50,12 @@ from ._scenario import (
     load_scenario,
     scenario_from_dict,
 )
-from ._simulate import Engine, simulate
+from ._simulate import Engine, simulate, simulate_cells
 
-__all__ = ["simulate", "SimResult", "Scenario", "ServerSpec", "ServerKind", "LeafPolicy",
-           "TokenDist", "Burst", "Outage", "Affinity", "load_scenario", "scenario_from_dict",
+__all__ = ["simulate_cells", "simulate", "Engine", "SimResult", "Scenario", "ServerSpec",
+           "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage", "Affinity",
+           "RateVariation", "Estimation", "load_scenario", "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
-           "Estimation", "appendix_b_scenario", "EVENT_WINDOW", "Engine", "KernelRouter",
-           "RateVariation", "rate_profile", "rate_variation_from_counts", "interval_counts",
-           "APPENDIX_B_RATE_VARIATION"]
+           "appendix_b_scenario",
+           "EVENT_WINDOW", "APPENDIX_B_RATE_VARIATION", "KernelRouter", "rate_profile",
+           "rate_variation_from_counts", "interval_counts"]

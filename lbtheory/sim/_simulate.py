@@ -21,12 +21,11 @@ series; the compiled engine also refuses a cost table beyond that memory limit.
 
 from __future__ import annotations
 
-import enum
 import time as _time
 from typing import Any
 
-from .._checks import check_int, check_memory, check_option, check_real, check_seed
-from ..errors import ParameterError
+from .._checks import Seed, as_seed, check_int, check_memory, check_option, check_real
+from ..errors import Engine, ParameterError
 from ..workloads import Workload
 from ._arrivals import generate_arrivals, seed_streams
 from ._compiled import run_compiled
@@ -35,21 +34,13 @@ from ._kernel_plan import plan_kernel
 from ._result import SimResult, build_result
 from ._scenario import Scenario
 
-__all__ = ["simulate", "Engine", "DEFAULT_SERIES_POINTS"]
+__all__ = ["simulate_cells", "simulate", "Engine", "DEFAULT_SERIES_POINTS"]
 
 #: number of points of the sampled workload series when no period is given.
 DEFAULT_SERIES_POINTS = 400
 
 
-class Engine(enum.StrEnum):
-    """Which engine :func:`simulate` runs (module docstring)."""
-
-    AUTO = "auto"
-    COMPILED = "compiled"
-    REFERENCE = "reference"
-
-
-def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
+def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: Seed,
              arrivals: Workload | None = None, policy: str | None = None,
              record_period_s: float | None = None, engine: Engine | str = Engine.AUTO,
              record_routing_every: int = 0) -> SimResult:
@@ -61,7 +52,8 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
             ``route``), e.g. ``lbtheory.registry.make_router("flow-grad")``, or a
             :class:`~lbtheory.sim.KernelRouter`.
         duration_s: horizon (s); arrivals in [0, duration).
-        seed: seeds arrivals (shared by every policy), the router's and the leaf's draws.
+        seed: seeds arrivals (shared by every policy), the router's and the leaf's draws: an
+            int, or a ``numpy.random.Generator`` (one int is drawn from it and recorded).
         arrivals: pre-generated requests with a ``source`` column (default:
             ``generate_arrivals(scenario, duration, seed)``).
         policy: name recorded in the result (default ``router.name``).
@@ -83,7 +75,7 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
             residency. SolverError: a broken conservation invariant (a simulator bug).
     """
     T = check_real(duration_s, "duration_s", unit="s", low=0.0, low_open=True)
-    seed = check_seed(seed)
+    seed = as_seed(seed)
     engine = check_option(Engine, engine, "engine")
     every = check_int(record_routing_every, "record_routing_every", low=0)
     scenario.check_horizon(T)
@@ -115,3 +107,7 @@ def simulate(scenario: Scenario, router: Any, *, duration_s: float, seed: int,
                         policy=policy or getattr(router, "name", type(router).__name__),
                         seed=seed, wall=_time.perf_counter() - wall0,
                         engine="reference" if plan is None else "compiled", note=note)
+
+
+#: the module-level name of :func:`simulate_cells` (``lbtheory.sim.simulate``; not deprecated).
+simulate = simulate_cells

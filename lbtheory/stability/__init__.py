@@ -13,6 +13,9 @@ Three answers to "with these delays, is this stepsize safe, and how far from the
   an empirical rule, never a guarantee.
 * **Simulation** (:mod:`._empirical`): the nonlinear fluid model just below / above the threshold,
   with the measured decay or growth rate.
+
+The check a user calls: :func:`check_stepsize` (net, cost, stepsize) → :class:`StepsizeReport`
+(verdict, margin, decay rate, with the exact threshold of :func:`critical_stepsize`).
 """
 
 from ..errors import BoundaryEquilibriumError, StepsizeError
@@ -20,7 +23,7 @@ from ._critical import (
     CriticalStepsize,
     ScaleCrossing,
     StepsizeReport,
-    assess_stepsize,
+    check_stepsize,
     critical_scale,
     critical_stepsize,
     spectrum,
@@ -31,7 +34,6 @@ from ._empirical import EmpiricalCheck, empirical_check, envelope_rate
 from ._linearise import (
     Linearisation,
     OperatingPoint,
-    check_stepsize,
     empirical_rule,
     linearise,
     operating_point,
@@ -60,7 +62,6 @@ __all__ = [
     "StepsizeReport",
     "Theorem1Form",
     "TwoCellThreshold",
-    "assess_stepsize",
     "check_stepsize",
     "collocation_matrix",
     "critical_scale",
@@ -79,3 +80,12 @@ __all__ = [
     "two_cell_threshold",
     "with_probe_period",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "assess_stepsize":  # renamed (0.2): the stability check is check_stepsize
+        from ..errors import warn_deprecated
+
+        warn_deprecated("lbtheory.stability.assess_stepsize", "lbtheory.stability.check_stepsize")
+        return check_stepsize
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_real
+from .._checks import check_real, validate_stepsize
 from ..costs import CostKind
-from ..errors import StepsizeStatus
+from ..errors import ParameterError, StepsizeStatus, TopologyError
 from ..network import CellNetwork
 from ._dde import LinearDDE, RootSet, newton_root, rightmost_roots
-from ._linearise import Linearisation, check_stepsize, empirical_rule, linearise
+from ._linearise import Linearisation, empirical_rule, linearise
 
 __all__ = ["CriticalStepsize", "ScaleCrossing", "StepsizeReport", "spectrum", "critical_scale",
-           "critical_stepsize", "assess_stepsize", "with_probe_period"]
+           "critical_stepsize", "check_stepsize", "with_probe_period"]
 
 #: Default Chebyshev degree of the collocation. THEORY §7.6 reports 30–40 nodes for 8 digits
 #: without refinement; here the collocation only seeds Newton's method, and the rightmost roots of
@@ -346,21 +346,26 @@ class StepsizeReport:
         }
 
 
-def assess_stepsize(net: CellNetwork, cost: CostKind | str = "gradient",
-                    stepsize: float | None = None, *, weights: Any = None,
-                    equilibrium: Any = None, n_nodes: int = DEFAULT_NODES) -> StepsizeReport:
-    """Verdict for ``stepsize`` (default: the empirical rule), with the exact threshold.
+def check_stepsize(net: CellNetwork, cost: CostKind | str = "gradient",
+                   stepsize: float | None = None, *, weights: Any = None,
+                   equilibrium: Any = None, n_nodes: int = DEFAULT_NODES) -> StepsizeReport:
+    """Is flow routing on ``net`` locally stable at ``stepsize`` (default: the empirical rule)?
+    The verdict, margin and decay rate (1/s), with the exact threshold of
+    :func:`critical_stepsize`.
 
     Raises:
+        ParameterError: ``net`` is not a :class:`~lbtheory.network.CellNetwork`.
         StepsizeError: ``stepsize`` ≤ 0 or not finite.
         BoundaryEquilibriumError, InfeasibleDemandError: see :func:`linearise`.
         TopologyError: every arrival rate is 0 (no flow to route: the question is vacuous).
     """
+    if not isinstance(net, CellNetwork):
+        raise ParameterError(f"net must be a CellNetwork (e.g. lbtheory.load_topology(path)), got "
+                             f"{type(net).__name__}; check_stepsize is the stability check "
+                             f"(net, cost, stepsize)")
     if stepsize is not None:
-        stepsize = check_stepsize(stepsize)
+        stepsize = validate_stepsize(stepsize)
     if not net.total_demand > 0:
-        from ..errors import TopologyError
-
         raise TopologyError("every arrival_rate is 0: there is no flow to route, so no stepsize "
                             "is stable or unstable; give at least one cell a positive "
                             "arrival_rate (req/s)")

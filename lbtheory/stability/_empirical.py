@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import Seed, as_generator, validate_stepsize
 from ..costs import CostKind
 from ..network import CellNetwork
 from ._critical import DEFAULT_NODES, spectrum
-from ._linearise import Linearisation, check_stepsize, linearise
+from ._linearise import Linearisation, linearise
 
 __all__ = ["EmpiricalCheck", "envelope_rate", "empirical_check"]
 
@@ -73,7 +74,7 @@ def envelope_rate(t: Any, deviation: Any, *, t_min: float = 0.0) -> float:
 
 def empirical_check(net: CellNetwork, cost: CostKind | str = "gradient",
                     stepsize: float = 1.0, *, t1: float = 150.0, dt: float = 1e-3,
-                    perturbation: float = 0.01, seed: int = 0,
+                    perturbation: float = 0.01, seed: Seed = 0,
                     linearisation: Linearisation | None = None, fit_after: float | None = None,
                     n_nodes: int = DEFAULT_NODES) -> EmpiricalCheck:
     """Simulate the fluid model from a perturbed equilibrium and measure the growth rate.
@@ -82,7 +83,7 @@ def empirical_check(net: CellNetwork, cost: CostKind | str = "gradient",
         stepsize: common stepsize scale (η_i = stepsize · weights[i] of the linearisation).
         t1, dt: horizon and step of the fluid model (s); delays must be multiples of dt.
         perturbation: relative workload perturbation (of N*_j, used cells only).
-        seed: seed of the perturbation direction.
+        seed: seed of the perturbation direction (an int or a ``numpy.random.Generator``).
         fit_after: start of the fitting window (s); default t1/5.
 
     Near the threshold the rates are small (~1e-3/s) and float32 cannot resolve them: enable
@@ -99,10 +100,10 @@ def empirical_check(net: CellNetwork, cost: CostKind | str = "gradient",
         warnings.warn("empirical_check: jax_enable_x64 is off; float32 fluid runs cannot "
                       "resolve near-critical growth rates", RuntimeWarning, stacklevel=2)
 
-    eta = check_stepsize(stepsize)
+    eta = validate_stepsize(stepsize)
     lin = linearisation or linearise(net, cost)
     pt = lin.point
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     used = pt.support.any(axis=0)
     direction = np.where(used, rng.uniform(-1.0, 1.0, size=net.n), 0.0)
     N0 = pt.workload * (1.0 + perturbation * direction)

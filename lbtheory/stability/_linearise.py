@@ -22,20 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_real
+from .._checks import validate_stepsize
 from ..costs import CostKind, cell_cost, cell_cost_prime, static_cost
 from ..errors import BoundaryEquilibriumError, StepsizeError
 from ..network import CellNetwork
 from ._dde import LinearDDE, structural_zero_count
 
-__all__ = ["OperatingPoint", "Linearisation", "operating_point", "linearise", "empirical_rule",
-           "check_stepsize"]
+__all__ = ["OperatingPoint", "Linearisation", "operating_point", "linearise", "empirical_rule"]
 
-
-
-def check_stepsize(value: Any, name: str = "stepsize") -> float:
-    """A positive finite float, or :class:`StepsizeError` naming ``name``."""
-    return check_real(value, name, low=0.0, low_open=True, error=StepsizeError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,7 +193,7 @@ def linearise(net: CellNetwork, cost: CostKind | str = "gradient", *,
         raise StepsizeError(f"weights: expected {n} stepsize weights (one per cell), got "
                             f"shape {np.shape(weights)}")
     for i, wi in enumerate(w):
-        check_stepsize(wi, f"weights[{net.names[i]!r}]")
+        validate_stepsize(wi, f"weights[{net.names[i]!r}]")
     free = tuple(int(i) for i in range(n) if lam[i] > 0 and pt.support[i].sum() >= 2)
     blocks, off = {}, 0
     for i in free:

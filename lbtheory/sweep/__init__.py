@@ -19,8 +19,6 @@ Example::
     res.rows, res.computed, res.cached
 """
 
-from __future__ import annotations
-
 from ._experiment import (
     Experiment,
     cache_key,

@@ -7,8 +7,6 @@ instance simulator and BalanceRoute's decode simulator. ``Trace`` is the old nam
 type (deprecated alias, kept for one release).
 """
 
-from typing import Any
-
 from ._mix import mix_traces
 from ._tasks import (
     FIVE_TASKS,
@@ -29,7 +27,7 @@ __all__ = ["Workload", "TraceOrderWarning", "TraceFormatWarning", "read_trace", 
            "five_task_workload", "production_like_workload"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "Trace":
         from ..errors import warn_deprecated
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_int, check_real, check_seed
+from .._checks import Seed, as_generator, check_int, check_real
 from ..errors import ParameterError
 from ._workload import Workload, poisson_arrivals, workload_from_arrays
 
 __all__ = ["mix_traces"]
 
 
-def mix_traces(traces: Sequence[Workload], *, n_requests: int, seed: int,
+def mix_traces(traces: Sequence[Workload], *, n_requests: int, seed: Seed,
                rate_rps: float | None = None, names: Sequence[str] | None = None,
                window: tuple[float, float] = (0.0, 1.0)) -> Workload:
     """Mix request traces into one workload of ``n_requests`` (task id = trace index).
@@ -40,7 +40,7 @@ def mix_traces(traces: Sequence[Workload], *, n_requests: int, seed: int,
     lo, hi = window
     if not 0.0 <= lo < hi <= 1.0:
         raise ParameterError(f"mix_traces: window must satisfy 0 <= a < b <= 1, got {window}")
-    seed = check_seed(seed)
+    rng = as_generator(seed)
     n_requests = check_int(n_requests, "n_requests", low=1)
     traces = [tr.select((np.arange(len(tr)) >= round(lo * len(tr)))
                         & (np.arange(len(tr)) < round(hi * len(tr)))) for tr in traces]
@@ -54,7 +54,6 @@ def mix_traces(traces: Sequence[Workload], *, n_requests: int, seed: int,
     p = np.concatenate([tr.prompt_tokens for tr in traces])
     o = np.concatenate([tr.output_tokens for tr in traces])
     k = np.concatenate([np.full(len(tr), i) for i, tr in enumerate(traces)])
-    rng = np.random.default_rng(seed)
     if rate_rps is None:
         idx = np.argsort(t, kind="stable")[:n_requests]
         return workload_from_arrays(t[idx] - t[idx].min(), p[idx], o[idx], task=k[idx],

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_int, check_real, check_seed
+from .._checks import Seed, as_generator, check_int, check_real
 from ..errors import ParameterError
 from ._workload import Workload, poisson_arrivals, workload_from_arrays
 
@@ -123,7 +123,7 @@ def _lognormal(rng: np.random.Generator, median: np.ndarray, sigma: np.ndarray,
     return np.clip(np.rint(x), 1, top).astype(np.int64)
 
 
-def task_mix(tasks: Sequence[TaskShape], *, n_requests: int, seed: int,
+def task_mix(tasks: Sequence[TaskShape], *, n_requests: int, seed: Seed,
              rate_rps: float) -> Workload:
     """``n_requests`` requests of the task mix with Poisson arrivals at ``rate_rps`` (req/s),
     the first at 0 (module docstring); same ``seed`` ⇒ identical workload.
@@ -135,7 +135,7 @@ def task_mix(tasks: Sequence[TaskShape], *, n_requests: int, seed: int,
         raise ParameterError("task_mix: tasks must not be empty")
     n = check_int(n_requests, "n_requests", low=1)
     rate = check_real(rate_rps, "rate_rps", unit="req/s", low=0.0, low_open=True)
-    rng = np.random.default_rng(check_seed(seed))
+    rng = as_generator(seed)
     k = rng.choice(len(tasks), size=n, p=_weights(tasks))
     col = {f: np.array([getattr(t, f) for t in tasks], dtype=float)[k]
            for f in ("prompt_median", "prompt_sigma", "prompt_max", "output_median",
@@ -146,11 +146,11 @@ def task_mix(tasks: Sequence[TaskShape], *, n_requests: int, seed: int,
                                 task_names=tuple(t.name for t in tasks))
 
 
-def five_task_workload(n_requests: int, *, seed: int, rate_rps: float = 20.0) -> Workload:
+def five_task_workload(n_requests: int, *, seed: Seed, rate_rps: float = 20.0) -> Workload:
     """:func:`task_mix` of :data:`FIVE_TASKS` (the seed's Knowl 4 workload, λ = 20 req/s)."""
     return task_mix(FIVE_TASKS, n_requests=n_requests, seed=seed, rate_rps=rate_rps)
 
 
-def production_like_workload(n_requests: int, *, seed: int, rate_rps: float = 80.0) -> Workload:
+def production_like_workload(n_requests: int, *, seed: Seed, rate_rps: float = 80.0) -> Workload:
     """:func:`task_mix` of :data:`PRODUCTION_LIKE` (the seed's Knowl 7 trace, λ = 80 req/s)."""
     return task_mix(PRODUCTION_LIKE, n_requests=n_requests, seed=seed, rate_rps=rate_rps)
