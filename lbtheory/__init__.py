@@ -24,7 +24,8 @@ so ``lbtheory --help`` does not import JAX or CVXPY::
   :func:`fluid_sensitivity`, :class:`FluidSolution`, :class:`Mechanism`;
 * the DLB cell simulator: :func:`simulate_cells`, :class:`Scenario`, :func:`load_scenario`,
   :func:`generate_arrivals`, :class:`SimResult`; policies by name: :func:`make_router`,
-  :func:`policy_names`; requests: :class:`Workload`, :func:`read_trace`;
+  :func:`policy_names`, :func:`register_policy` (a policy of your own); requests:
+  :class:`Workload`, :func:`read_trace`;
 * BalanceRoute: :func:`step_imbalance`, :func:`simulate_decode`, :class:`DecodeConfig`;
   the Intelligent Router: :func:`simulate_instances`, :class:`ClusterConfig`,
   :class:`InstanceResult`;
@@ -53,7 +54,7 @@ _EXPORTS = {
                      "FluidSolution", "Mechanism"), "fluid"),
     **dict.fromkeys(("simulate_cells", "Scenario", "load_scenario", "generate_arrivals",
                      "SimResult"), "sim"),
-    **dict.fromkeys(("make_router", "policy_names"), "registry"),
+    **dict.fromkeys(("make_router", "policy_names", "register_policy"), "registry"),
     **dict.fromkeys(("Workload", "read_trace"), "workloads"),
     **dict.fromkeys(("step_imbalance", "simulate_decode", "DecodeConfig"), "barrier"),
     **dict.fromkeys(("simulate_instances", "ClusterConfig", "InstanceResult"), "intelligent"),
