@@ -147,8 +147,9 @@ def cumulative(weights: np.ndarray) -> np.ndarray:
 
 def sample_index(cum: np.ndarray, rng: np.random.Generator) -> int:
     """Draw j with probability (cum_j − cum_{j−1}) / cum_{−1} (one uniform draw); entries with
-    zero weight are never drawn (:func:`sample_index_kernel`)."""
-    return int(sample_index_kernel(np.asarray(cum, dtype=float), rng))
+    zero weight are never drawn: :func:`sample_index_kernel`'s body, run by Python (a compiled
+    call would spend ~6 µs unboxing the Generator, more than the draw)."""
+    return int(_sample_index_py(np.asarray(cum, dtype=float), rng))
 
 
 @njit(cache=True, error_model="numpy")
@@ -181,3 +182,6 @@ def sample_index_kernel(cum: np.ndarray, rng: np.random.Generator) -> int:
         while j > 0 and cum[j - 1] == cum[j]:
             j -= 1
     return j
+
+
+_sample_index_py = sample_index_kernel.py_func
