@@ -304,7 +304,8 @@ def choice_without_replacement(rng, pop, size, out):
     """``rng.choice(pop, size, replace=False)`` of numpy's Generator, into ``out``: Floyd's
     algorithm, then the shuffle of numpy's ``_shuffle_int`` (both with Lemire-bounded integers,
     the draws of ``rng.integers``) — the same draws and result as numpy when ``pop <= 10000``
-    or ``size <= pop // 50`` (numpy shuffles a full range otherwise; callers check)."""
+    or ``size <= pop // 50`` (numpy shuffles a full range otherwise; both engines draw here, so
+    they agree in every case)."""
     for k in range(size):
         j = pop - size + k
         val = integers_below(rng, j + 1)
