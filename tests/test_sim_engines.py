@@ -22,7 +22,8 @@ import pytest
 from lbtheory.errors import ParameterError, TopologyError
 from lbtheory.models import model_to_dict
 from lbtheory.registry import make_router, policy_names
-from lbtheory.routers import FlowRouter, JSQRouter, PowerOfDRouter, integers_below
+from lbtheory.routers import FlowRouter, JSQRouter, PowerOfDRouter
+from lbtheory.routers._baselines import integers_below
 from lbtheory.sim import (
     Affinity,
     Estimation,
@@ -282,10 +283,23 @@ def test_integers_below_is_numpys_integers(k):
     assert mine == numpys
 
 
-def test_sample_index_kernel_and_cumulative_kernel_are_the_python_helpers():
+def test_weighted_draw_is_a_bisection_of_numpys_cumsum():
+    """The one weighted draw (``cumulative`` / ``sample_index``, both engines) against an oracle:
+    numpy's cumsum, one ``rng.random()`` × the total, ``bisect_right``, and the last positive
+    weight when rounding lands on the total."""
+    import bisect
+
     from lbtheory.routers import cumulative, cumulative_kernel, sample_index, sample_index_kernel
 
+    def oracle(cum, rng):
+        u = rng.random() * cum[-1]
+        j = min(bisect.bisect_right(cum, u), len(cum) - 1)
+        while j > 0 and cum[j - 1] == cum[j] and u >= cum[-1]:
+            j -= 1
+        return j
+
     rng0 = np.random.default_rng(3)
+    drawn = np.zeros(12, int)
     for _ in range(300):
         w = rng0.random(int(rng0.integers(1, 12))) * (rng0.random() < 0.8)
         w[rng0.random(w.size) < 0.3] = 0.0
@@ -293,11 +307,15 @@ def test_sample_index_kernel_and_cumulative_kernel_are_the_python_helpers():
             w[-1] = 1.0
         out = np.empty(w.size)
         cumulative_kernel(w, out)
-        assert out.tolist() == cumulative(w)
+        assert out.tolist() == np.cumsum(w).tolist() == cumulative(w).tolist()
         seed = int(rng0.integers(1 << 30))
-        r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
-        assert [sample_index_kernel(out, r1) for _ in range(5)] == \
-            [sample_index(cumulative(w), r2) for _ in range(5)]
+        r1, r2, r3 = (np.random.default_rng(seed) for _ in range(3))
+        got = [sample_index_kernel(out, r1) for _ in range(5)]
+        assert got == [sample_index(cumulative(w), r2) for _ in range(5)] == \
+            [oracle(np.cumsum(w).tolist(), r3) for _ in range(5)]
+        assert all(w[j] > 0 for j in got)  # a zero weight is never drawn
+        np.add.at(drawn, got, 1)
+    assert drawn[:5].min() > 0
 
 
 def test_heap_pops_in_heapq_order_with_ties():

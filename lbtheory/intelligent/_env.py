@@ -36,7 +36,8 @@
   then have room). :meth:`RoutingEnv.action_mask` gives the valid actions (also
   ``info["action_mask"]``; one definition, :func:`~lbtheory.intelligent._envkernels.fill_mask`,
   for both engines and :class:`~lbtheory.intelligent.DQNRouter`); an invalid action is
-  replaced by routing to the valid instance with the fewest committed tokens.
+  replaced by routing to the valid instance with the fewest committed tokens (the shared
+  :func:`~lbtheory.routers.jsq_pick`, ties to the lowest index).
 * **Reward** (× ``reward_scale``), THEORY §10:
   ``r_t = − Σ_{j∈J} c_j + r_w Σ w_mit + w_k s_h h(s_t, s_{t+1})``, a semi-MDP in continuous time
   [R]. A step that routes within an epoch takes no time (progress terms 0, discount 1); a step
@@ -91,6 +92,7 @@ import numpy as np
 
 from .._checks import check_option, check_real
 from ..errors import ParameterError
+from ..routers import jsq_pick
 from ..workloads import Workload
 from . import _core
 from ._compiled import CompiledClusterSim
@@ -464,8 +466,8 @@ class RoutingEnv(gym.Env):
         a = int(action)
         if not 0 <= a <= m:
             raise ParameterError(f"action {a} out of range [0, {m}]")
-        if not self._mask[a]:  # the valid instance with the fewest committed tokens
-            a = int(np.argmin(np.where(self._mask[:m], self._committed(), np.inf)))
+        if not self._mask[a]:  # the valid instance with the fewest committed tokens: JSQ-tokens
+            a = int(jsq_pick(self._committed(), self._mask[:m], False, self.np_random))
         h = self._guidance_h(a) if a < m else 0.0
         reward = self.guidance_w * self._s_h * h
         t_decision = sim.now

@@ -42,7 +42,8 @@ from ._core import (
     earliest_completion_s,
     fewest_left,
 )
-from ._rkernels import mixing_at
+from ._impact import guidance_penalty_kernel
+from ._rkernels import capacity, mixing_loads
 
 #: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
 #: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
@@ -93,8 +94,7 @@ def fill_observation(obs, queue_length, head_prompt, head_bucket, counts, n_p, n
             obs[k + i * n_d + b] = counts[n_p + b, i] / 16.0
     k += m * n_d
     for i in range(m):
-        obs[k + i] = capacity_feature(min(1.0 - n_on[i] / max_batch,
-                                          1.0 - kv_committed[i] / kv_budget))
+        obs[k + i] = capacity_feature(capacity(n_on[i], kv_committed[i], max_batch, kv_budget))
     obs[k + m] = 0.0 if t_min == np.inf else t_min / 10.0
     if queue_length:
         obs[k + m + 1] = head_wait_s / max_wait_s if max_wait_s > 0.0 else 0.0
@@ -106,7 +106,7 @@ def fill_observation(obs, queue_length, head_prompt, head_bucket, counts, n_p, n
 def is_full(n_on, kv_committed, max_batch, kv_budget):
     """An instance is full: a full batch or more committed KV (in use + waiting prefill,
     tokens) than its budget (capacity ``C_m ≤ 0``) — it could not start a request now."""
-    return min(1.0 - n_on / max_batch, 1.0 - kv_committed / kv_budget) <= 0.0
+    return capacity(n_on, kv_committed, max_batch, kv_budget) <= 0.0
 
 
 @njit(cache=True)
@@ -242,19 +242,10 @@ def env_step(s, action, inv_ideal, pred, first, t0, horizon_s, paper, out):
 @njit(cache=True)
 def guidance_h(s, choice, impact):
     """h = r_mix(choice) − max_l r_mix(l) for the head request (``impact``:
-    :meth:`~lbtheory.intelligent.ImpactParams.kernel_params`) —
-    :func:`~lbtheory.intelligent.guidance_penalty` on the state, through the mixing
-    heuristic's kernel :func:`~lbtheory.intelligent._rkernels.mixing_at`."""
-    ri, mi = s.ri, s.mi
+    :meth:`~lbtheory.intelligent.ImpactParams.kernel_params`):
+    :func:`~lbtheory.intelligent._impact.guidance_penalty_kernel` on the state's loads, as
+    :func:`~lbtheory.intelligent.guidance_penalty` on a view's."""
+    ri = s.ri
     h = ri[RQ, s.gi[QH]]
-    p = ri[P, h]
-    d = ri[PRED, h]
-    best = -np.inf
-    mine = 0.0
-    for m in range(mi.shape[1]):
-        r = mixing_at(mi, m, p, d, impact)
-        if r > best:
-            best = r
-        if m == choice:
-            mine = r
-    return mine - best
+    x, y = mixing_loads(s.mi, impact)
+    return guidance_penalty_kernel(choice, ri[P, h], ri[PRED, h], x, y, impact)

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, vectorize
 
 from .._checks import check_option, check_real
 from ..errors import ModelError
@@ -47,7 +47,8 @@ from ._timing import IterationTimeModel
 
 __all__ = ["ImpactParams", "MixReading", "prompt_impact_s", "prompt_reward", "decode_reward",
            "mixing_reward", "guidance_penalty", "calibrate_impact", "mixing_reward_scalar",
-           "instance_loads"]
+           "instance_loads", "prompt_impact_scalar", "prompt_reward_scalar",
+           "decode_reward_scalar", "mixing_argmax", "guidance_penalty_kernel"]
 
 
 class MixReading(enum.StrEnum):
@@ -115,52 +116,125 @@ def instance_loads(params: ImpactParams, committed: np.ndarray, backlog: np.ndar
     return backlog, context
 
 
+# -- the formulas, one numba function each: the Python functions below broadcast them (numpy
+# ufuncs), the compiled engine's kernels call them per instance, so both engines evaluate the
+# same operations in the same order.
+@njit(cache=True)
+def prompt_impact_scalar(p_i: float, x_load: float, grad1: float, g_load: float) -> float:
+    """T_p = grad_1 · p_i² + g · X (s) for one instance."""
+    return grad1 * (p_i * p_i) + g_load * x_load
+
+
+@njit(cache=True)
+def prompt_reward_scalar(t_p: float, epsilon_s: float) -> float:
+    """r_p = 1 if T_p ≤ ε else 1 − T_p/ε."""
+    return 1.0 if t_p <= epsilon_s else 1.0 - t_p / epsilon_s
+
+
+@njit(cache=True)
+def decode_reward_scalar(p_i: float, d_i: float, y_load: float, grad2: float) -> float:
+    """r_d = − grad_2 · (Y + p_i + d_i) for one instance."""
+    return -grad2 * (y_load + p_i + d_i)
+
+
+@njit(cache=True)
+def mixing_reward_scalar(p_i: float, d_i: float, x_load: float, y_load: float, grad1: float,
+                         g_load: float, grad2: float, epsilon_s: float, alpha: float) -> float:
+    """r_mix = α r_p + (1 − α) r_d of request (p_i, d_i) on one instance with loads ``X``,
+    ``Y`` (tokens) — the one definition :func:`mixing_reward` and the kernels evaluate."""
+    r_p = prompt_reward_scalar(prompt_impact_scalar(p_i, x_load, grad1, g_load), epsilon_s)
+    return alpha * r_p + (1.0 - alpha) * decode_reward_scalar(p_i, d_i, y_load, grad2)
+
+
+_F = "float64"
+
+
+@vectorize([f"{_F}({_F}, {_F}, {_F}, {_F})"], cache=True)
+def _prompt_impact_u(p_i, x_load, grad1, g_load):
+    return prompt_impact_scalar(p_i, x_load, grad1, g_load)
+
+
+@vectorize([f"{_F}({_F}, {_F})"], cache=True)
+def _prompt_reward_u(t_p, epsilon_s):
+    return prompt_reward_scalar(t_p, epsilon_s)
+
+
+@vectorize([f"{_F}({_F}, {_F}, {_F}, {_F})"], cache=True)
+def _decode_reward_u(p_i, d_i, y_load, grad2):
+    return decode_reward_scalar(p_i, d_i, y_load, grad2)
+
+
+@vectorize([f"{_F}({', '.join([_F] * 9)})"], cache=True)
+def _mixing_reward_u(p_i, d_i, x_load, y_load, grad1, g_load, grad2, epsilon_s, alpha):
+    return mixing_reward_scalar(p_i, d_i, x_load, y_load, grad1, g_load, grad2, epsilon_s, alpha)
+
+
+@njit(cache=True)
+def mixing_argmax(p_i, d_i, x_load, y_load, params):
+    """The greedy mixing choice ``argmax_m r_mix`` (the first of equal rewards) for loads
+    ``x_load``, ``y_load`` per instance (``params``: :meth:`ImpactParams.kernel_params`)."""
+    best = -np.inf
+    best_m = 0
+    for m in range(x_load.size):
+        r = mixing_reward_scalar(float(p_i), float(d_i), float(x_load[m]), float(y_load[m]),
+                                 params[0], params[1], params[2], params[3], params[4])
+        if m == 0 or r > best:
+            best, best_m = r, m
+    return best_m
+
+
+@njit(cache=True)
+def guidance_penalty_kernel(choice, p_i, d_i, x_load, y_load, params):
+    """h = r_mix(choice) − max_l r_mix(l) for loads ``x_load``, ``y_load`` per instance
+    (``params``: :meth:`ImpactParams.kernel_params`) — :func:`guidance_penalty`, both
+    engines."""
+    best = -np.inf
+    mine = 0.0
+    for m in range(x_load.size):
+        r = mixing_reward_scalar(float(p_i), float(d_i), float(x_load[m]), float(y_load[m]),
+                                 params[0], params[1], params[2], params[3], params[4])
+        if r > best:
+            best = r
+        if m == choice:
+            mine = r
+    return mine - best
+
+
 def prompt_impact_s(p_i: float, load_tokens: np.ndarray | float, params: ImpactParams):
     """T_p = grad_1 · p_i² + g · X_m (s), per instance when ``load_tokens`` (X) is an array."""
-    p = float(p_i)
-    return params.grad1 * (p * p) + params.g_load * np.asarray(load_tokens, dtype=float)
+    return _prompt_impact_u(float(p_i), load_tokens, params.grad1, params.g_load)
 
 
 def prompt_reward(t_p: np.ndarray | float, params: ImpactParams):
     """r_p: 1 if T_p ≤ ε else 1 − T_p/ε."""
-    t = np.asarray(t_p, dtype=float)
-    return np.where(t <= params.epsilon_s, 1.0, 1.0 - t / params.epsilon_s)
+    return _prompt_reward_u(t_p, params.epsilon_s)
 
 
 def decode_reward(p_i: float, d_i: float, load_tokens: np.ndarray | float,
                   params: ImpactParams):
     """r_d = − grad_2 · (Y_m + p_i + d_i) (``load_tokens`` = Y)."""
-    return -params.grad2 * (np.asarray(load_tokens, dtype=float) + float(p_i) + float(d_i))
+    return _decode_reward_u(float(p_i), float(d_i), load_tokens, params.grad2)
 
 
 def mixing_reward(p_i: float, d_i: float, load_tokens: np.ndarray | float,
                   params: ImpactParams, decode_load: np.ndarray | float | None = None):
     """r_mix = α r_p + (1 − α) r_d for sending request (p_i, d_i) to each instance, with the
     prompt term's load ``X = load_tokens`` and the decode term's ``Y = decode_load`` (default
-    ``X``; :func:`instance_loads` gives both for a reading)."""
-    r_p = prompt_reward(prompt_impact_s(p_i, load_tokens, params), params)
-    r_d = decode_reward(p_i, d_i, load_tokens if decode_load is None else decode_load, params)
-    return params.alpha * r_p + (1.0 - params.alpha) * r_d
-
-
-@njit(cache=True)
-def mixing_reward_scalar(p_i: float, d_i: float, x_load: float, y_load: float, grad1: float,
-                         g_load: float, grad2: float, epsilon_s: float, alpha: float) -> float:
-    """:func:`mixing_reward` for one instance (loads ``X``, ``Y``), in the compiled engine's
-    kernels: the same operations in the same order (``tests/test_intelligent_engines.py``
-    checks the two agree bit for bit)."""
-    t_p = grad1 * (p_i * p_i) + g_load * x_load
-    r_p = 1.0 if t_p <= epsilon_s else 1.0 - t_p / epsilon_s
-    r_d = -grad2 * (y_load + p_i + d_i)
-    return alpha * r_p + (1.0 - alpha) * r_d
+    ``X``; :func:`instance_loads` gives both for a reading): :func:`mixing_reward_scalar`
+    broadcast over the loads."""
+    k = params.kernel_params()
+    return _mixing_reward_u(float(p_i), float(d_i), load_tokens,
+                            load_tokens if decode_load is None else decode_load, *k[:5])
 
 
 def guidance_penalty(choice: int, p_i: float, d_i: float, load_tokens: np.ndarray,
                      params: ImpactParams, decode_load: np.ndarray | None = None) -> float:
     """h = r_mix(choice) − max_l r_mix(l) (≤ 0): how much worse than the greedy mixing choice
-    (loads as in :func:`mixing_reward`)."""
-    r = mixing_reward(p_i, d_i, load_tokens, params, decode_load)
-    return float(r[choice] - r.max())
+    (loads as in :func:`mixing_reward`; :func:`guidance_penalty_kernel`)."""
+    x = np.asarray(load_tokens, dtype=float)
+    y = x if decode_load is None else np.asarray(decode_load, dtype=float)
+    return float(guidance_penalty_kernel(int(choice), float(p_i), float(d_i), x, y,
+                                         params.kernel_params()))
 
 
 def calibrate_impact(timing: IterationTimeModel, *, alpha: float = 0.5,

@@ -45,7 +45,7 @@ from ._core import (
     advance,
     dispatch,
 )
-from ._impact import mixing_reward_scalar
+from ._impact import mixing_argmax
 from ._timing import iteration_seconds
 
 #: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
@@ -53,7 +53,9 @@ from ._timing import iteration_seconds
 #: changes (2: chunked prefill; 3: shared preemption and iteration start).
 CORE_REVISION = 3
 
-__all__ = ["CODES", "route_builtin", "run_builtin", "routing_loop", "mixing_at"]
+__all__ = ["CODES", "route_builtin", "run_builtin", "routing_loop", "mixing_loads",
+           "completion_estimate_s", "completion_estimates_s", "capacity", "maxcap_pick",
+           "size_partition_pick"]
 
 #: kernel codes of the registry's instance policies.
 CODES = {"rr": 0, "jsq": 1, "random": 2, "p2c": 3, "minmin": 4, "maxcap": 5, "heuristic": 6,
@@ -73,17 +75,41 @@ def _loads(mi, tokens):
 
 
 @njit(cache=True)
+def completion_estimate_s(coef, wait_tokens, n_running, kv_used, p, d):
+    """Min-Min's estimated completion time (s) of a request of ``p`` prompt and ``d``
+    predicted output tokens on an instance with ``wait_tokens`` waiting prefill tokens,
+    ``n_running`` running (and admitted) requests and ``kv_used`` KV tokens in use:
+    ``t([W, p], n, K) + d · t([], n + 1, K + p + d/2)`` (``t``: :func:`iteration_seconds` with
+    the five coefficients ``coef``) — the one definition, both engines."""
+    w = float(wait_tokens)
+    pf = float(p)
+    df = float(d)
+    n = float(n_running)
+    kv = float(kv_used)
+    if wait_tokens > 0:
+        first = iteration_seconds(coef, w + pf, w * w + pf * pf, n, kv)
+    else:
+        first = iteration_seconds(coef, pf, pf * pf, n, kv)
+    return first + df * iteration_seconds(coef, 0.0, 0.0, n + 1.0, (kv + pf) + df / 2)
+
+
+@njit(cache=True)
+def completion_estimates_s(coef, wait_tokens, n_running, kv_used, prompt, pred):
+    """:func:`completion_estimate_s` of every (request, instance) pair (requests × instances,
+    s): the Python Min-Min's matrix."""
+    out = np.empty((prompt.size, wait_tokens.size))
+    for i in range(prompt.size):
+        for m in range(wait_tokens.size):
+            out[i, m] = completion_estimate_s(coef, wait_tokens[m], n_running[m], kv_used[m],
+                                              prompt[i], pred[i])
+    return out
+
+
+@njit(cache=True)
 def _ect(mi, coef, m, p, d):
     """Min-Min's estimated completion time of a (p, d) request on instance ``m`` (s)."""
-    w = float(mi[WAIT_TOK, m])
-    pf = float(p)
-    n = float(mi[N_RUN, m] + mi[N_ADM, m])
-    kv = mi[KV_USED, m]
-    if mi[WAIT_TOK, m] > 0:
-        first = iteration_seconds(coef, w + pf, w * w + pf * pf, n, float(kv))
-    else:
-        first = iteration_seconds(coef, pf, pf * pf, n, float(kv))
-    return first + d * iteration_seconds(coef, 0.0, 0.0, n + 1.0, (kv + p) + d / 2)
+    return completion_estimate_s(coef, mi[WAIT_TOK, m], mi[N_RUN, m] + mi[N_ADM, m],
+                                 mi[KV_USED, m], p, d)
 
 
 @njit(cache=True)
@@ -102,40 +128,48 @@ def _minmin(ri, mi, gi, coef):
 
 
 @njit(cache=True)
-def _maxcap(mi, gi, p):
+def capacity(n_on, kv_committed, max_batch, kv_budget):
+    """An instance's free capacity ``C = min(1 − n/max_batch, 1 − K/kv_budget)`` with ``n``
+    requests on it and ``K`` committed KV tokens (in use + waiting prefill): the state's
+    capacity entry, the full test of the action mask, and Maximum Capacity Usage (with the
+    request added) — one definition."""
+    return min(1.0 - n_on / max_batch, 1.0 - kv_committed / kv_budget)
+
+
+@njit(cache=True)
+def maxcap_pick(n_on, kv_committed, p, max_batch, kv_budget):
+    """Maximum Capacity Usage: the instance of most :func:`capacity` once the request (``p``
+    prompt tokens) is added (the first of equal ones)."""
     best = -np.inf
     best_m = 0
-    for m in range(mi.shape[1]):
-        a = 1.0 - (mi[N_RUN, m] + mi[N_ADM, m] + mi[N_WAIT, m] + 1) / gi[MAX_BATCH]
-        b = 1.0 - (mi[KV_USED, m] + mi[WAIT_TOK, m] + p) / gi[BUDGET]
-        free = min(a, b)
+    for m in range(n_on.size):
+        free = capacity(n_on[m] + 1, kv_committed[m] + p, max_batch, kv_budget)
         if m == 0 or free > best:
             best, best_m = free, m
     return best_m
 
 
 @njit(cache=True)
-def mixing_at(mi, m, p, d, params):
-    """r_mix of a (p, d) request on instance ``m`` (``params``:
-    :meth:`~lbtheory.intelligent.ImpactParams.kernel_params`; the loads of its reading)."""
-    if params[5] != 0.0:  # split: prefill backlog, decode context
-        x = float(mi[WAIT_TOK, m])
-        y = float(mi[KV_USED, m])
-    else:
-        x = y = float(mi[LOAD, m])
-    return mixing_reward_scalar(float(p), float(d), x, y, params[0], params[1], params[2],
-                                params[3], params[4])
+def mixing_loads(mi, params):
+    """The loads ``(X, Y)`` the mixing reward's terms see on every instance under the reading
+    ``params[5]`` (1: split — prefill backlog, decode context; 0: literal — committed
+    tokens)."""
+    if params[5] != 0.0:
+        return mi[WAIT_TOK], mi[KV_USED]
+    return mi[LOAD], mi[LOAD]
 
 
 @njit(cache=True)
-def _mixing(mi, p, d, params):
-    best = -np.inf
-    best_m = 0
-    for m in range(mi.shape[1]):
-        r = mixing_at(mi, m, p, d, params)
-        if m == 0 or r > best:
-            best, best_m = r, m
-    return best_m
+def size_partition_pick(small, n_inst, pointers):
+    """Dedicated small/large partition: round robin (:func:`round_robin_pick`) over the first
+    half of the ``n_inst`` instances for a small request, over the second half for a large one
+    (every request on one instance); ``pointers`` (int64, 2: small, large) move in place."""
+    half = max(n_inst // 2, 1)
+    if small or n_inst == 1:
+        g, pointers[0] = round_robin_pick(half, pointers[0])
+        return g
+    g, pointers[1] = round_robin_pick(n_inst - half, pointers[1])
+    return half + g
 
 
 @njit(cache=True)
@@ -144,32 +178,27 @@ def route_builtin(s, code, params, rstate, rng):
     ri, mi, gi = s.ri, s.mi, s.gi
     n_inst = mi.shape[1]
     head = ri[RQ, gi[QH]]
-    if code == _RR:
-        g, rstate[0] = round_robin_pick(np.ones(n_inst, np.bool_), rstate[0])
+    if code == _RR:  # every instance is eligible: n_inst targets
+        g, rstate[0] = round_robin_pick(n_inst, rstate[0])
         return 0, g
     if code == _JSQ:  # params: tokens (0/1), random ties (0/1)
-        return 0, jsq_pick(_loads(mi, params[0] != 0.0), np.ones(n_inst, np.bool_),
-                           params[1] != 0.0, rng)
+        return 0, jsq_pick(_loads(mi, params[0] != 0.0), n_inst, params[1] != 0.0, rng)
     if code == _RANDOM:
-        return 0, uniform_pick(np.ones(n_inst, np.bool_), rng)
+        return 0, uniform_pick(n_inst, rng)
     if code == _P2C:  # params: d, tokens (0/1)
-        return 0, power_of_d_pick(_loads(mi, params[1] != 0.0), np.ones(n_inst, np.bool_),
-                                  np.int64(params[0]), rng)
+        return 0, power_of_d_pick(_loads(mi, params[1] != 0.0), n_inst, np.int64(params[0]),
+                                  rng)
     if code == _MINMIN:
         return _minmin(ri, mi, gi, s.gf)
     if code == _MAXCAP:
-        return 0, _maxcap(mi, gi, ri[P, head])
+        return 0, maxcap_pick(mi[N_RUN] + mi[N_ADM] + mi[N_WAIT], mi[KV_USED] + mi[WAIT_TOK],
+                              ri[P, head], gi[MAX_BATCH], gi[BUDGET])
     if code == _MIXING:  # params: ImpactParams.kernel_params()
-        return 0, _mixing(mi, ri[P, head], ri[PRED, head], params)
-    # small-large: params: threshold (tokens); rstate: the two round-robin positions
-    half = max(n_inst // 2, 1)
-    if ri[P, head] + ri[PRED, head] < params[0] or n_inst == 1:
-        g = rstate[0] % half
-        rstate[0] += 1
-        return 0, g
-    g = half + rstate[1] % (n_inst - half)
-    rstate[1] += 1
-    return 0, g
+        x, y = mixing_loads(mi, params)
+        return 0, mixing_argmax(ri[P, head], ri[PRED, head], x, y, params)
+    # small-large: params: threshold (tokens); rstate: the two round-robin pointers
+    small = ri[P, head] + ri[PRED, head] < params[0]
+    return 0, size_partition_pick(small, n_inst, rstate)
 
 
 def _loop(s, code, params, rstate, rng):

@@ -30,7 +30,8 @@ import numpy as np
 from .._checks import check_int
 from ..routers import Assignment, Stateless
 from ._engine import InstanceView
-from ._impact import ImpactParams, calibrate_impact, instance_loads, mixing_reward
+from ._impact import ImpactParams, calibrate_impact, instance_loads, mixing_argmax
+from ._rkernels import completion_estimates_s, maxcap_pick, size_partition_pick
 
 __all__ = ["MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRouter",
            "estimated_completion_s"]
@@ -38,16 +39,13 @@ __all__ = ["MinMinRouter", "MaxCapacityRouter", "MixingRouter", "SizePartitionRo
 
 def estimated_completion_s(view: InstanceView, prompt: np.ndarray,
                            output_pred: np.ndarray) -> np.ndarray:
-    """ECT matrix (requests × instances, s) used by Min-Min (module docstring)."""
-    tm = view.config.timing
-    out = np.empty((len(prompt), view.config.n_instances))
-    for i, (p, d) in enumerate(zip(prompt.tolist(), output_pred.tolist())):
-        for m in range(view.config.n_instances):
-            w, n, kv = (int(view.waiting_prefill_tokens[m]), int(view.n_running[m]),
-                        int(view.kv_used[m]))
-            out[i, m] = (tm.iteration_time([w, p] if w else [p], n, kv)
-                         + d * tm.iteration_time((), n + 1, kv + p + d / 2))
-    return out
+    """ECT matrix (requests × instances, s) used by Min-Min (module docstring):
+    :func:`~lbtheory.intelligent._rkernels.completion_estimate_s`, the compiled engine's."""
+    i64 = np.int64
+    return completion_estimates_s(view.config.timing.coefficients(),
+                                  np.asarray(view.waiting_prefill_tokens, i64),
+                                  np.asarray(view.n_running, i64), np.asarray(view.kv_used, i64),
+                                  np.asarray(prompt, float), np.asarray(output_pred, float))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,12 +69,12 @@ class MaxCapacityRouter(Stateless):
     name: str = "maxcap"
 
     def route(self, state: Any, view: InstanceView, rng: np.random.Generator) -> tuple[int, Any]:
-        """argmax of the free capacity for the head request."""
+        """argmax of the free capacity for the head request (:func:`maxcap_pick`)."""
         cfg = view.config
-        p = int(view.queue_prompt[0])
-        free = np.minimum(1.0 - (view.n_running + view.n_waiting + 1) / cfg.max_batch,
-                          1.0 - (view.kv_committed + p) / cfg.kv_budget_tokens)
-        return int(np.argmax(free)), state
+        i64 = np.int64
+        return int(maxcap_pick(np.asarray(view.n_running + view.n_waiting, i64),
+                               np.asarray(view.kv_committed, i64), int(view.queue_prompt[0]),
+                               cfg.max_batch, cfg.kv_budget_tokens)), state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,11 +95,12 @@ class MixingRouter:
 
     def route(self, state: ImpactParams | None, view: InstanceView,
               rng: np.random.Generator) -> tuple[int, ImpactParams]:
-        """argmax of r_mix for the head request."""
+        """argmax of r_mix for the head request (:func:`mixing_argmax`)."""
         prm = state if state is not None else calibrate_impact(view.config.timing)
         x, y = instance_loads(prm, view.load_tokens, view.waiting_prefill_tokens, view.kv_used)
-        r = mixing_reward(int(view.queue_prompt[0]), int(view.queue_output_pred[0]), x, prm, y)
-        return int(np.argmax(r)), prm
+        return int(mixing_argmax(int(view.queue_prompt[0]), int(view.queue_output_pred[0]),
+                                 np.asarray(x, float), np.asarray(y, float),
+                                 prm.kernel_params())), prm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +117,7 @@ class SizePartitionRouter:
         check_int(self.threshold_tokens, "SizePartitionRouter.threshold_tokens", low=0)
 
     def init(self, seed: int = 0) -> tuple[int, int]:
-        """Round-robin positions of the small and the large half."""
+        """Round-robin pointers of the small and the large half."""
         return (0, 0)
 
     def observe(self, state: tuple[int, int], view: InstanceView) -> tuple[int, int]:
@@ -127,11 +126,8 @@ class SizePartitionRouter:
 
     def route(self, state: tuple[int, int], view: InstanceView,
               rng: np.random.Generator) -> tuple[int, tuple[int, int]]:
-        """The next instance of the head request's half."""
-        m = view.config.n_instances
-        half = max(m // 2, 1)
+        """The next instance of the head request's half (:func:`size_partition_pick`)."""
         small = int(view.queue_prompt[0]) + int(view.queue_output_pred[0]) < self.threshold_tokens
-        i_s, i_l = state
-        if small or m == 1:
-            return i_s % half, (i_s + 1, i_l)
-        return half + i_l % (m - half), (i_s, i_l + 1)
+        pointers = np.array(state, dtype=np.int64)
+        g = size_partition_pick(small, view.config.n_instances, pointers)
+        return int(g), (int(pointers[0]), int(pointers[1]))

@@ -11,11 +11,13 @@ Tie rules are options because the simulators' published tables used different on
 cell routers break JSQ ties uniformly at random; the deterministic instance and decode simulators
 used the lowest index (the registry passes ``ties="lowest"`` there).
 
-Compiled engines run the same decisions with the numba kernels at the end of this module
-(:func:`round_robin_pick`, :func:`uniform_pick`, :func:`jsq_pick`, :func:`power_of_d_pick`):
-they take the loads and the eligibility a simulator's view would show, return the router's
-target (−1 for ``None``) and draw from the run's ``numpy.random.Generator`` exactly as the
-Python routers do, so both engines give the same decisions bit for bit.
+Each decision is **one numba function** at the end of this module (:func:`round_robin_pick`,
+:func:`uniform_pick`, :func:`jsq_pick`, :func:`power_of_d_pick`), called by the Python routers
+below and by the compiled engines alike (the ``fill_observation`` pattern): it takes the loads
+and the eligibility of a view, returns the target (−1 for ``None``) and draws from the run's
+``numpy.random.Generator`` (numba shares its bit generator's state), so both engines make the
+same decisions bit for bit. ``eligible`` is a bool mask over the targets, or an ``int`` *n*: *n*
+targets, all eligible (no array to build, e.g. the DLB leaf's servers).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import enum
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
 from .._checks import check_int, check_option
@@ -33,8 +36,8 @@ from ._contract import IgnoresObservations, Stateless, TargetView, cumulative, s
 
 __all__ = ["RandomRouter", "RoundRobinRouter", "JSQRouter", "PowerOfDRouter", "Ties", "Load",
            "RandomState", "RoundRobinState", "round_robin_pick", "uniform_pick", "jsq_pick",
-           "power_of_d_pick", "choice_without_replacement", "integers_below",
-           "power_of_d_pick_into"]
+           "power_of_d_pick", "choice_without_replacement", "power_of_d_pick_into",
+           "two_choices"]
 
 
 class Ties(enum.StrEnum):
@@ -70,6 +73,11 @@ def _load(view: TargetView, load: Load, per_weight: bool) -> np.ndarray:
     return values / w if per_weight and w is not None else values
 
 
+def _eligible(view: TargetView) -> np.ndarray:
+    """The view's eligibility as the kernels take it (bool; one numba specialisation)."""
+    return np.asarray(view.eligible, dtype=np.bool_)
+
+
 class RandomState(NamedTuple):
     """Cache: the views each stream's weights were computed from (views are immutable)."""
 
@@ -93,8 +101,8 @@ class RandomRouter(IgnoresObservations):
         """One draw among the eligible targets."""
         w = view.weights
         if w is None:
-            el = np.flatnonzero(view.eligible)
-            return (None if el.size == 0 else int(el[rng.integers(el.size)])), state
+            g = uniform_pick(_eligible(view), rng)
+            return (None if g < 0 else int(g)), state
         s = view.stream
         if len(state.views) <= s or state.views[s] is not view:
             row = view.eligible
@@ -128,26 +136,14 @@ class RoundRobinRouter(IgnoresObservations):
 
     def route(self, state: RoundRobinState, view: TargetView,
               rng: np.random.Generator) -> tuple[int | None, RoundRobinState]:
-        """The next eligible target of the request's stream."""
-        ok = view.eligible
-        n = ok.size
+        """The next eligible target of the request's stream (:func:`round_robin_pick`)."""
         s = view.stream
         ptr = list(state.pointer) + [0] * max(0, s + 1 - len(state.pointer))
-        start = ptr[s] % n
-        order = np.flatnonzero(np.roll(ok, -start))
-        if order.size == 0:
+        g, p = round_robin_pick(_eligible(view), ptr[s])
+        if g < 0:
             return None, state
-        g = (start + int(order[0])) % n
-        ptr[s] = (g + 1) % n
-        return g, RoundRobinState(tuple(ptr))
-
-
-def _argmin(values: np.ndarray, cand: np.ndarray, ties: Ties, rng: np.random.Generator) -> int:
-    vals = values[cand]
-    best = cand[vals <= vals.min()]
-    if best.size == 1 or ties is Ties.LOWEST:
-        return int(best[0])
-    return int(best[rng.integers(best.size)])
+        ptr[s] = int(p)
+        return int(g), RoundRobinState(tuple(ptr))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,11 +163,10 @@ class JSQRouter(Stateless):
 
     def route(self, state: Any, view: TargetView,
               rng: np.random.Generator) -> tuple[int | None, Any]:
-        """argmin of the load over the eligible targets."""
-        cand = np.flatnonzero(view.eligible)
-        if cand.size == 0:
-            return None, state
-        return _argmin(_load(view, self.load, self.per_replica), cand, self.ties, rng), state
+        """argmin of the load over the eligible targets (:func:`jsq_pick`)."""
+        g = jsq_pick(_load(view, self.load, self.per_replica), _eligible(view),
+                     self.ties is Ties.RANDOM, rng)
+        return (None if g < 0 else int(g)), state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,23 +186,39 @@ class PowerOfDRouter(Stateless):
 
     def route(self, state: Any, view: TargetView,
               rng: np.random.Generator) -> tuple[int | None, Any]:
-        """Draw, compare, send."""
-        cand = np.flatnonzero(view.eligible)
-        if cand.size <= 1:
-            return (int(cand[0]) if cand.size else None), state
-        drawn = rng.choice(cand.size, size=min(self.d, cand.size), replace=False)
-        values = _load(view, self.load, self.per_replica)
-        best = int(cand[drawn[0]])
-        for k in drawn[1:].tolist():
-            g = int(cand[k])
-            if values[g] < values[best]:
-                best = g
-        return best, state
+        """Draw, compare, send (:func:`power_of_d_pick`)."""
+        g = power_of_d_pick(_load(view, self.load, self.per_replica), _eligible(view), self.d,
+                            rng)
+        return (None if g < 0 else int(g)), state
 
 
-# -- the same decisions as numba kernels (module docstring) --------------------------------------
+# -- the decisions, one numba function each (module docstring) -----------------------------------
 # None of them allocates (power_of_d_pick's buffers aside): the DLB cell engine runs them without
 # numba's reference counting.
+def _n_targets(eligible):
+    """How many targets ``eligible`` describes (a mask's length, or the int itself)."""
+    return eligible if isinstance(eligible, int) else eligible.size
+
+
+def _is_eligible(eligible, g):
+    """Target ``g`` may be chosen (always, when ``eligible`` is an int)."""
+    return True if isinstance(eligible, int) else bool(eligible[g])
+
+
+@overload(_n_targets, inline="always")
+def _n_targets_nb(eligible):
+    if isinstance(eligible, types.Integer):
+        return lambda eligible: eligible
+    return lambda eligible: eligible.size
+
+
+@overload(_is_eligible, inline="always")
+def _is_eligible_nb(eligible, g):
+    if isinstance(eligible, types.Integer):
+        return lambda eligible, g: True
+    return lambda eligible, g: eligible[g]
+
+
 @njit(cache=True, error_model="numpy")
 def integers_below(rng, k):
     """``rng.integers(0, k)`` for 1 ≤ k < 2³²: numpy's draw (Lemire's method on the buffered
@@ -219,14 +230,15 @@ def integers_below(rng, k):
 
 @njit(cache=True, error_model="numpy")
 def round_robin_pick(eligible, pointer):
-    """:class:`RoundRobinRouter`'s decision for one stream: ``(target, new pointer)``, or
-    ``(-1, pointer)`` when no target is eligible."""
-    n = eligible.size
+    """Round robin (:class:`RoundRobinRouter`, the instance routers' halves, the DLB leaf): the
+    first eligible target at or after ``pointer`` (mod the targets), ``(target, target + 1)``
+    (the new pointer), or ``(-1, pointer)`` when no target is eligible."""
+    n = _n_targets(eligible)
     start = pointer % n
     for k in range(n):
         g = (start + k) % n
-        if eligible[g]:
-            return g, (g + 1) % n
+        if _is_eligible(eligible, g):
+            return g, g + 1
     return -1, pointer
 
 
@@ -234,15 +246,16 @@ def round_robin_pick(eligible, pointer):
 def uniform_pick(eligible, rng):
     """:class:`RandomRouter`'s decision on a view without weights: one ``rng.integers`` draw
     among the eligible targets (−1 when none is eligible; no draw then)."""
+    n = _n_targets(eligible)
     k = 0
-    for g in range(eligible.size):
-        if eligible[g]:
+    for g in range(n):
+        if _is_eligible(eligible, g):
             k += 1
     if k == 0:
         return -1
     j = integers_below(rng, k)
-    for g in range(eligible.size):
-        if eligible[g]:
+    for g in range(n):
+        if _is_eligible(eligible, g):
             if j == 0:
                 return g
             j -= 1
@@ -257,7 +270,7 @@ def jsq_pick(values, eligible, random_ties, rng):
     best = np.inf
     n_best = 0
     for g in range(values.size):
-        if eligible[g]:
+        if _is_eligible(eligible, g):
             if n_best == 0 or values[g] < best:
                 best = values[g]
                 n_best = 1
@@ -267,7 +280,7 @@ def jsq_pick(values, eligible, random_ties, rng):
         return -1
     k = integers_below(rng, n_best) if random_ties and n_best > 1 else 0
     for g in range(values.size):
-        if eligible[g] and values[g] == best:
+        if _is_eligible(eligible, g) and values[g] == best:
             if k == 0:
                 return g
             k -= 1
@@ -275,11 +288,24 @@ def jsq_pick(values, eligible, random_ties, rng):
 
 
 @njit(cache=True, error_model="numpy")
+def two_choices(u1, u2, m):
+    """Two distinct targets among ``m`` (≥ 2) from two uniforms in [0, 1): the first
+    uniformly, the second uniformly among the others (the DLB leaf's power of two choices,
+    both engines; its uniforms come from the leaf's own buffered stream)."""
+    x = int(u1 * m)
+    y = int(u2 * (m - 1))
+    if y >= x:
+        y += 1
+    return x, y
+
+
+@njit(cache=True, error_model="numpy")
 def choice_without_replacement(rng, pop, size, out):
     """``rng.choice(pop, size, replace=False)`` of numpy's Generator, into ``out``: Floyd's
     algorithm, then the shuffle of numpy's ``_shuffle_int`` (both with Lemire-bounded integers,
     the draws of ``rng.integers``) — the same draws and result as numpy when ``pop <= 10000``
-    or ``size <= pop // 50`` (numpy shuffles a full range otherwise; callers check)."""
+    or ``size <= pop // 50`` (numpy shuffles a full range otherwise; both engines draw here, so
+    they agree in every case)."""
     for k in range(size):
         j = pop - size + k
         val = integers_below(rng, j + 1)
@@ -300,8 +326,8 @@ def power_of_d_pick_into(values, eligible, d, rng, cand, drawn):
     """:func:`power_of_d_pick` with caller-given int64 buffers ``cand`` (≥ the targets) and
     ``drawn`` (≥ d): no allocation."""
     m = 0
-    for g in range(eligible.size):
-        if eligible[g]:
+    for g in range(_n_targets(eligible)):
+        if _is_eligible(eligible, g):
             cand[m] = g
             m += 1
     if m <= 1:
@@ -321,5 +347,5 @@ def power_of_d_pick(values, eligible, d, rng):
     """:class:`PowerOfDRouter`'s decision: ``min(d, eligible)`` distinct eligible targets
     drawn as numpy's ``rng.choice(·, replace=False)`` draws them, the least ``values`` wins,
     ties to the one drawn first (−1 when none is eligible; no draw with one eligible)."""
-    return power_of_d_pick_into(values, eligible, d, rng, np.empty(eligible.size, np.int64),
+    return power_of_d_pick_into(values, eligible, d, rng, np.empty(values.size, np.int64),
                                 np.empty(max(d, 1), np.int64))

@@ -31,7 +31,6 @@ once and run in all three simulators.
 
 from __future__ import annotations
 
-import bisect
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -136,28 +135,27 @@ class Stateless(IgnoresObservations):
         return NoState()
 
 
-def cumulative(weights: np.ndarray) -> list[float]:
-    """Cumulative weights of one routing row (a list, for :func:`sample_index`)."""
-    return np.cumsum(np.asarray(weights, dtype=float)).tolist()
+# -- weighted draws: one numba definition each, called by the Python routers and the kernels -----
+def cumulative(weights: np.ndarray) -> np.ndarray:
+    """Cumulative weights of one routing row, for :func:`sample_index`
+    (:func:`cumulative_kernel`)."""
+    w = np.ascontiguousarray(weights, dtype=float)
+    out = np.empty(w.shape[0])
+    cumulative_kernel(w, out)
+    return out
 
 
-def sample_index(cum: list[float], rng: np.random.Generator) -> int:
+def sample_index(cum: np.ndarray, rng: np.random.Generator) -> int:
     """Draw j with probability (cum_j − cum_{j−1}) / cum_{−1} (one uniform draw); entries with
-    zero weight are never drawn."""
-    u = rng.random() * cum[-1]
-    j = bisect.bisect_right(cum, u)
-    last = len(cum) - 1
-    if j > last:  # u == cum[-1] up to rounding: the last positive-weight entry
-        j = last
-        while j > 0 and cum[j - 1] == cum[j]:
-            j -= 1
-    return j
+    zero weight are never drawn: :func:`sample_index_kernel`'s body, run by Python (a compiled
+    call would spend ~6 µs unboxing the Generator, more than the draw)."""
+    return int(_sample_index_py(np.asarray(cum, dtype=float), rng))
 
 
-# -- the same two helpers as numba kernels (compiled engines; a test pins them to the above) ----
 @njit(cache=True, error_model="numpy")
 def cumulative_kernel(weights: np.ndarray, out: np.ndarray) -> None:
-    """:func:`cumulative` of one row into ``out`` (``np.cumsum``'s order; no allocation)."""
+    """The cumulative weights of one row into ``out`` (``np.cumsum``'s order; no
+    allocation)."""
     acc = 0.0
     for j in range(weights.shape[0]):
         acc = weights[j] if j == 0 else acc + weights[j]
@@ -166,8 +164,9 @@ def cumulative_kernel(weights: np.ndarray, out: np.ndarray) -> None:
 
 @njit(cache=True, error_model="numpy")
 def sample_index_kernel(cum: np.ndarray, rng: np.random.Generator) -> int:
-    """:func:`sample_index` on a row of cumulative weights: the same uniform draw, bisection to
-    the right and skipping of zero-weight entries."""
+    """The weighted draw on a row of cumulative weights: one uniform draw ``u`` × the total,
+    the first entry whose cumulative weight exceeds ``u`` (bisection to the right), the last
+    positive-weight entry if rounding put ``u`` at the total."""
     n = cum.shape[0]
     u = rng.random() * cum[n - 1]
     lo, hi = 0, n
@@ -183,3 +182,6 @@ def sample_index_kernel(cum: np.ndarray, rng: np.random.Generator) -> int:
         while j > 0 and cum[j - 1] == cum[j]:
             j -= 1
     return j
+
+
+_sample_index_py = sample_index_kernel.py_func

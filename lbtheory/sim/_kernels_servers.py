@@ -3,7 +3,9 @@
 are bit-identical to the reference engine's). Arrays and their rows: :mod:`._kernels_state`.
 
 * leaf routing: round robin, or power of two choices on outstanding load drawn from the run's
-  leaf stream (buffered by the driver, shared with the rate servers in draw order);
+  leaf stream (buffered by the driver, shared with the rate servers in draw order) — the
+  decisions :func:`~lbtheory.routers.round_robin_pick` and ``two_choices`` of
+  :mod:`lbtheory.routers._baselines`, which the reference engine's leaf calls too;
 * ``mmc``: c slots, exponential service ``work × mean_service_s``;
 * ``appendix_b``: one prefill engine (P·t_p s, × (1 − saving) on a prefix-cache hit), then a
   decode slot (D·t_d s);
@@ -18,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..routers._baselines import round_robin_pick, two_choices
 from ._kernels_state import (
     BASE,
     BUSY,
@@ -86,15 +89,11 @@ def _leaf(ce_i: np.ndarray, sv_f: np.ndarray, leaf: np.ndarray, leaf_rr: bool, c
     if m == 1:
         return b
     if leaf_rr:
-        s = ce_i[RR_NEXT, j] % m
-        ce_i[RR_NEXT, j] = s + 1
+        s, ce_i[RR_NEXT, j] = round_robin_pick(m, ce_i[RR_NEXT, j])
         return b + s
     p = ci[I_LEAF_POS]
     ci[I_LEAF_POS] = p + 2
-    x = int(leaf[0, p] * m)
-    y = int(leaf[0, p + 1] * (m - 1))
-    if y >= x:
-        y += 1
+    x, y = two_choices(leaf[0, p], leaf[0, p + 1], m)
     sx, sy = b + x, b + y
     return sy if sv_f[LOAD, sy] < sv_f[LOAD, sx] else sx
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..routers._baselines import round_robin_pick, two_choices
 from ._records import DONE, ERROR, Event, EventQueue, Records
 from ._scenario import LeafPolicy, Scenario, ServerKind
 
@@ -108,21 +109,19 @@ class Cluster:
 
     # -- the leaf of each cell ---------------------------------------------------------------
     def leaf(self, j: int) -> int:
-        """The server of cell j a request goes to: round robin, or power of two choices on
-        outstanding load (ties to the first drawn)."""
+        """The server of cell j a request goes to: round robin over its online servers, or power
+        of two choices on outstanding load (ties to the first drawn) — the compiled leaf's
+        decisions (:func:`~lbtheory.routers.round_robin_pick`,
+        :func:`~lbtheory.routers._baselines.two_choices`)."""
         m = self.online[j]
         b = self.base[j]
         if m == 1:
             return b
         if self.leaf_rr:
-            s = self.rr_next[j] % m
-            self.rr_next[j] = s + 1
+            s, self.rr_next[j] = round_robin_pick(m, self.rr_next[j])
             return b + s
         u = self.uniform
-        x = int(u() * m)
-        y = int(u() * (m - 1))
-        if y >= x:
-            y += 1
+        x, y = two_choices(u(), u(), m)
         sx, sy = b + x, b + y
         return sy if self.load[sy] < self.load[sx] else sx
 
