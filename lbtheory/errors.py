@@ -27,8 +27,12 @@ __all__ = [
     "ParameterError",
     "SolveStatus",
     "RunStatus",
+    "RequestOutcome",
     "DynamicsStatus",
     "StepsizeStatus",
+    "StabilityStatus",
+    "FeasibilityStatus",
+    "FitStatus",
     "warn_deprecated",
     "renamed_keywords",
     "REMOVED_IN",
@@ -196,6 +200,52 @@ class RunStatus(enum.StrEnum):
     DIVERGED = "diverged"
     #: some cells of a sweep failed (with ``throw=False``; their errors are listed).
     FAILED = "failed"
+
+
+class RequestOutcome(enum.IntEnum):
+    """What happened to one request of a simulated run (the ``outcome`` array of the three
+    simulators' results, one code per request in workload order)."""
+
+    #: it finished; its latency is known.
+    COMPLETED = 0
+    #: it was rejected (a DLB cell's queue overflowed); it has no latency.
+    ERROR = 1
+    #: the run ended before it finished (still queued, in service or on the wire, or never
+    #: scheduled); its latency is unknown (NaN).
+    UNFINISHED = 2
+
+
+class StabilityStatus(enum.StrEnum):
+    """Local stability of an equilibrium under the linearised dynamics at one stepsize
+    (:class:`~lbtheory.stability.StepsizeReport`); the value is the JSON ``verdict``."""
+
+    #: every non-structural root of the characteristic equation has Re s < 0: small
+    #: perturbations decay.
+    STABLE = "stable"
+    #: a root has Re s ≥ 0: small perturbations do not decay (they grow or oscillate).
+    UNSTABLE = "unstable"
+
+
+class FeasibilityStatus(enum.StrEnum):
+    """Whether a network can serve its demand (Assumption 2 of THEORY §6:
+    :class:`~lbtheory.network.FeasibilityReport`)."""
+
+    #: every source's demand fits in the capacity it can reach, with room to spare.
+    FEASIBLE = "feasible"
+    #: some sources' demand meets or exceeds the capacity they can reach (no routing serves it).
+    INFEASIBLE = "infeasible"
+
+
+class FitStatus(enum.StrEnum):
+    """How well a fitted model describes the data it was fitted to
+    (:class:`~lbtheory.intelligent.Calibration`, :class:`~lbtheory.intelligent.PredictorReport`)."""
+
+    #: fitted, and the fit's quality measure meets its documented threshold.
+    GOOD = "good"
+    #: fitted, but the quality measure misses the threshold: use it with care.
+    POOR = "poor"
+    #: too little data to fit (the result holds the defaults or the prior).
+    INSUFFICIENT_DATA = "insufficient_data"
 
 
 class StepsizeStatus(enum.StrEnum):
