@@ -237,14 +237,16 @@ class FeasibilityStatus(enum.StrEnum):
 
 
 class FitStatus(enum.StrEnum):
-    """How well a fitted model describes the data it was fitted to
-    (:class:`~lbtheory.intelligent.Calibration`, :class:`~lbtheory.intelligent.PredictorReport`)."""
+    """Outcome of fitting or calibrating to data (:class:`~lbtheory.intelligent.Calibration`,
+    :class:`~lbtheory.intelligent.PredictorReport`; each documents its test)."""
 
-    #: fitted, and the fit's quality measure meets its documented threshold.
+    #: fitted / measured, and the result passes its documented test (a predictor beats the
+    #: majority-class baseline; a calibration measured every scale).
     GOOD = "good"
-    #: fitted, but the quality measure misses the threshold: use it with care.
+    #: fitted, but it fails its test (a predictor no better than the baseline): use with care.
     POOR = "poor"
-    #: too little data to fit (the result holds the defaults or the prior).
+    #: too little data (no held-out requests; a scale that could not be measured fell back to
+    #: its default).
     INSUFFICIENT_DATA = "insufficient_data"
 
 
