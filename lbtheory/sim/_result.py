@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RequestOutcome, RunStatus, warn_deprecated
-from ..stats import latency_summary, ratio
+from ..stats import ratio, run_summary
 from ._records import DONE, ERROR
 
 __all__ = ["SimResult", "RunRecords", "build_result"]
@@ -117,12 +117,7 @@ class SimResult:
     def latency_summary(self) -> dict[str, float]:
         """Deprecated: ``summary()["latency"]``."""
         warn_deprecated("SimResult.latency_summary()", 'SimResult.summary()["latency"]')
-        return self._latency()
-
-    def _latency(self) -> dict[str, float]:
-        # summed in completion order: the order the engines' records stream (and earlier
-        # releases stored), so means are reproduced to the last bit
-        return latency_summary(self.latency_s[self.completion_order()])
+        return self.summary()["latency"]
 
     def to_dict(self) -> dict[str, Any]:
         """Deprecated: :meth:`summary`."""
@@ -138,10 +133,15 @@ class SimResult:
                      "utilisation": float(self.utilisation[j]),
                      "mean_workload": float(self.mean_workload[j])}
                     for j, nm in enumerate(self.names)]
-        return {"requests": self.requests, "completed": self.completed, "errors": self.errors,
-                "in_flight": self.in_flight, "status": self.status.value,
-                "error_rate": self.error_rate,
-                "latency": self._latency(), "per_cell": per_cell,
+        # the common head (latencies summed in completion order: the order the engines'
+        # records stream and earlier releases summed, so means are reproduced to the last
+        # bit), with the keys in the order the JSON contract has always printed them
+        head = run_summary(requests=self.requests, completed=self.completed,
+                           errors=self.errors, status=self.status,
+                           latency_s=self.latency_s[self.completion_order()])
+        return {"requests": head["requests"], "completed": head["completed"],
+                "errors": head["errors"], "in_flight": self.in_flight, "status": head["status"],
+                "error_rate": self.error_rate, "latency": head["latency"], "per_cell": per_cell,
                 "events": self.events, "wall_seconds": self.wall_seconds,
                 "engine": self.engine}
 
