@@ -54,9 +54,9 @@ from ..stats import mean, run_summary
 from ..workloads import Workload
 from .imbalance import (
     StepTimeModel,
+    decode_latency,
     imbalance_from_totals,
     run_idle_fraction,
-    tpot_per_request,
     tpot_percentiles,
 )
 from .protocol import ReplicaView
@@ -182,7 +182,11 @@ class DecodeResult:
         """Decode latency of each request: from its first decode step to its last token (s;
         NaN unless it finished). Prefill and the wait in the pool are not included (a
         saturation replay has no arrival times)."""
-        return self.tpot_s() * self.n_steps
+        cum = np.concatenate([[0.0], np.cumsum(self.step_time_s)])
+        done = self.done
+        out = np.full(self.n_steps.size, np.nan)
+        out[done] = decode_latency(cum, self.start_step[done], self.n_steps[done])
+        return out
 
     @property
     def imbalance(self) -> np.ndarray:
@@ -190,12 +194,9 @@ class DecodeResult:
         return imbalance_from_totals(self.max_load, self.sum_load, self.config.replicas)
 
     def tpot_s(self) -> np.ndarray:
-        """Time per output token of each request (s; NaN unless it finished)."""
-        cum = np.concatenate([[0.0], np.cumsum(self.step_time_s)])
-        done = self.done
-        out = np.full(self.n_steps.size, np.nan)
-        out[done] = tpot_per_request(cum, self.start_step[done], self.n_steps[done])
-        return out
+        """Time per output token of each request (s; NaN unless it finished): its decode
+        latency over its decode steps (as :func:`.tpot_per_request`)."""
+        return self.latency_s / self.n_steps
 
     def summary(self) -> dict[str, Any]:
         """The common keys of :data:`~lbtheory.stats.SUMMARY_KEYS` (requests, completed,
