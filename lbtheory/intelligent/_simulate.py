@@ -73,11 +73,13 @@ class InstanceResult:
     status: RunStatus = RunStatus.COMPLETED
     engine: str = "reference"
 
-    @property
-    def router(self) -> str:
+    def _router_alias(self) -> str:
         """Deprecated: :attr:`policy`."""
         warn_deprecated("InstanceResult.router", "InstanceResult.policy")
         return self.policy
+
+    #: deprecated alias of :attr:`policy` (warns; removed in 0.3)
+    router = property(_router_alias)
 
     @property
     def done(self) -> np.ndarray:
