@@ -51,7 +51,8 @@ def run_case(game, repeats: int, limit: float) -> dict[str, list[float]]:
             out.setdefault(f"cvxpy@{tgt:g}", []).append(dt if res.relative_gap <= tgt
                                                         else float("nan"))
         for m in FWMethod:
-            _, tr = frank_wolfe(game, method=m, tol=min(TARGETS), throw=False, time_limit=limit)
+            tr = frank_wolfe(game, method=m, tol=min(TARGETS), throw=False,
+                             time_limit=limit).stats
             for tgt in TARGETS:
                 out.setdefault(f"{m}@{tgt:g}", []).append(time_to(tr, tgt))
     return out

@@ -50,16 +50,16 @@ with open(path, "rb") as fh:
     game = pickle.load(fh)
 t = time.perf_counter()
 if solver == "bfw":
-    res, _ = frank_wolfe(game, objective=objective, tol=tol, throw=False, time_limit=bfw)
+    res = frank_wolfe(game, objective=objective, tol=tol, throw=False, time_limit=bfw)
     history = [[res.iterations, time.perf_counter() - t, res.relative_gap]]
 elif solver == "gp":
-    res, _ = gradient_projection(game, objective=objective, tol=tol, throw=False,
-                                 time_limit=limit)
+    res = gradient_projection(game, objective=objective, tol=tol, throw=False,
+                              time_limit=limit)
     history = [[res.iterations, time.perf_counter() - t, res.relative_gap]]
 else:
-    res, state = bush_assignment(game, objective=objective, tol=tol, threads=threads,
-                                 throw=False, time_limit=limit)
-    history = [list(h) for h in state.history]
+    res = bush_assignment(game, objective=objective, tol=tol, threads=threads,
+                          throw=False, time_limit=limit)
+    history = [list(h) for h in res.state.history]
 print(json.dumps({"seconds": time.perf_counter() - t, "history": history,
                   "iterations": res.iterations, "gap": res.relative_gap,
                   "beckmann": res.beckmann_objective, "tstt": res.total_travel_time}))

@@ -54,8 +54,9 @@ def main() -> None:
                                    ("SO warm", "system_optimum", True)):
         ACC.update({"pass": 0.0, "cert": 0.0, "npass": 0})
         t = time.perf_counter()
-        res, st = bush_assignment(game, objective=objective, tol=tol, threads=1,
-                                  warm=state if warm else None)
+        res = bush_assignment(game, objective=objective, tol=tol, threads=1,
+                              warm=state if warm else None)
+        st = res.state
         total = time.perf_counter() - t
         if objective == "wardrop":
             state = st

@@ -93,7 +93,7 @@ def main() -> None:
             per_req = events / res.completed
             # in flight ≈ λ × mean latency: one pending event each, plus the probe round's
             size = max(8, int(round(float(np.sum(sc.network.arrival_rates))
-                                    * float(np.mean(res.latency_s)))))
+                                    * float(np.mean(res.latency_s[res.done])))))
             h = heap_ns(size)
             share = per_req * h / ns_req
             print(f"| {pol} | {wall:.3f} | {res.completed:,} | {ns_req:.0f} | {events:,} | "

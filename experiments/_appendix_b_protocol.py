@@ -158,10 +158,11 @@ def run_metrics(res: SimResult, warmup_s: float = 0.0, series_bins: int = 0) -> 
     optionally a time series over the whole run in ``series_bins`` equal bins of [0, duration):
     mean latency of the requests completed in the bin (s, None if none), completions and errors
     in the bin."""
-    keep = res.arrival_s >= warmup_s
+    order = res.completion_order()  # the completed requests, in completion order
+    keep = order[res.arrival_s[order] >= warmup_s]
     lat, net = res.latency_s[keep], res.network_s[keep]
     errors = int((res.error_s >= warmup_s).sum())
-    done = int(keep.sum())
+    done = int(keep.size)
     routed = np.asarray(res.routed, dtype=float)
     out: dict[str, Any] = {"requests": res.requests, "completed": done, "errors": errors,
                            "in_flight": res.in_flight,
@@ -174,10 +175,10 @@ def run_metrics(res: SimResult, warmup_s: float = 0.0, series_bins: int = 0) -> 
     out.update({k: _finite(v) for k, v in percentiles(lat, (50.0, 90.0, 99.0)).items()})
     if series_bins:
         edges = np.linspace(0.0, res.duration_s, series_bins + 1)
-        idx = np.clip(np.searchsorted(edges, res.completion_s, side="right") - 1, 0,
+        idx = np.clip(np.searchsorted(edges, res.completion_s[order], side="right") - 1, 0,
                       series_bins - 1)
         n_done = np.bincount(idx, minlength=series_bins)
-        tot = np.bincount(idx, weights=res.latency_s, minlength=series_bins)
+        tot = np.bincount(idx, weights=res.latency_s[order], minlength=series_bins)
         eidx = np.clip(np.searchsorted(edges, res.error_s, side="right") - 1, 0,
                        series_bins - 1)
         errs = np.bincount(eidx, minlength=series_bins)

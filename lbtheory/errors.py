@@ -27,9 +27,13 @@ __all__ = [
     "ParameterError",
     "SolveStatus",
     "RunStatus",
+    "RequestOutcome",
     "DynamicsStatus",
     "StepsizeStatus",
     "Engine",
+    "StabilityStatus",
+    "FeasibilityStatus",
+    "FitStatus",
     "warn_deprecated",
     "renamed_keywords",
     "REMOVED_IN",
@@ -197,6 +201,54 @@ class RunStatus(enum.StrEnum):
     DIVERGED = "diverged"
     #: some cells of a sweep failed (with ``throw=False``; their errors are listed).
     FAILED = "failed"
+
+
+class RequestOutcome(enum.IntEnum):
+    """What happened to one request of a simulated run (the ``outcome`` array of the three
+    simulators' results, one code per request in workload order)."""
+
+    #: it finished; its latency is known.
+    COMPLETED = 0
+    #: it was rejected (a DLB cell's queue overflowed); it has no latency.
+    ERROR = 1
+    #: the run ended before it finished (still queued, in service or on the wire, or never
+    #: scheduled); its latency is unknown (NaN).
+    UNFINISHED = 2
+
+
+class StabilityStatus(enum.StrEnum):
+    """Local stability of an equilibrium under the linearised dynamics at one stepsize
+    (:class:`~lbtheory.stability.StepsizeReport`); the value is the JSON ``verdict``."""
+
+    #: every non-structural root of the characteristic equation has Re s < 0: small
+    #: perturbations decay.
+    STABLE = "stable"
+    #: a root has Re s ≥ 0: small perturbations do not decay (they grow or oscillate).
+    UNSTABLE = "unstable"
+
+
+class FeasibilityStatus(enum.StrEnum):
+    """Whether a network can serve its demand (Assumption 2 of THEORY §6:
+    :class:`~lbtheory.network.FeasibilityReport`)."""
+
+    #: every source's demand fits in the capacity it can reach, with room to spare.
+    FEASIBLE = "feasible"
+    #: some sources' demand meets or exceeds the capacity they can reach (no routing serves it).
+    INFEASIBLE = "infeasible"
+
+
+class FitStatus(enum.StrEnum):
+    """Outcome of fitting or calibrating to data (:class:`~lbtheory.intelligent.Calibration`,
+    :class:`~lbtheory.intelligent.PredictorReport`; each documents its test)."""
+
+    #: fitted / measured, and the result passes its documented test (a predictor beats the
+    #: majority-class baseline; a calibration measured every scale).
+    GOOD = "good"
+    #: fitted, but it fails its test (a predictor no better than the baseline): use with care.
+    POOR = "poor"
+    #: too little data (no held-out requests; a scale that could not be measured fell back to
+    #: its default).
+    INSUFFICIENT_DATA = "insufficient_data"
 
 
 class StepsizeStatus(enum.StrEnum):

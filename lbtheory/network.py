@@ -15,7 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._checks import check_int, check_real
-from .errors import InfeasibleDemandError, ModelError, SolverError, SolveStatus, TopologyError
+from .errors import (
+    FeasibilityStatus,
+    InfeasibleDemandError,
+    ModelError,
+    SolverError,
+    SolveStatus,
+    TopologyError,
+)
 from .models import ModelBank, ServiceModel, check_assumption_1
 
 __all__ = ["Cell", "Arc", "CellNetwork", "FeasibilityReport", "max_slack_flows",
@@ -91,10 +98,17 @@ class FeasibilityReport:
         feasible: ``slack > FEASIBILITY_RTOL · max(1, max_j μ̄_j)`` (dimensionless test of
             Assumption 2, strict feasibility). No utilisation is reported; for Λ/Σμ̄ use
             ``net.total_demand / net.max_rates.sum()``.
+        status: :class:`~lbtheory.errors.FeasibilityStatus` — ``feasible`` or ``infeasible``
+            (the same test as ``feasible``).
     """
 
     slack: float
     feasible: bool
+
+    @property
+    def status(self) -> FeasibilityStatus:
+        """``FeasibilityStatus.FEASIBLE`` when :attr:`feasible`, else ``INFEASIBLE``."""
+        return FeasibilityStatus.FEASIBLE if self.feasible else FeasibilityStatus.INFEASIBLE
 
 
 class CellNetwork:

@@ -14,15 +14,16 @@ Conventions:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ._checks import check_real
-from .errors import ParameterError
+from .errors import ParameterError, RunStatus
 
 __all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES",
-           "median_wall_time", "mean_ci"]
+           "median_wall_time", "mean_ci", "LATENCY_QUANTILES", "SUMMARY_KEYS", "latency_summary",
+           "run_summary", "RunResult"]
 
 #: Percentiles reported by :func:`summarize` (percent).
 DEFAULT_QUANTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
@@ -136,3 +137,48 @@ def median_wall_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
         out = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
+
+
+# ----------------------------------------------------------------------------- run results
+#: Latency percentiles every simulator's ``summary()`` reports (percent).
+LATENCY_QUANTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
+#: The keys every simulator's ``summary()`` has (each adds its own).
+SUMMARY_KEYS: tuple[str, ...] = ("requests", "completed", "errors", "status", "latency")
+
+
+def latency_summary(latency_s: Iterable[float] | np.ndarray) -> dict[str, float]:
+    """``{"mean", "p50", "p90", "p99"}`` of the latencies of completed requests (s; ``nan``
+    when there are none)."""
+    out = {"mean": mean(latency_s)}
+    out.update(percentiles(latency_s, LATENCY_QUANTILES))
+    return out
+
+
+def run_summary(*, requests: int, completed: int, errors: int, status: RunStatus,
+                latency_s: Iterable[float] | np.ndarray) -> dict[str, Any]:
+    """The common head of a simulator result's ``summary()`` (:data:`SUMMARY_KEYS`): requests
+    of the run, completed, errors (rejected), the :class:`~lbtheory.errors.RunStatus` value and
+    :func:`latency_summary` of the completed requests' latencies (s)."""
+    return {"requests": int(requests), "completed": int(completed), "errors": int(errors),
+            "status": RunStatus(status).value, "latency": latency_summary(latency_s)}
+
+
+class RunResult(Protocol):
+    """What the three simulators' results share (:class:`~lbtheory.sim.SimResult`,
+    :class:`~lbtheory.intelligent.InstanceResult`, :class:`~lbtheory.barrier.DecodeResult`).
+
+    Per-request arrays are in **workload order**: index ``k`` is the ``k``-th request of the
+    workload (arrival order); ``outcome[k]`` is its :class:`~lbtheory.errors.RequestOutcome`
+    and ``latency_s[k]`` its latency (s), NaN unless it completed.
+    """
+
+    policy: str
+    status: RunStatus
+
+    @property
+    def outcome(self) -> np.ndarray: ...
+
+    @property
+    def latency_s(self) -> np.ndarray: ...
+
+    def summary(self) -> dict[str, Any]: ...

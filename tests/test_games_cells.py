@@ -54,7 +54,7 @@ def test_other_service_models_use_service_arcs_and_frank_wolfe():
     assert any(isinstance(a.cost, ServiceArc) for a in game.arcs)
     with pytest.raises(ModelError, match="no exact convex CVXPY form"):
         solve_wardrop(game, method="cvxpy")
-    res, _ = frank_wolfe(game, method="bfw", tol=1e-7, time_limit=30)
+    res = frank_wolfe(game, method="bfw", tol=1e-7, time_limit=30)
     ref = solve_wardrop(net)
     np.testing.assert_allclose(cell_inflows(net, res.arc_flow), ref.inflow, rtol=1e-3,
                                atol=1e-4 * net.total_demand)

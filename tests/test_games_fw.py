@@ -19,8 +19,8 @@ from lbtheory.games import (
 def test_braess_closed_form(method, objective, total):
     # plain FW is sublinear: the SO leaves the bridge empty, and FW drains it by (1 − τ) a step
     tol = (1e-3 if objective == "system_optimum" else 1e-6) if method == "fw" else 1e-9
-    res, trace = frank_wolfe(braess(), objective=objective, method=method, tol=tol,
-                             time_limit=20)
+    res = frank_wolfe(braess(), objective=objective, method=method, tol=tol, time_limit=20)
+    trace = res.stats
     assert res.status is SolveStatus.OPTIMAL
     assert res.total_travel_time == pytest.approx(total, rel=max(10 * tol, 1e-7))
     assert trace.relative_gap[-1] <= tol
@@ -32,8 +32,8 @@ def test_fw_and_cvxpy_agree_on_a_bpr_grid(objective):
     game = grid_game(4, 6, seed=3)  # Sioux-Falls-sized: 24 nodes, 76 arcs, 24 origins
     solve = solve_wardrop if objective == "wardrop" else solve_system_optimum
     cvx = solve(game, polish=False)  # independent of the FW code
-    fw, _ = frank_wolfe(game, objective=objective, method="bfw", tol=1e-6, time_limit=300,
-                        max_iterations=5000)  # ~1,000 iterations: a generous limit for loaded CI
+    fw = frank_wolfe(game, objective=objective, method="bfw", tol=1e-6, time_limit=300,
+                     max_iterations=5000)  # ~1,000 iterations: a generous limit for loaded CI
     assert fw.status is SolveStatus.OPTIMAL and cvx.relative_gap < 1e-8
     # convexity: objective − optimum ≤ FW gap = relative gap · Σ x·(gradient)
     key = "beckmann_objective" if objective == "wardrop" else "total_travel_time"
@@ -46,13 +46,13 @@ def test_fw_and_cvxpy_agree_on_a_bpr_grid(objective):
 
 def test_conjugate_methods_need_fewer_iterations():
     game = grid_game(4, 6, seed=1)
-    its = {m: frank_wolfe(game, method=m, tol=1e-5, time_limit=30, throw=False)[0].iterations
+    its = {m: frank_wolfe(game, method=m, tol=1e-5, time_limit=30, throw=False).iterations
            for m in ("fw", "bfw")}
     assert its["bfw"] < its["fw"]
 
 
 def test_pigou_fw_matches_closed_form():
-    res, _ = frank_wolfe(pigou(2), objective="system_optimum", method="cfw", tol=1e-12)
+    res = frank_wolfe(pigou(2), objective="system_optimum", method="cfw", tol=1e-12)
     assert res.arc_flow[1] == pytest.approx(3 ** -0.5, rel=1e-6)
 
 
@@ -68,8 +68,8 @@ def test_unknown_method():
 def test_options_accept_the_enums():
     from lbtheory.games import FWMethod, Objective
 
-    res, _ = frank_wolfe(pigou(2), objective=Objective.SYSTEM_OPTIMUM, method=FWMethod.CFW,
-                         tol=1e-12)
+    res = frank_wolfe(pigou(2), objective=Objective.SYSTEM_OPTIMUM, method=FWMethod.CFW,
+                      tol=1e-12)
     assert res.objective is Objective.SYSTEM_OPTIMUM and res.solver == "frank_wolfe:cfw"
     assert res.arc_flow[1] == pytest.approx(3 ** -0.5, rel=1e-6)
 
@@ -83,7 +83,7 @@ def test_infeasible_start_is_reported():
 
 def test_iteration_limit_raises_by_default_and_is_a_status_with_throw_false():
     game = grid_game(4, 6, seed=0)
-    res, _ = frank_wolfe(game, method="fw", tol=1e-12, max_iterations=3, throw=False)
+    res = frank_wolfe(game, method="fw", tol=1e-12, max_iterations=3, throw=False)
     assert res.status is SolveStatus.MAX_ITERATIONS and res.iterations == 3
     with pytest.raises(SolverError, match="relative gap .* > tol") as info:
         frank_wolfe(game, method="fw", tol=1e-12, max_iterations=3)  # throw=True by default
@@ -93,10 +93,10 @@ def test_iteration_limit_raises_by_default_and_is_a_status_with_throw_false():
 
 def test_max_iter_is_a_deprecated_name_of_max_iterations():
     game = grid_game(4, 6, seed=0)
-    new, _ = frank_wolfe(game, method="fw", tol=1e-12, max_iterations=3, throw=False)
+    new = frank_wolfe(game, method="fw", tol=1e-12, max_iterations=3, throw=False)
     with pytest.warns(DeprecationWarning, match=r"frank_wolfe\(max_iter=...\) is deprecated, "
                                                 r"use max_iterations= \(removed in 0\.3\)"):
-        old, _ = frank_wolfe(game, method="fw", tol=1e-12, max_iter=3, throw=False)
+        old = frank_wolfe(game, method="fw", tol=1e-12, max_iter=3, throw=False)
     assert old.iterations == new.iterations == 3
     np.testing.assert_array_equal(old.origin_flow, new.origin_flow)
     with pytest.raises(ParameterError, match="give max_iterations= only"):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from test_intelligent_rl import SIMPLE  # the small timing model, defined once
 
+from lbtheory.errors import FitStatus
 from lbtheory.intelligent import (
     BucketSpec,
     ClusterConfig,
@@ -122,6 +123,7 @@ def test_guidance_term_is_on_the_scale_of_the_step_reward():
     cfg = ClusterConfig(n_instances=4)
     wl = five_task_workload(400, seed=11, rate_rps=25.0)
     ec, cal = calibrate_env(wl, cfg, EnvConfig(guidance="static"))
+    assert cal.status is FitStatus.GOOD  # every scale measured (none fell back)
     assert ec.horizon_s == pytest.approx(float(np.nanmean(simulate(
         wl, _Sequence(tuple(i % 4 for i in range(len(wl)))), cfg).e2e_s)))
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from lbtheory.errors import DataFormatError, ModelError, TopologyError
+from lbtheory.errors import DataFormatError, FeasibilityStatus, ModelError, TopologyError
 from lbtheory.io import load_topology, topology_from_dict, topology_to_dict, write_json_atomic
 from lbtheory.models import MM1Latency
 from lbtheory.network import Arc, Cell, CellNetwork
@@ -158,10 +158,12 @@ def test_feasibility_report_slack_hand_case():
     # b is 90 − f_ab with f_aa + f_ab = 30: both ≥ 40 at f_aa = 0, so s* = 40 req/s.
     rep = topology_from_dict(BASE).check_feasibility()
     assert rep.slack == pytest.approx(40.0) and rep.feasible is True
+    assert rep.status is FeasibilityStatus.FEASIBLE
     # λ_a = 150: the two slacks sum to 130 − 150 = −20 at best, split evenly: s* = −10 req/s
     net = topology_from_dict(variant(lambda d: d["cells"][0].update(arrival_rate=150.0)))
     rep = net.check_feasibility(raise_error=False)
     assert rep.slack == pytest.approx(-10.0) and rep.feasible is False
+    assert rep.status is FeasibilityStatus.INFEASIBLE
 
 
 @pytest.mark.parametrize("code, status", [(1, "max_iterations"), (4, "failed")])

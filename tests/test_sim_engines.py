@@ -40,7 +40,7 @@ from test_sim import _fluid_scenario, three_cells_with_residency  # noqa: E402
 
 ARRAYS = ("latency_s", "wait_s", "network_s", "completion_s", "error_s", "routed",
           "cell_errors", "utilisation", "mean_workload", "series_t", "series_workload",
-          "routing_t", "routing_x", "arrival_s", "arrival_workload")
+          "routing_t", "routing_x", "arrival_s", "arrival_workload", "outcome", "cell")
 COUNTS = ("requests", "completed", "errors", "in_flight", "events", "cache_hits", "status")
 
 

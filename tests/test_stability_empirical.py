@@ -5,6 +5,7 @@ import pytest
 import sympy as sp
 from scipy.integrate import cumulative_trapezoid
 
+from lbtheory.errors import DynamicsStatus
 from lbtheory.fluid import simulate_fluid
 from lbtheory.instances import spill_example, symmetric_two_cell
 from lbtheory.stability import (
@@ -29,6 +30,7 @@ def test_symmetric_growth_rate_matches_rightmost_root(sym, factor):
                          linearisation=cr.linearisation, t1=150.0, perturbation=1e-3)
     assert (ec.measured_rate < 0) == (factor < 1)
     assert ec.verdict == ("converges" if factor < 1 else "oscillates")
+    assert ec.status is (DynamicsStatus.CONVERGED if factor < 1 else DynamicsStatus.OSCILLATING)
     assert abs(ec.measured_rate - ec.predicted_rate) < 0.1 * abs(ec.predicted_rate)
 
 

@@ -9,7 +9,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 from lbtheory.equilibrium import EquilibriumProblem, polish_on_support, solve_system_optimum
-from lbtheory.errors import InfeasibleDemandError
+from lbtheory.errors import InfeasibleDemandError, StabilityStatus
 from lbtheory.fluid import simulate_fluid
 from lbtheory.instances import random_network, spill_example, symmetric_two_cell
 from lbtheory.models import MM1Latency
@@ -250,6 +250,11 @@ def test_check_stepsize_verdicts():
     above = check_stepsize(net, "gradient", 0.6, equilibrium=eq)
     assert below.verdict == "stable" and below.decay_rate > 0
     assert above.verdict == "unstable" and above.rightmost_root.real > 0
+    # the status enum says the same; the JSON keeps the verdict's word and the critical
+    # stepsize's own status
+    assert below.status is StabilityStatus.STABLE and above.status is StabilityStatus.UNSTABLE
+    assert above.to_dict()["verdict"] == "unstable"
+    assert above.to_dict()["status"] == above.critical.status.value
     assert abs(below.margin - 0.536158128 / 0.5) < 1e-7
     # the period, measured independently: zero crossings of N_c1 − N_c2 in the nonlinear fluid
     # model at the same stepsize (just above the threshold), started near the equilibrium

@@ -74,7 +74,7 @@ def test_wardrop_and_optimum_match_cvxpy_on_random_games(seed):
     if seed == 2:
         game = game.without_arcs([2, 5])
     for objective in ("wardrop", "system_optimum"):
-        gp, _ = gradient_projection(game, objective=objective, tol=1e-13)
+        gp = gradient_projection(game, objective=objective, tol=1e-13)
         cvx = _cvxpy_oracle(game, objective)
         assert cvx.relative_gap < 1e-9
         assert gp.status is SolveStatus.OPTIMAL and gp.relative_gap <= 1e-13
@@ -90,11 +90,11 @@ def test_unusual_powers_and_mm1_match_cvxpy_beckmann(powers):
     # power 0 (constant: flows not unique, the objective is), powers below 1 (infinite
     # derivative at zero flow: the bisection safeguard) and M/M/1 arcs
     game = _random_game(7, powers=powers, mm1=True)
-    gp, _ = gradient_projection(game, tol=1e-12)
+    gp = gradient_projection(game, tol=1e-12)
     cvx = _cvxpy_oracle(game, "wardrop")
     assert gp.relative_gap <= 1e-12
     assert gp.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
-    so_gp, _ = gradient_projection(game, objective="system_optimum", tol=1e-12)
+    so_gp = gradient_projection(game, objective="system_optimum", tol=1e-12)
     so_cvx = _cvxpy_oracle(game, "system_optimum")
     assert so_gp.total_travel_time == pytest.approx(so_cvx.total_travel_time, rel=1e-9)
 
@@ -115,7 +115,7 @@ def test_closed_forms_pigou_and_braess():
 
 def test_gap_certificate_on_synthetic_sioux_falls_size():
     game, _ = synthetic_network("sioux_falls", seed=3)
-    res, _ = gradient_projection(game, tol=1e-10)
+    res = gradient_projection(game, tol=1e-10)
     # the solver's own stopping gap (numba Dijkstra inside the kernel) against a fresh
     # all-or-nothing assignment by scipy's Dijkstra on the returned flows
     c = game.costs.cost(res.arc_flow)
@@ -154,10 +154,10 @@ def test_cost_kernels_match_the_arc_families():
 
 def test_warm_start_after_a_demand_change():
     game, _ = synthetic_network("sioux_falls", seed=1)
-    _, state = gradient_projection(game, tol=1e-10)
+    state = gradient_projection(game, tol=1e-10).state
     more = game.with_demand_scale(1.1)
-    cold, _ = gradient_projection(more, tol=1e-10)
-    warm, _ = gradient_projection(more, tol=1e-10, warm=state)
+    cold = gradient_projection(more, tol=1e-10)
+    warm = gradient_projection(more, tol=1e-10, warm=state)
     assert warm.relative_gap <= 1e-10
     assert warm.beckmann_objective == pytest.approx(cold.beckmann_objective, rel=1e-10)
     assert warm.iterations < cold.iterations
@@ -177,7 +177,8 @@ def _path_arc_flows(st, n_arcs):
 
 def test_compacting_the_path_pool_keeps_the_flows_and_the_state():
     game, _ = synthetic_network("sioux_falls", seed=1)
-    res, st = gradient_projection(game, tol=1e-10)
+    res = gradient_projection(game, tol=1e-10)
+    st = res.state
     np.testing.assert_allclose(_path_arc_flows(st, game.n_arcs), res.arc_flow, rtol=1e-12,
                                atol=1e-12 * game.total_demand)
     before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(st).items()}
@@ -188,7 +189,7 @@ def test_compacting_the_path_pool_keeps_the_flows_and_the_state():
     assert small.pool_used == int(small.plen.sum()) < st.pool_used
     np.testing.assert_array_equal(_path_arc_flows(small, game.n_arcs),
                                   _path_arc_flows(st, game.n_arcs))
-    again, _ = gradient_projection(game, tol=1e-10, warm=small)
+    again = gradient_projection(game, tol=1e-10, warm=small)
     assert again.iterations == 1 and again.relative_gap <= 1e-10
 
 
@@ -215,7 +216,7 @@ def test_clarabel_failure_on_a_feasible_game_falls_back():
         _cvxpy_oracle(game, "wardrop")
     res = solve_wardrop(game, method="cvxpy")
     assert res.status is SolveStatus.OPTIMAL and res.solver != "CLARABEL"
-    gp, _ = gradient_projection(game, tol=1e-13)
+    gp = gradient_projection(game, tol=1e-13)
     assert res.total_travel_time == pytest.approx(gp.total_travel_time, rel=1e-9)
 
 
@@ -272,7 +273,7 @@ def test_bush_matches_cvxpy_on_random_games_with_zones_and_blocked_arcs(seed):
     if seed == 2:
         game = game.without_arcs([2, 5])
     for objective in ("wardrop", "system_optimum"):
-        res, _ = bush_assignment(game, objective=objective, tol=1e-13)
+        res = bush_assignment(game, objective=objective, tol=1e-13)
         cvx = _cvxpy_oracle(game, objective)
         assert res.status is SolveStatus.OPTIMAL and res.solver == "bush"
         assert res.relative_gap <= 1e-13  # the independent recomputation (evaluate_flow)
@@ -288,7 +289,7 @@ def test_bush_matches_cvxpy_on_random_games_with_zones_and_blocked_arcs(seed):
 def test_bush_unusual_powers_and_mm1_match_cvxpy(powers):
     game = _random_game(7, powers=powers, mm1=True)
     for objective in ("wardrop", "system_optimum"):
-        res, _ = bush_assignment(game, objective=objective, tol=1e-12)
+        res = bush_assignment(game, objective=objective, tol=1e-12)
         cvx = _cvxpy_oracle(game, objective)
         assert res.relative_gap <= 1e-12
         assert res.beckmann_objective == pytest.approx(cvx.beckmann_objective, rel=1e-9)
@@ -315,8 +316,8 @@ def test_bush_closed_forms_pigou_and_braess():
     assert ue.solver == so.solver == "bush"
     assert ue.total_travel_time == pytest.approx(552.0, rel=1e-12)
     assert so.total_travel_time == pytest.approx(498.0, rel=1e-12)
-    ue_p, _ = bush_assignment(pigou())
-    so_p, _ = bush_assignment(pigou(), objective="system_optimum")
+    ue_p = bush_assignment(pigou())
+    so_p = bush_assignment(pigou(), objective="system_optimum")
     assert ue_p.total_travel_time / so_p.total_travel_time == pytest.approx(4 / 3, rel=1e-12)
 
 
@@ -331,8 +332,9 @@ def test_bush_cli_method(capsys):
 
 def test_bush_agrees_with_gp_at_anaheim_size():
     game, _ = synthetic_network("anaheim", seed=2)
-    b, state = bush_assignment(game, tol=1e-10)
-    g, _ = gradient_projection(game, tol=1e-10)
+    b = bush_assignment(game, tol=1e-10)
+    state = b.state
+    g = gradient_projection(game, tol=1e-10)
     assert b.relative_gap <= 1e-10 and g.relative_gap <= 1e-10
     assert b.beckmann_objective == pytest.approx(g.beckmann_objective, rel=1e-9)
     # the bushes are acyclic and respect the arc-use rule (non-through zones)
@@ -343,24 +345,25 @@ def test_bush_agrees_with_gp_at_anaheim_size():
 
 def test_bush_warm_start_and_limits():
     game, _ = synthetic_network("sioux_falls", seed=1)
-    cold, state = bush_assignment(game, tol=1e-10)
-    same, _ = bush_assignment(game, tol=1e-10, warm=state)
+    cold = bush_assignment(game, tol=1e-10)
+    state = cold.state
+    same = bush_assignment(game, tol=1e-10, warm=state)
     assert same.iterations == 0 and same.relative_gap <= 1e-10  # resumed, already certified
     more = game.with_demand_scale(1.1)
-    cold2, _ = bush_assignment(more, tol=1e-10)
-    warm2, _ = bush_assignment(more, tol=1e-10, warm=state)
+    cold2 = bush_assignment(more, tol=1e-10)
+    warm2 = bush_assignment(more, tol=1e-10, warm=state)
     assert warm2.relative_gap <= 1e-10 and warm2.iterations < cold2.iterations
     assert warm2.beckmann_objective == pytest.approx(cold2.beckmann_objective, rel=1e-10)
     with pytest.raises(ParameterError, match="warm: the state is for a game with"):
         bush_assignment(_random_game(0), warm=state)
     # a limit before tol: never OPTIMAL, and a typed error when asked to throw
-    res, _ = bush_assignment(game, tol=1e-14, max_iterations=1, throw=False)
+    res = bush_assignment(game, tol=1e-14, max_iterations=1, throw=False)
     assert res.status is SolveStatus.MAX_ITERATIONS and res.relative_gap > 1e-14
     with pytest.raises(SolverError, match="relative gap") as info:
         bush_assignment(game, tol=1e-14, max_iterations=1)
     assert (info.value.status, info.value.solver) == (SolveStatus.MAX_ITERATIONS, "bush")
     with pytest.warns(DeprecationWarning, match=r"bush_assignment\(max_iter=...\)"):
-        old, _ = bush_assignment(game, tol=1e-14, max_iter=1, throw=False)
+        old = bush_assignment(game, tol=1e-14, max_iter=1, throw=False)
     np.testing.assert_array_equal(old.origin_flow, res.origin_flow)
     with pytest.raises(SolverError, match="capacity") as info:
         bush_assignment(RoutingGame([0, 1], [GameArc(0, 1, MM1(1.0))], [Commodity(0, 1, 2.0)]))

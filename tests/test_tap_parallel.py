@@ -35,8 +35,8 @@ def test_two_threads_reach_the_same_certified_optimum(barcelona):
     game = barcelona
     assert len(game.origins) * game.n_arcs >= _bush.PARALLEL_MIN
     for objective in ("wardrop", "system_optimum"):
-        one, _ = bush_assignment(game, objective=objective, tol=1e-10, threads=1)
-        two, _ = bush_assignment(game, objective=objective, tol=1e-10, threads=2)
+        one = bush_assignment(game, objective=objective, tol=1e-10, threads=1)
+        two = bush_assignment(game, objective=objective, tol=1e-10, threads=2)
         assert one.status is two.status is SolveStatus.OPTIMAL
         assert one.relative_gap <= 1e-10 and two.relative_gap <= 1e-10
         # B(x) − B* ≤ G·TSTT for each (convexity), so the two differ by at most the sum
@@ -66,8 +66,12 @@ def test_the_parallel_certificate_is_bit_for_bit_the_serial_one(barcelona):
 
 def test_small_games_stay_on_one_thread_and_threads_are_checked():
     game, _ = synthetic_network("sioux_falls", seed=0)
-    a, sa = bush_assignment(game, tol=1e-10, threads=1)
-    b, sb = bush_assignment(game, tol=1e-10, threads=2)  # below PARALLEL_MIN: one thread
+    a = bush_assignment(game, tol=1e-10, threads=1)
+    b = bush_assignment(game, tol=1e-10, threads=2)  # below PARALLEL_MIN: one thread
+    sa = a.state
+    # the convergence history is the result's stats too (iteration, seconds, gap per row)
+    np.testing.assert_array_equal(a.stats.iteration, [h[0] for h in sa.history])
+    np.testing.assert_array_equal(a.stats.relative_gap, [h[2] for h in sa.history])
     np.testing.assert_array_equal(a.origin_flow, b.origin_flow)
     with pytest.raises(ParameterError, match="threads must be an integer >= 1, got 0"):
         bush_assignment(game, threads=0)
@@ -82,8 +86,8 @@ def test_small_games_stay_on_one_thread_and_threads_are_checked():
 
 def test_over_relaxation_reaches_the_same_optimum():
     game, _ = synthetic_network("anaheim", seed=0)
-    base, _ = bush_assignment(game, tol=1e-10)
-    over, _ = bush_assignment(game, tol=1e-10, relax=1.3)
+    base = bush_assignment(game, tol=1e-10)
+    over = bush_assignment(game, tol=1e-10, relax=1.3)
     assert over.status is SolveStatus.OPTIMAL
     assert abs(over.beckmann_objective - base.beckmann_objective) \
         <= 1e-10 * (over.total_travel_time + base.total_travel_time)
@@ -96,7 +100,8 @@ def test_a_rounding_residue_does_not_keep_an_arc_in_the_bush():
     arcs that would shorten the bush (a Winnipeg-size optimum stalled at 6e-6 on one). The
     update must zero such residues and drop the arc."""
     game, _ = synthetic_network("sioux_falls", seed=0)
-    res, state = bush_assignment(game, tol=1e-12)
+    res = bush_assignment(game, tol=1e-12)
+    state = res.state
     F, inb = state.origin_flow.copy(), state.bush.copy()
     k = 0
     spare = np.flatnonzero(inb[k] & (F[k] == 0))  # bush arcs without flow: tree arcs

@@ -30,11 +30,11 @@ def test_bush_certifies_the_larger_sizes(name):
     """Barcelona and Winnipeg sizes (the two classic networks CVXPY failed on in issue 13): the
     bush solver reaches 1e-10 and gradient projection agrees on the Beckmann objective."""
     game, _ = synthetic_network(name, seed=0)
-    a, _ = bush_assignment(game, tol=1e-10)
+    a = bush_assignment(game, tol=1e-10)
     assert a.status is SolveStatus.OPTIMAL and a.relative_gap <= 1e-10
     ok, why = certify(game, a, 1e-10)
     assert ok, why
-    b, _ = gradient_projection(game, tol=1e-7)
+    b = gradient_projection(game, tol=1e-7)
     assert b.beckmann_objective == pytest.approx(a.beckmann_objective, rel=1e-8)
 
 
@@ -44,8 +44,8 @@ def test_tntp_round_trip(tmp_path):
     write_tntp(net, trips, data)
     back = load_tntp_game(net, trips)
     np.testing.assert_array_equal(back.non_through, game.non_through)
-    a, _ = gradient_projection(game, tol=1e-10)
-    b, _ = gradient_projection(back, tol=1e-10)
+    a = gradient_projection(game, tol=1e-10)
+    b = gradient_projection(back, tol=1e-10)
     assert b.beckmann_objective == pytest.approx(a.beckmann_objective, rel=1e-9)
     # congested as intended: the equilibrium is far from free flow
     assert a.total_travel_time > 1.2 * float(np.dot(a.arc_flow, game.costs.cost(0 * a.arc_flow)))

@@ -30,7 +30,7 @@ __all__ = [
     "as_load_matrix", "bottleneck", "step_imbalance", "imbalance_from_totals", "margins",
     "idle_fraction",
     "run_idle_fraction", "StepTimeModel", "calibrate_step_time", "throughput",
-    "tpot_per_request", "tpot_percentiles",
+    "tpot_per_request", "tpot_percentiles", "decode_latency",
 ]
 
 
@@ -181,9 +181,9 @@ def throughput(generated_tokens: float, total_time_s: float) -> float:
     return float(generated_tokens) / total_time_s if total_time_s > 0 else float("nan")
 
 
-def tpot_per_request(cum_time_s: np.ndarray, start_step: np.ndarray,
-                     n_steps: np.ndarray) -> np.ndarray:
-    """Time per output token of each request (s/token).
+def decode_latency(cum_time_s: np.ndarray, start_step: np.ndarray,
+                   n_steps: np.ndarray) -> np.ndarray:
+    """Decode latency of each request: the time of its decode steps (s).
 
     Args:
         cum_time_s: cumulative time before each step, length ``K + 1`` (``cum_time_s[0] = 0``).
@@ -194,7 +194,14 @@ def tpot_per_request(cum_time_s: np.ndarray, start_step: np.ndarray,
     start = np.asarray(start_step, dtype=np.int64)
     n = np.asarray(n_steps, dtype=np.int64)
     cum = np.asarray(cum_time_s, dtype=float)
-    return (cum[start + n] - cum[start]) / n
+    return cum[start + n] - cum[start]
+
+
+def tpot_per_request(cum_time_s: np.ndarray, start_step: np.ndarray,
+                     n_steps: np.ndarray) -> np.ndarray:
+    """Time per output token of each request (s/token): :func:`decode_latency` over its
+    ``n_steps`` (arguments as there)."""
+    return decode_latency(cum_time_s, start_step, n_steps) / np.asarray(n_steps, dtype=np.int64)
 
 
 def tpot_percentiles(tpot_s: np.ndarray, qs: tuple[float, ...] = (50.0, 95.0)) -> dict[str, float]:

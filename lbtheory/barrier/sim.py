@@ -30,10 +30,12 @@ Model (per tick ``k``):
 4. **Completion.** A request with ``n_i = max(output_tokens, 1)`` decode steps leaves after
    its ``n_i``-th step, freeing its slot.
 
-Every request finishes (the run ends when the last one does), so a result's ``status`` is
-``completed``. Metrics (see :class:`DecodeResult`): the measurement window is every step up to the
-tick at which the last request was scheduled (the final drain, when the pool is empty and the
-cluster empties, is excluded; ``*_all`` keys include it). Throughput is tokens per second of decode
+The run ends when the last request finishes (``status`` ``completed``) or, with
+``DecodeConfig.max_steps``, after that many decode steps (``status`` ``truncated`` if some
+requests had not finished: their latency is NaN, ``outcome`` says so). Metrics (see
+:class:`DecodeResult`): the measurement window is every step up to the tick at which the last
+request was scheduled (the final drain, when the pool is empty and the cluster empties, is
+excluded; ``*_all`` keys include it). Throughput is tokens per second of decode
 steps (idle gaps of a time-scaled replay are not counted). Deterministic under the router's seed.
 """
 
@@ -46,15 +48,15 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_memory, check_real, check_seed
-from ..errors import ParameterError, RunStatus
+from ..errors import ParameterError, RequestOutcome, RunStatus
 from ..routers import Assignment
-from ..stats import mean
+from ..stats import mean, run_summary
 from ..workloads import Workload
 from .imbalance import (
     StepTimeModel,
+    decode_latency,
     imbalance_from_totals,
     run_idle_fraction,
-    tpot_per_request,
     tpot_percentiles,
 )
 from .protocol import ReplicaView
@@ -75,6 +77,8 @@ class DecodeConfig:
             default; see the module doc).
         step_model: step time ``a·M + b`` (s).
         record_loads: keep the ``(K, G)`` load matrix (for plots).
+        max_steps: stop after this many decode steps (``None``: run until every request
+            finishes, the default); a run stopped with requests unfinished is ``truncated``.
     """
 
     replicas: int = 8
@@ -84,6 +88,7 @@ class DecodeConfig:
     kv_budget: int | None = None
     step_model: StepTimeModel = field(default_factory=StepTimeModel)
     record_loads: bool = False
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_int(self.replicas, "number of replicas G (DecodeConfig.replicas)", low=1)
@@ -94,21 +99,29 @@ class DecodeConfig:
         if self.kv_budget is not None:
             check_int(self.kv_budget, "kv_budget (DecodeConfig.kv_budget)", low=1,
                       unit="KV tokens per replica; or None")
+        if self.max_steps is not None:
+            check_int(self.max_steps, "max_steps (DecodeConfig.max_steps)", low=1,
+                      unit="decode steps; or None")
         # the slot tables (3 int64 arrays of G × S) and, per tick, the views built from them
         check_memory(8.0 * 6 * self.replicas * self.slots + 8.0 * 4 * self.window,
                      f"a decode cluster of {self.replicas} replicas × {self.slots} slots")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (for manifests)."""
-        return {"replicas": self.replicas, "slots": self.slots, "window": self.window,
-                "time_scale": self.time_scale, "kv_budget": self.kv_budget,
-                "step_a_s_per_token": self.step_model.a_s_per_token,
-                "step_b_s": self.step_model.b_s}
+        """Plain-JSON form (for manifests; ``max_steps`` only when set, so the manifests of
+        complete runs are unchanged)."""
+        out = {"replicas": self.replicas, "slots": self.slots, "window": self.window,
+               "time_scale": self.time_scale, "kv_budget": self.kv_budget,
+               "step_a_s_per_token": self.step_model.a_s_per_token,
+               "step_b_s": self.step_model.b_s}
+        return out if self.max_steps is None else out | {"max_steps": self.max_steps}
 
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """Per-step and per-request records of one simulation.
+    """Per-step and per-request records of one simulation (:class:`~lbtheory.stats.RunResult`).
+
+    Per-request arrays (``start_step``, ``replica``, ``n_steps``, ``outcome``, ``latency_s``)
+    are in **workload order**: index ``k`` is the ``k``-th request of the trace.
 
     Attributes:
         policy: router name.
@@ -117,14 +130,15 @@ class DecodeResult:
         sum_load: ``Σ_g L_g(k)`` per step (tokens).
         tokens: tokens generated in each step (= requests in flight).
         step_time_s: ``t(k)`` (s).
-        start_step: first decode step of each request.
-        replica: replica each request ran on.
+        start_step: first decode step of each request (−1: never scheduled).
+        replica: replica each request ran on (−1: never scheduled).
         n_steps: decode steps of each request.
         measure_steps: number of leading steps in the measurement window.
         loads: ``(K, G)`` loads if recorded, else ``None``.
         sim_wall_s: wall-clock seconds the simulation took.
-        status: :class:`~lbtheory.errors.RunStatus` — always ``completed`` (every request is
-            scheduled and finishes; a router that strands requests raises instead).
+        status: :class:`~lbtheory.errors.RunStatus` — ``completed`` (every request was
+            scheduled and finished; a router that strands requests raises instead) or
+            ``truncated`` (the run hit ``DecodeConfig.max_steps`` with requests unfinished).
     """
 
     policy: str
@@ -142,21 +156,61 @@ class DecodeResult:
     status: RunStatus = RunStatus.COMPLETED
 
     @property
+    def done(self) -> np.ndarray:
+        """Mask of the requests that finished within the run's steps (workload order)."""
+        return (self.start_step >= 0) & (self.start_step + self.n_steps <= self.max_load.size)
+
+    @property
+    def outcome(self) -> np.ndarray:
+        """:class:`~lbtheory.errors.RequestOutcome` code of each request (``int8``): completed
+        or unfinished (never scheduled, or still decoding when ``max_steps`` stopped the run)."""
+        return np.where(self.done, RequestOutcome.COMPLETED,
+                        RequestOutcome.UNFINISHED).astype(np.int8)
+
+    @property
+    def completed(self) -> int:
+        """Requests that finished."""
+        return int(self.done.sum())
+
+    @property
+    def errors(self) -> int:
+        """Rejected requests: always 0 (a request waits in the pool until it fits)."""
+        return 0
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        """Decode latency of each request: from its first decode step to its last token (s;
+        NaN unless it finished). Prefill and the wait in the pool are not included (a
+        saturation replay has no arrival times)."""
+        cum = np.concatenate([[0.0], np.cumsum(self.step_time_s)])
+        done = self.done
+        out = np.full(self.n_steps.size, np.nan)
+        out[done] = decode_latency(cum, self.start_step[done], self.n_steps[done])
+        return out
+
+    @property
     def imbalance(self) -> np.ndarray:
         """``I(k) = G·M(k) − Σ_g L_g(k)`` per step (tokens; :func:`.imbalance_from_totals`)."""
         return imbalance_from_totals(self.max_load, self.sum_load, self.config.replicas)
 
     def tpot_s(self) -> np.ndarray:
-        """Time per output token of each request (s)."""
-        cum = np.concatenate([[0.0], np.cumsum(self.step_time_s)])
-        return tpot_per_request(cum, self.start_step, self.n_steps)
+        """Time per output token of each request (s; NaN unless it finished): its decode
+        latency over its decode steps (as :func:`.tpot_per_request`)."""
+        return self.latency_s / self.n_steps
 
-    def summary(self) -> dict[str, float]:
-        """Headline numbers: mean imbalance (tokens), idle fraction, throughput (tokens/s), TPOT
-        p50/p95 (ms), over the measurement window (``*_all``: every step)."""
+    def summary(self) -> dict[str, Any]:
+        """The common keys of :data:`~lbtheory.stats.SUMMARY_KEYS` (requests, completed,
+        errors, status; latency: :attr:`latency_s` of the finished requests, s), then the
+        headline numbers: mean imbalance (tokens), idle fraction, throughput (tokens/s), TPOT
+        p50/p95 (ms) of the finished requests, over the measurement window (``*_all``: every
+        step)."""
         w = slice(0, max(self.measure_steps, 1))
         G = self.config.replicas
-        out = {
+        done = self.done
+        out: dict[str, Any] = run_summary(
+            requests=self.n_steps.size, completed=done.sum(), errors=self.errors,
+            status=self.status, latency_s=self.latency_s[done])
+        out |= {
             "mean_imbalance": mean(self.imbalance[w]),
             "idle_fraction": run_idle_fraction(self.max_load[w], self.sum_load[w], G),
             "throughput": float(self.tokens[w].sum() / self.step_time_s[w].sum()),
@@ -167,9 +221,8 @@ class DecodeResult:
             "steps": float(self.max_load.size),
             "measure_steps": float(self.measure_steps),
             "sim_time_s": float(self.step_time_s.sum()),
-            "requests": float(self.n_steps.size),
         }
-        out.update(tpot_percentiles(self.tpot_s(), (50.0, 95.0)))
+        out.update(tpot_percentiles(self.tpot_s()[done], (50.0, 95.0)))
         if self.config.kv_budget is not None:
             out["kv_peak_ratio"] = float(self.max_load.max() / self.config.kv_budget)
         return out
@@ -300,7 +353,8 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
         seed: seed of the router's random draws (the ``rng`` of ``route``).
 
     Returns:
-        :class:`DecodeResult`; every request is scheduled exactly once and finishes.
+        :class:`DecodeResult`; every request is scheduled exactly once and finishes, unless
+        ``max_steps`` stops the run first (``status`` ``truncated``).
 
     Raises:
         ParameterError: ``config`` and keywords together, an unknown keyword, bad settings
@@ -344,7 +398,8 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
     done_steps: list[int] = []
     nxt, done, tick, clock, measure = 0, 0, 0, 0.0, 0
     wall0 = time.perf_counter()
-    while done < n:
+    limit = cfg.max_steps if cfg.max_steps is not None else np.inf
+    while done < n and tick < limit:
         if arrive is None:
             while len(pool) < cfg.window and nxt < n:
                 pool.append(nxt)
@@ -400,4 +455,5 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
         n_steps=steps,
         measure_steps=measure or tick,
         loads=np.asarray(rec_loads) if cfg.record_loads else None,
-        sim_wall_s=time.perf_counter() - wall0)
+        sim_wall_s=time.perf_counter() - wall0,
+        status=RunStatus.COMPLETED if done == n else RunStatus.TRUNCATED)

@@ -130,10 +130,10 @@ def _plot(results: list, path: str, sc=None) -> None:
     fig, (ax1, ax2, ax3) = figure(nrows=3, height=8.4)
     base = results[0]
     q = np.linspace(1.0, 99.0, 99)
-    qb = (np.array([percentile(base.latency_s, x) for x in q]) if base.latency_s.size
-          else None)
+    lat0 = base.latency_s[base.done]
+    qb = np.array([percentile(lat0, x) for x in q]) if lat0.size else None
     for r in results:
-        lat = np.sort(r.latency_s)
+        lat = np.sort(r.latency_s[r.done])
         ax1.plot(lat, np.arange(1, lat.size + 1) / max(lat.size, 1), label=r.policy,
                  color=policy_color(r.policy))
         if r is not base and qb is not None and lat.size:
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         _plot(results, args.plot, sc)
     if args.json:
         print(dumps_json({"scenario": sc.name, "policies": {
-            r.policy: r.to_dict() | ({"stepsize": steps[r.policy]} if r.policy in steps else {})
+            r.policy: r.summary() | ({"stepsize": steps[r.policy]} if r.policy in steps else {})
             for r in results}}))
         _warn_in_flight(results, len(arrivals))
         _warn_stepsize(steps)
@@ -219,9 +219,9 @@ def run(args: argparse.Namespace) -> int:
     extra = f" {'mean/rand':>9} {'p90/rand':>9}" if args.normalise else ""
     print(f"{'policy':<10} {'mean':>8} {'p50':>8} {'p90':>8} {'p99':>8} {'errors':>7} "
           f"{'err%':>6} {'in flight':>9}{extra}  (latency s)")
-    base = next((r.latency_summary() for r in results if r.policy == "rand"), None)
+    base = next((r.summary()["latency"] for r in results if r.policy == "rand"), None)
     for r in results:
-        s = r.latency_summary()
+        s = r.summary()["latency"]
         norm = (f" {_fmt(ratio(s['mean'], base['mean']), 9, 3)} "
                 f"{_fmt(ratio(s['p90'], base['p90']), 9, 3)}" if args.normalise else "")
         print(f"{r.policy:<10} {_fmt(s['mean'])} {_fmt(s['p50'])} {_fmt(s['p90'])} "

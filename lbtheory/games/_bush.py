@@ -30,7 +30,7 @@ import numpy as np
 from .._checks import check_int, check_real
 from ..errors import ParameterError, SolverError, SolveStatus, renamed_keywords
 from . import _bushkernels as bk
-from ._result import GameResult, Objective, evaluate_flow
+from ._result import GameResult, Objective, SolveTrace, evaluate_flow
 from .game import RoutingGame
 from .tap import _Net, certificate_gap, encode_costs
 
@@ -105,7 +105,7 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
                     tol: float = 1e-10, max_iterations: int = 10_000, time_limit: float = 600.0,
                     inner: int = 8, repeat: int = 1, warm: BushState | None = None,
                     stall: int = 30, throw: bool = True, relax: float = RELAX,
-                    threads: int = 1) -> tuple[GameResult, BushState]:
+                    threads: int = 1) -> GameResult:
     """Wardrop equilibrium (or system optimum) by Dial's bush-based Algorithm B.
 
     Args:
@@ -130,8 +130,10 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
             same gap.
 
     Returns:
-        ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol;
-        ``state.history`` lists ``(iteration, seconds, gap)`` after each certificate.
+        :class:`GameResult` with its :class:`BushState` in ``result.state`` (pass it as
+        ``warm=``) and the ``(iteration, seconds, gap)`` after each certificate in
+        ``result.stats`` (a :class:`SolveTrace`; also ``state.history``);
+        ``result.status`` is OPTIMAL when the certified gap ≤ tol.
 
     Raises:
         ModelError: an arc family without a kernel (Polynomial and MM1 only).
@@ -155,7 +157,7 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
 
 def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: int,
            time_limit: float, inner: int, repeat: int, warm: BushState | None, stall: int,
-           throw: bool, relax: float, threads: int) -> tuple[GameResult, BushState]:
+           throw: bool, relax: float, threads: int) -> GameResult:
     so = objective is Objective.SYSTEM_OPTIMUM
     t0 = time.perf_counter()
     enc = encode_costs(game)
@@ -212,5 +214,8 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
                           f"> tol {tol:g} after {it} iterations "
                           f"({time.perf_counter() - t0:.1f} s){why}", solver="bush",
                           status=res.status)
-    return res, BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F,
-                          tuple(history))
+    state = BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F,
+                      tuple(history))
+    h = np.asarray(history, dtype=float).reshape(-1, 3)
+    trace = SolveTrace(h[:, 1].copy(), h[:, 2].copy(), h[:, 0].astype(np.int64))
+    return dataclasses.replace(res, state=state, stats=trace)

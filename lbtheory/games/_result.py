@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_option
-from ..errors import ModelError, SolveStatus
+from ..errors import ModelError, SolveStatus, warn_deprecated
 from .game import RoutingGame
 from .metrics import gap_measures
 
-__all__ = ["GameResult", "GamePoAResult", "evaluate_flow", "Objective"]
+__all__ = ["GameResult", "GamePoAResult", "evaluate_flow", "Objective", "SolveTrace"]
 
 
 class Objective(enum.StrEnum):
@@ -29,6 +29,17 @@ class Objective(enum.StrEnum):
     def parse(cls, value: Objective | str) -> Objective:
         """Coerce an ``objective`` argument; raises ModelError listing the allowed values."""
         return check_option(cls, value, "objective")
+
+
+@dataclasses.dataclass(frozen=True)
+class SolveTrace:
+    """Convergence history of an iterative solver: wall seconds and relative gap at each
+    recorded iteration (every iteration for Frank–Wolfe, each certificate for the bush
+    solver); ``iteration`` numbers them (empty when the solver does not record them)."""
+
+    seconds: np.ndarray
+    relative_gap: np.ndarray
+    iteration: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +58,15 @@ class GameResult:
         average_excess_cost: (TSTT − SPTT)/total demand, same costs as the gap.
         status: solver outcome.
         solver: solver name; seconds: wall time; iterations: solver iterations (if known).
+        state: the solver's state, to warm-start a later solve of a game with the same arcs
+            (:class:`~lbtheory.games.tap.TAPState` of gradient projection,
+            :class:`~lbtheory.games.BushState` of the bush solver; ``None`` for the others).
+        stats: the solver's convergence history, a :class:`SolveTrace` (Frank–Wolfe, bush;
+            ``None`` for the others).
+
+    Solvers return this object alone. Until 0.3, unpacking it as the old ``(result, state)``
+    pair (``res, state = gradient_projection(game)``; ``(result, trace)`` for Frank–Wolfe)
+    still works and warns.
     """
 
     objective: Objective
@@ -61,6 +81,15 @@ class GameResult:
     solver: str = ""
     seconds: float = 0.0
     iterations: int = 0
+    state: Any = dataclasses.field(default=None, repr=False, compare=False)
+    stats: SolveTrace | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __iter__(self) -> Any:
+        """Deprecated tuple unpacking: ``(result, state)`` (``(result, stats)`` when the
+        solver keeps no state, as Frank–Wolfe's ``(result, trace)``)."""
+        warn_deprecated("unpacking a solver's (result, state) pair",
+                        "the GameResult itself and its .state / .stats")
+        return iter((self, self.stats if self.state is None else self.state))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the CLI (arc order as in the game)."""

@@ -23,7 +23,7 @@ import numpy as np
 from .._checks import check_option
 from ..errors import SolverError, SolveStatus, renamed_keywords
 from ..network import arc_incidence
-from ._result import GameResult, Objective, evaluate_flow
+from ._result import GameResult, Objective, SolveTrace, evaluate_flow
 from .game import RoutingGame
 from .metrics import all_or_nothing, gap_measures, shortest_paths
 
@@ -49,12 +49,9 @@ class FWMethod(enum.StrEnum):
 _DELTA = 1e-2  # conjugacy weights are clipped to [0, 1 − δ]
 
 
-@dataclasses.dataclass(frozen=True)
-class FWTrace:
-    """Convergence history: wall seconds and relative gap at each iteration."""
-
-    seconds: np.ndarray
-    relative_gap: np.ndarray
+#: Frank–Wolfe's convergence history (wall seconds and relative gap at each iteration): the
+#: :class:`~lbtheory.games.SolveTrace` every solver's ``GameResult.stats`` holds.
+FWTrace = SolveTrace
 
 
 def _gradient(game: RoutingGame, objective: Objective):
@@ -114,7 +111,7 @@ def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WAR
                 method: FWMethod | str = FWMethod.BFW,
                 tol: float = 1e-6, max_iterations: int = 100_000, time_limit: float = 60.0,
                 throw: bool = True, start: np.ndarray | None = None
-                ) -> tuple[GameResult, FWTrace]:
+                ) -> GameResult:
     """Solve a routing game by Frank–Wolfe traffic assignment.
 
     Args:
@@ -131,9 +128,9 @@ def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WAR
             flow).
 
     Returns:
-        ``(result, trace)``: the iterate with the smallest relative gap seen (the gap is not
-        monotone), and the gap history; ``result.status`` is OPTIMAL or (``throw=False``)
-        MAX_ITERATIONS.
+        :class:`GameResult`: the iterate with the smallest relative gap seen (the gap is not
+        monotone), its gap history in ``result.stats`` (a :class:`SolveTrace`);
+        ``result.status`` is OPTIMAL or (``throw=False``) MAX_ITERATIONS.
 
     Raises:
         ParameterError: unknown ``method`` or ``objective``.
@@ -195,7 +192,8 @@ def frank_wolfe(game: RoutingGame, *, objective: Objective | str = Objective.WAR
         raise SolverError(f"frank_wolfe ({method.value}): relative gap {res.relative_gap:.3g} > "
                           f"tol {tol:g} after {it} iterations", solver="frank_wolfe",
                           status=status)
-    return res, FWTrace(np.asarray(times), np.asarray(gaps))
+    return dataclasses.replace(res, stats=SolveTrace(np.asarray(times), np.asarray(gaps),
+                                                     np.arange(len(gaps), dtype=np.int64)))
 
 
 def _hessian(grad, x: np.ndarray) -> np.ndarray:
@@ -239,8 +237,8 @@ def refine_flows(game: RoutingGame, F: np.ndarray, objective: Objective | str, *
     the start in the objective (exact line search on a convex function).
     """
     F = _fw_steps(game, _repair_conservation(game, F), objective, max_iterations=10)
-    res, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=tol,
-                         max_iterations=max_iterations, throw=False, start=F)
+    res = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=tol,
+                      max_iterations=max_iterations, throw=False, start=F)
     return res.origin_flow
 
 

@@ -78,8 +78,8 @@ def _scales(game: RoutingGame, objective: Objective, flow_scale: float) -> tuple
     c0 = game.costs.cost(np.zeros(game.n_arcs))
     ref = shortest_path_cost(game, shortest_paths(game, c0)[0])
     try:
-        warm, _ = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=0.0,
-                              max_iterations=5, throw=False)
+        warm = frank_wolfe(game, objective=objective, method=FWMethod.BFW, tol=0.0,
+                           max_iterations=5, throw=False)
         flows = warm.arc_flow
     except SolverError:  # infeasible all-or-nothing start (M/M/1 capacities)
         flows = np.zeros(game.n_arcs)
@@ -221,18 +221,16 @@ def _attempts(game: RoutingGame, method: Method, solver: str | None,
 
 
 def _attempt(game: RoutingGame, objective: Objective, how: str, polish: bool, tol: float,
-             time_limit: float, threads: int, warm: BushState | None
-             ) -> tuple[GameResult, BushState | None]:
+             time_limit: float, threads: int, warm: BushState | None) -> GameResult:
     if how.startswith("cvxpy:"):
-        return _solve_cvxpy(game, objective, how.split(":", 1)[1], polish), None
+        return _solve_cvxpy(game, objective, how.split(":", 1)[1], polish)
     if how == "gp":
         return gradient_projection(game, objective=objective, tol=TARGET * tol, throw=False,
-                                   time_limit=time_limit)[0], None
+                                   time_limit=time_limit)
     if how == "bush":
         return bush_assignment(game, objective=objective, tol=TARGET * tol, throw=False,
                                time_limit=time_limit, threads=threads, warm=warm)
-    return frank_wolfe(game, objective=objective, tol=tol, throw=False,
-                       time_limit=time_limit)[0], None
+    return frank_wolfe(game, objective=objective, tol=tol, throw=False, time_limit=time_limit)
 
 
 def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP, *,
@@ -269,23 +267,25 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
             ``"inconsistent_certificate"``).
     """
     return _solve(game, objective, method=method, solver=solver, tol=tol, throw=throw,
-                  polish=polish, time_limit=time_limit, threads=threads)[0]
+                  polish=polish, time_limit=time_limit, threads=threads)
 
 
 def solve_pair(game: RoutingGame, **options: Any) -> tuple[GameResult, GameResult]:
     """The Wardrop equilibrium and the system optimum (``options`` as :func:`solve_game`); when
     the bush solver gives the equilibrium, the optimum starts from its bushes and flows instead
     of free flow (the optimum's slow tail is shorter from there)."""
-    ue, state = _solve(game, Objective.WARDROP, **options)
-    so, _ = _solve(game, Objective.SYSTEM_OPTIMUM, warm=state, **options)
+    ue = _solve(game, Objective.WARDROP, **options)
+    warm = ue.state if isinstance(ue.state, BushState) else None
+    so = _solve(game, Objective.SYSTEM_OPTIMUM, warm=warm, **options)
     return ue, so
 
 
 def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | str = Method.AUTO,
            solver: str | None = None, tol: float = DEFAULT_TOL, throw: bool = True,
            polish: bool = True, time_limit: float = 300.0, threads: int = 1,
-           warm: BushState | None = None) -> tuple[GameResult, BushState | None]:
-    """:func:`solve_game`, and the bush state of the answer when the bush solver gave it."""
+           warm: BushState | None = None) -> GameResult:
+    """:func:`solve_game`, starting the bush solver from ``warm``; the answer carries the
+    state of the solver that gave it (``result.state``)."""
     objective = Objective.parse(objective)
     method = Method.parse(method)
     solver = check_solver(solver)
@@ -297,7 +297,7 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
     model_error: ModelError | None = None
     for how in routes:
         try:
-            res, state = _attempt(game, objective, how, polish, tol, time_limit, threads, warm)
+            res = _attempt(game, objective, how, polish, tol, time_limit, threads, warm)
         except ModelError as exc:  # e.g. no DCP form: other routes may still apply
             if method is not Method.AUTO and how.split(":")[0] == method.value:
                 raise  # the route the caller asked for cannot take this game
@@ -309,7 +309,7 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
             continue
         verdict, why = check_certificate(game, res, tol)
         if verdict is Verdict.CERTIFIED:
-            return dataclasses.replace(res, status=SolveStatus.OPTIMAL), state
+            return dataclasses.replace(res, status=SolveStatus.OPTIMAL)
         if verdict is Verdict.INCONSISTENT:
             msg = (f"routing game ({objective}): route {how} reached relative gap "
                    f"{res.relative_gap:.3g} ≤ {tol:g}, but {why}; the other routes are judged "
@@ -317,7 +317,7 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
             if throw:
                 raise SolverError(msg, solver=res.solver, status=SolveStatus.FAILED,
                                   detail="inconsistent_certificate")
-            return dataclasses.replace(res, status=SolveStatus.FAILED), None
+            return dataclasses.replace(res, status=SolveStatus.FAILED)
         outcomes.append(f"{how}: {res.solver} status {res.status.value}, {why}")
         if best is None or (np.isfinite(res.relative_gap)
                             and not res.relative_gap >= best.relative_gap):
@@ -332,8 +332,8 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
     if best is None:
         nan = np.full((len(game.origins), game.n_arcs), np.nan)
         return GameResult(objective, nan.sum(axis=0), nan, nan.sum(axis=0), np.nan, np.nan,
-                          np.nan, np.nan, SolveStatus.FAILED, "none"), None
-    return dataclasses.replace(best, status=SolveStatus.OPTIMAL_INACCURATE), None
+                          np.nan, np.nan, SolveStatus.FAILED, "none")
+    return dataclasses.replace(best, status=SolveStatus.OPTIMAL_INACCURATE)
 
 
 def _require_game(game: Any, verb: str) -> None:

@@ -203,7 +203,7 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
                         tol: float = 1e-10, max_iterations: int = 10_000,
                         time_limit: float = 600.0,
                         inner: int = 2, rel: float = 0.0, warm: TAPState | None = None,
-                        throw: bool = True) -> tuple[GameResult, TAPState]:
+                        throw: bool = True) -> GameResult:
     """Wardrop equilibrium (or system optimum) by path-based gradient projection.
 
     Args:
@@ -219,7 +219,8 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
             (else the result has status MAX_ITERATIONS).
 
     Returns:
-        ``(result, state)``; ``result.status`` is OPTIMAL when the certified gap ≤ tol.
+        :class:`GameResult` with its :class:`TAPState` in ``result.state`` (pass it as
+        ``warm=``); ``result.status`` is OPTIMAL when the certified gap ≤ tol.
 
     Raises:
         ModelError: an arc family without a kernel.
@@ -282,4 +283,4 @@ def gradient_projection(game: RoutingGame, *, objective: Objective | str = Objec
                           f"{res.relative_gap:.3g} > tol {tol:g} after {it} iterations "
                           f"({time.perf_counter() - t0:.1f} s)", solver="gradient_projection",
                           status=res.status)
-    return res, st
+    return dataclasses.replace(res, state=st)

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._checks import check_real
-from ..errors import ParameterError
+from ..errors import FitStatus, ParameterError
 from ..routers import RoundRobinRouter
 from ..stats import percentile
 from ..workloads import Workload
@@ -55,6 +55,13 @@ class Calibration:
         progress_per_decision: ρ, the mean discounted progress cost of a decision.
         h_std: σ_h, the standard deviation of h over the decisions.
         decisions_per_s: decisions per second of arrivals (the request rate).
+
+    ``status`` (:class:`~lbtheory.errors.FitStatus`): ``good`` when every scale was measured
+    (a finite mean latency, a positive mean cost to go and a varying guidance term h);
+    ``insufficient_data`` when the round-robin episode could not give one, so
+    :func:`calibrate_env` fell back to its default (``reward_scale`` 1 when no decision had
+    a cost to go, ``guidance_scale`` 0 when h never varied) — e.g. a workload in which no
+    request ever waits. (``poor`` is not used: a calibration has no quality threshold.)
     """
 
     mean_latency_s: float
@@ -63,6 +70,13 @@ class Calibration:
     progress_per_decision: float
     h_std: float
     decisions_per_s: float = float("inf")
+
+    @property
+    def status(self) -> FitStatus:
+        """:class:`~lbtheory.errors.FitStatus` of the calibration (class docstring)."""
+        measured = (np.isfinite(self.mean_latency_s) and self.mean_cost_to_go > 0
+                    and self.h_std > 0)
+        return FitStatus.GOOD if measured else FitStatus.INSUFFICIENT_DATA
 
 
 def calibrate_env(workload: Workload, cluster: ClusterConfig, env_config: EnvConfig | None = None,

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 
 from .._checks import check_int, check_real
-from ..errors import ModelError, ParameterError
+from ..errors import FitStatus, ModelError, ParameterError
 
 __all__ = ["BucketSpec", "LengthPredictor", "PredictorReport", "fit_length_predictor",
            "evaluate_length_predictor", "history_feature"]
@@ -175,13 +175,26 @@ def fit_length_predictor(prompt_tokens: np.ndarray, task: np.ndarray, output_tok
 
 @dataclass(frozen=True)
 class PredictorReport:
-    """Held-out evaluation: accuracy, the majority-class baseline, confusion[true, predicted]."""
+    """Held-out evaluation: accuracy, the majority-class baseline, confusion[true, predicted].
+
+    ``status`` (:class:`~lbtheory.errors.FitStatus`): ``good`` when the predictor beats the
+    majority-class baseline on the held-out requests (accuracy > baseline_accuracy), ``poor``
+    when it does not (no better than predicting the majority bucket for everyone),
+    ``insufficient_data`` when the split left no training or no test request.
+    """
 
     accuracy: float
     baseline_accuracy: float
     confusion: np.ndarray
     n_train: int
     n_test: int
+
+    @property
+    def status(self) -> FitStatus:
+        """:class:`~lbtheory.errors.FitStatus` of the held-out evaluation (class docstring)."""
+        if self.n_train == 0 or self.n_test == 0:
+            return FitStatus.INSUFFICIENT_DATA
+        return FitStatus.GOOD if self.accuracy > self.baseline_accuracy else FitStatus.POOR
 
 
 def evaluate_length_predictor(prompt_tokens: np.ndarray, task: np.ndarray,

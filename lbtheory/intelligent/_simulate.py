@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import stats
 from .._checks import Seed, as_seed, check_option, check_seed
-from ..errors import Engine, ParameterError, RunStatus
+from ..errors import Engine, ParameterError, RequestOutcome, RunStatus, warn_deprecated
 from ..routers import Assignment
 from ..workloads import Workload
 from ._compiled import CompiledClusterSim, kernel_spec
@@ -34,14 +34,17 @@ __all__ = ["InstanceResult", "simulate_instances", "simulate", "run_router", "re
 
 @dataclass(frozen=True)
 class InstanceResult:
-    """Outcome of one simulation (arrays per request, in workload order).
+    """Outcome of one simulation (:class:`~lbtheory.stats.RunResult`): arrays per request in
+    **workload order** (index ``k`` is the ``k``-th request of the workload); a request that did
+    not finish has NaN times (``outcome``: :class:`~lbtheory.errors.RequestOutcome`).
 
-    ``status`` (:class:`~lbtheory.errors.RunStatus`): ``completed`` when every request finished,
+    ``policy`` is the router's name (``router`` is its deprecated alias). ``status``
+    (:class:`~lbtheory.errors.RunStatus`): ``completed`` when every request finished,
     ``truncated`` when a run was stopped early (an RL episode cut at ``max_steps``) and some
-    requests never finished (their times are NaN).
+    requests never finished (their times are NaN). No request is rejected (``errors`` is 0).
     """
 
-    router: str
+    policy: str
     arrival_s: np.ndarray
     dispatch_s: np.ndarray
     admit_s: np.ndarray
@@ -58,15 +61,46 @@ class InstanceResult:
     status: RunStatus = RunStatus.COMPLETED
     engine: str = "reference"
 
+    def _router_alias(self) -> str:
+        """Deprecated: :attr:`policy`."""
+        warn_deprecated("InstanceResult.router", "InstanceResult.policy")
+        return self.policy
+
+    #: deprecated alias of :attr:`policy` (warns; removed in 0.3)
+    router = property(_router_alias)
+
+    @property
+    def done(self) -> np.ndarray:
+        """Mask of the requests that finished (workload order)."""
+        return np.isfinite(self.finish_s)
+
+    @property
+    def outcome(self) -> np.ndarray:
+        """:class:`~lbtheory.errors.RequestOutcome` code of each request (``int8``): completed
+        or unfinished."""
+        return np.where(self.done, RequestOutcome.COMPLETED,
+                        RequestOutcome.UNFINISHED).astype(np.int8)
+
     @property
     def completed(self) -> int:
         """Requests that finished."""
-        return int(np.isfinite(self.finish_s).sum())
+        return int(self.done.sum())
+
+    @property
+    def errors(self) -> int:
+        """Rejected requests: always 0 (the cluster queues every request)."""
+        return 0
 
     @property
     def e2e_s(self) -> np.ndarray:
-        """End-to-end latency per request (s)."""
+        """End-to-end latency per request (s; NaN unless it finished)."""
         return self.finish_s - self.arrival_s
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        """End-to-end latency per request (s; NaN unless it finished): :attr:`e2e_s`, under
+        the name every simulator's result uses."""
+        return self.e2e_s
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -85,24 +119,24 @@ class InstanceResult:
 
     @property
     def makespan_s(self) -> float:
-        """Last finish time (s)."""
-        return float(np.nanmax(self.finish_s))
+        """Last finish time (s; nan when nothing finished)."""
+        done = self.done
+        return float(self.finish_s[done].max()) if done.any() else float("nan")
 
     def summary(self) -> dict[str, Any]:
-        """The CLI's JSON block: requests, completed, preemptions, latency, ttft, router_wait,
-        plus tbt, instance_queue and throughput (s, req/s, tokens/s)."""
-        done = np.isfinite(self.finish_s)
-        e2e, ttft = self.e2e_s[done], self.ttft_s[done]
+        """The CLI's JSON block: the common keys of :data:`~lbtheory.stats.SUMMARY_KEYS`
+        (requests, completed, errors, status, latency = E2E of the finished requests), plus
+        engine, preemptions, ttft, router_wait, tbt, instance_queue and throughput (s, req/s,
+        tokens/s)."""
+        done = self.done
+        ttft = self.ttft_s[done]
         tbt = self.tbt_mean_s[done & np.isfinite(self.tbt_mean_s)]
         span = self.makespan_s
-        return {
-            "requests": int(self.arrival_s.size),
-            "completed": int(done.sum()),
-            "status": self.status.value,
+        return stats.run_summary(
+            requests=self.arrival_s.size, completed=done.sum(), errors=self.errors,
+            status=self.status, latency_s=self.e2e_s[done]) | {
             "engine": self.engine,
             "preemptions": int(self.preempted.sum()),
-            "latency": {"mean": stats.mean(e2e), "p50": stats.percentile(e2e, 50),
-                        "p99": stats.percentile(e2e, 99)},
             "ttft": {"mean": stats.mean(ttft), "p99": stats.percentile(ttft, 99)},
             "router_wait": {"mean": stats.mean(self.router_wait_s[done])},
             "tbt": {"mean": stats.mean(tbt), "p99": stats.percentile(tbt, 99)},
@@ -120,7 +154,7 @@ def result_of(sim: ClusterSim | CompiledClusterSim, name: str) -> InstanceResult
     n_gaps = np.maximum(gen - 1, 0)
     tbt = np.where(n_gaps > 0, r["tbt_sum_s"] / np.maximum(n_gaps, 1), np.nan)
     return InstanceResult(
-        router=name, arrival_s=r["arrival_s"], dispatch_s=r["dispatch_s"],
+        policy=name, arrival_s=r["arrival_s"], dispatch_s=r["dispatch_s"],
         admit_s=r["admit_s"], first_token_s=r["first_token_s"], finish_s=r["finish_s"],
         tbt_mean_s=tbt, tbt_max_s=r["tbt_max_s"], generated_tokens=gen,
         preempted=r["preempted"], instance=r["instance"], peak_kv_tokens=r["peak_kv_tokens"],

@@ -71,8 +71,9 @@ def measure_latency_curve(sc: Scenario, j: int, *, seed: int,
         one = _one_cell(sc, j, rho * mu)
         s = int(np.random.SeedSequence([seed, j, k, 17]).generate_state(1)[0])
         res = simulate(one, RandomRouter(name="rand"), duration_s=T, seed=s)
-        Ns.append(res.arrival_workload)
-        lats.append(res.latency_s - res.network_s)
+        k = res.completion_order()  # the completed requests, in the order the fit saw before
+        Ns.append(res.arrival_workload[k])
+        lats.append(res.latency_s[k] - res.network_s[k])
     return np.concatenate(Ns), np.concatenate(lats)
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RunStatus
-from ..stats import mean, percentiles, ratio
+from ..errors import RequestOutcome, RunStatus, warn_deprecated
+from ..stats import ratio, run_summary
 from ._records import DONE, ERROR
 
 __all__ = ["SimResult", "RunRecords", "build_result"]
@@ -16,17 +16,35 @@ __all__ = ["SimResult", "RunRecords", "build_result"]
 
 @dataclasses.dataclass(frozen=True)
 class SimResult:
-    """One run of one policy.
+    """One run of one policy (:class:`~lbtheory.stats.RunResult`).
+
+    Per-request arrays (``outcome``, ``cell``, ``arrival_s``, ``latency_s``, ``wait_s``,
+    ``network_s``, ``completion_s``, ``arrival_workload``) are in **workload order**: index ``k``
+    is the ``k``-th request of the arrivals (arrival order), over the ``requests`` requests that
+    arrived in [0, duration). A request that did not complete has NaN in the latency arrays;
+    ``outcome`` says why (:class:`~lbtheory.errors.RequestOutcome`). Use ``res.done`` to select
+    the completed ones and :meth:`completion_order` for them in completion order.
 
     Attributes:
         policy: router name; seed: the run's seed; duration_s: horizon (s).
         names: cell names.
         requests: arrivals in [0, duration); completed / errors / in_flight: their fate at the
             horizon (conservation: requests = completed + errors + in_flight).
-        latency_s: end-to-end latency of each completed request, network (2τ) + queueing +
-            serving (s), in completion order.
-        wait_s: queueing part of each completed request (s).
-        network_s: network part (2τ_ij, s) of each completed request.
+        outcome: :class:`~lbtheory.errors.RequestOutcome` code of each request (``int8``):
+            completed, error (overflow) or unfinished (in flight at the horizon).
+        cell: the cell each request was routed to (−1: not yet routed at the horizon).
+        arrival_s: arrival time of each request at its source's root router (s).
+        latency_s: end-to-end latency of each request, network (2τ) + queueing + serving (s);
+            NaN unless completed.
+        wait_s: queueing part of each request's latency (s; NaN unless completed).
+        network_s: network part (2τ_ij, s) of each request's latency (NaN unless completed).
+        completion_s: completion time of each request (s; NaN unless completed) — for
+            latency time series.
+        arrival_workload: N_j at the cell when each request reached it, itself included (NaN
+            unless completed) — with the serving latency ``latency_s − network_s`` the
+            (N, latency) samples a latency fit uses (DLB §3.3).
+        error_s: times (s) at which the overflow errors happened, sorted (events, not per
+            request).
         routed: counts of requests sent i → j (n×n).
         cell_errors: overflow errors per cell.
         utilisation: time-average busy fraction of each cell's bottleneck stage (nominal servers).
@@ -35,20 +53,12 @@ class SimResult:
         events: events processed; wall_seconds: wall-clock time of the run.
         models: the service models the routers saw at the end (fitted ones with estimation).
         cache_hits: requests sent to the cell of their session's previous request (affinity).
-        completion_s: completion time of each completed request (s), aligned with
-            ``latency_s`` (completion order) — for latency time series.
-        error_s: times (s) at which the overflow errors happened, sorted.
         status: :class:`~lbtheory.errors.RunStatus` — ``completed`` (every request that arrived
             finished or was rejected) or ``truncated`` (the horizon ended with ``in_flight``
             requests still queued, in service or on the wire: their latency is unknown, so the
             latency summary covers the completed ones only).
         engine: the engine that ran, ``"compiled"`` or ``"reference"``; engine_note: why the
             reference engine ran when ``engine="auto"`` asked for the compiled one ("" else).
-        arrival_s: arrival time at the source's root router of each completed request (s),
-            aligned with ``latency_s`` (to discard a warm-up).
-        arrival_workload: N_j at the cell when each completed request reached it, itself
-            included, aligned with ``latency_s`` — with the serving latency
-            ``latency_s − network_s`` the (N, latency) samples a latency fit uses (DLB §3.3).
         routing_t, routing_x: routing rows x_i of the sources (``routing_x[m, k]`` is source
             ``routing_sources[k]``'s row) recorded every ``record_routing_every``-th probe
             round at the times ``routing_t`` (s); empty unless asked for.
@@ -85,6 +95,19 @@ class SimResult:
     routing_sources: tuple[int, ...] = ()
     arrival_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     arrival_workload: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    outcome: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int8))
+    cell: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def done(self) -> np.ndarray:
+        """Mask of the completed requests (workload order)."""
+        return self.outcome == RequestOutcome.COMPLETED
+
+    def completion_order(self) -> np.ndarray:
+        """Indices of the completed requests in completion order (ties in workload order):
+        ``res.latency_s[res.completion_order()]`` is the stream of latencies as they finished."""
+        idx = np.flatnonzero(self.done)
+        return idx[np.argsort(self.completion_s[idx], kind="stable")]
 
     @property
     def error_rate(self) -> float:
@@ -92,22 +115,33 @@ class SimResult:
         return ratio(self.errors, self.completed + self.errors)
 
     def latency_summary(self) -> dict[str, float]:
-        """mean, p50, p90, p99 of end-to-end latency (s)."""
-        out = {"mean": mean(self.latency_s)}
-        out.update(percentiles(self.latency_s, (50.0, 90.0, 99.0)))
-        return out
+        """Deprecated: ``summary()["latency"]``."""
+        warn_deprecated("SimResult.latency_summary()", 'SimResult.summary()["latency"]')
+        return self.summary()["latency"]
 
     def to_dict(self) -> dict[str, Any]:
-        """The per-policy JSON object of ``lbtheory simulate --json`` (latencies in seconds)."""
+        """Deprecated: :meth:`summary`."""
+        warn_deprecated("SimResult.to_dict()", "SimResult.summary()")
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        """The per-policy JSON object of ``lbtheory simulate --json``: the common keys of
+        :data:`~lbtheory.stats.SUMMARY_KEYS` (latency of the completed requests, s) plus
+        in_flight, error_rate, per_cell, events, wall_seconds and engine."""
         per_cell = [{"name": nm, "routed": int(self.routed[:, j].sum()),
                      "errors": int(self.cell_errors[j]),
                      "utilisation": float(self.utilisation[j]),
                      "mean_workload": float(self.mean_workload[j])}
                     for j, nm in enumerate(self.names)]
-        return {"requests": self.requests, "completed": self.completed, "errors": self.errors,
-                "in_flight": self.in_flight, "status": self.status.value,
-                "error_rate": self.error_rate,
-                "latency": self.latency_summary(), "per_cell": per_cell,
+        # the common head (latencies summed in completion order: the order the engines'
+        # records stream and earlier releases summed, so means are reproduced to the last
+        # bit), with the keys in the order the JSON contract has always printed them
+        head = run_summary(requests=self.requests, completed=self.completed,
+                           errors=self.errors, status=self.status,
+                           latency_s=self.latency_s[self.completion_order()])
+        return {"requests": head["requests"], "completed": head["completed"],
+                "errors": head["errors"], "in_flight": self.in_flight, "status": head["status"],
+                "error_rate": self.error_rate, "latency": head["latency"], "per_cell": per_cell,
                 "events": self.events, "wall_seconds": self.wall_seconds,
                 "engine": self.engine}
 
@@ -149,8 +183,13 @@ def build_result(sc: Any, arr: Any, T: float, rr: RunRecords, *, policy: str, se
     done = status == DONE
     src = arr.source[:R] if arr.source is not None else np.zeros(0, dtype=np.int64)
     tau = sc.network.delays[src, np.maximum(dest, 0)]
-    order = np.argsort(t_done[done], kind="stable")
-    lat = (t_done - arr.arrival_s[:R] + tau)[done][order]
+    outcome = np.full(R, RequestOutcome.UNFINISHED, dtype=np.int8)
+    outcome[done] = RequestOutcome.COMPLETED
+    outcome[status == ERROR] = RequestOutcome.ERROR
+
+    def completed(x: np.ndarray) -> np.ndarray:  # per request, NaN unless completed
+        return np.where(done, np.asarray(x, dtype=float), np.nan)
+
     # time-average workload: Σ over requests of time spent at the cell within [0, T)
     at_cell = (status != ERROR) & np.isfinite(t_cell)
     stay = np.minimum(np.where(done, t_done, T), T) - t_cell
@@ -159,17 +198,19 @@ def build_result(sc: Any, arr: Any, T: float, rr: RunRecords, *, policy: str, se
     return SimResult(
         policy=policy, seed=int(seed), duration_s=T, names=sc.network.names,
         requests=int(R), completed=int(rr.completed), errors=int(rr.errors),
-        in_flight=in_flight, latency_s=lat, wait_s=rr.wait[done][order],
-        network_s=(2.0 * tau)[done][order], routed=np.asarray(rr.routed, dtype=np.int64),
+        in_flight=in_flight, latency_s=completed(t_done - arr.arrival_s[:R] + tau),
+        wait_s=completed(rr.wait), network_s=completed(2.0 * tau),
+        routed=np.asarray(rr.routed, dtype=np.int64),
         cell_errors=np.asarray(rr.cell_errors, dtype=np.int64), utilisation=rr.utilisation,
         mean_workload=wl, series_t=np.asarray(rr.series_t, dtype=float),
         series_workload=np.asarray(rr.series_N, dtype=float).reshape(-1, n),
         events=int(rr.events), wall_seconds=float(wall), models=rr.models,
-        cache_hits=int(rr.cache_hits), completion_s=t_done[done][order],
+        cache_hits=int(rr.cache_hits), completion_s=completed(t_done),
         error_s=np.sort(t_cell[status == ERROR]),
         status=RunStatus.TRUNCATED if in_flight else RunStatus.COMPLETED,
         engine=engine, engine_note=note, routing_t=np.asarray(rr.routing_t, dtype=float),
         routing_x=np.asarray(rr.routing_x, dtype=float),
         routing_sources=tuple(int(i) for i in rr.routing_sources),
-        arrival_s=np.asarray(arr.arrival_s[:R], dtype=float)[done][order],
-        arrival_workload=np.asarray(rr.n_arr, dtype=float)[done][order])
+        arrival_s=np.asarray(arr.arrival_s[:R], dtype=float),
+        arrival_workload=completed(rr.n_arr), outcome=outcome,
+        cell=np.asarray(dest, dtype=np.int64).copy())

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._checks import check_real, validate_stepsize
 from ..costs import CostKind
-from ..errors import ParameterError, StepsizeStatus, TopologyError
+from ..errors import ParameterError, StabilityStatus, StepsizeStatus, TopologyError
 from ..network import CellNetwork
 from ._dde import LinearDDE, RootSet, newton_root, rightmost_roots
 from ._linearise import Linearisation, empirical_rule, linearise
@@ -300,7 +300,8 @@ class StepsizeReport:
         stepsize: the common stepsize scale assessed.
         critical: the :class:`CriticalStepsize` of the same linearisation.
         roots: rightmost roots at ``stepsize``.
-        verdict: ``"stable"`` (all non-structural roots in Re s < 0) or ``"unstable"``.
+        status: :class:`~lbtheory.errors.StabilityStatus` — ``stable`` (all non-structural
+            roots in Re s < 0) or ``unstable``; ``verdict`` is its value (the JSON key).
         rightmost_root: the rightmost root (1/s), Im ≥ 0.
         decay_rate: −Re of the rightmost root (1/s): perturbations decay like e^{−decay_rate·t}
             (negative when they grow).
@@ -311,16 +312,22 @@ class StepsizeReport:
     stepsize: float
     critical: CriticalStepsize
     roots: RootSet
-    verdict: str
+    status: StabilityStatus
     rightmost_root: complex
     decay_rate: float
     period: float
     margin: float
 
+    @property
+    def verdict(self) -> str:
+        """``"stable"`` or ``"unstable"``: the value of :attr:`status`."""
+        return self.status.value
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (keys ``critical_stepsize``, ``empirical_rule``,
-        ``rightmost_root`` [re, im], ``verdict`` are a stable contract; ``status`` is the
-        :class:`~lbtheory.errors.StepsizeStatus` of the critical stepsize, ``"verified"`` or
+        ``rightmost_root`` [re, im], ``verdict`` are a stable contract; ``verdict`` is the
+        report's :class:`~lbtheory.errors.StabilityStatus`, while the JSON ``status`` is the
+        :class:`~lbtheory.errors.StepsizeStatus` of the *critical stepsize*, ``"verified"`` or
         ``"unverified"``, and ``critical_verified`` the same as a bool)."""
         cr = self.critical
         lin = cr.linearisation
@@ -376,7 +383,8 @@ def check_stepsize(net: CellNetwork, cost: CostKind | str = "gradient",
     rs = spectrum(crit.linearisation, stepsize, n_nodes=n_nodes)
     r = rs.rightmost
     return StepsizeReport(stepsize=stepsize, critical=crit, roots=rs,
-                          verdict="stable" if rs.abscissa < 0 else "unstable", rightmost_root=r,
+                          status=StabilityStatus.STABLE if rs.abscissa < 0
+                          else StabilityStatus.UNSTABLE, rightmost_root=r,
                           decay_rate=-r.real,
                           period=2 * math.pi / abs(r.imag) if r.imag != 0 else math.inf,
                           margin=crit.critical_stepsize / stepsize)

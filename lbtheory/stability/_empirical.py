@@ -17,11 +17,12 @@ import numpy as np
 
 from .._checks import Seed, as_generator, validate_stepsize
 from ..costs import CostKind
+from ..errors import DynamicsStatus
 from ..network import CellNetwork
 from ._critical import DEFAULT_NODES, spectrum
 from ._linearise import Linearisation, linearise
 
-__all__ = ["EmpiricalCheck", "envelope_rate", "empirical_check"]
+__all__ = ["EmpiricalCheck", "envelope_rate", "empirical_check", "dynamics_status"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,11 @@ class EmpiricalCheck:
         t: saved times (s).
         deviation: ‖N(t) − N*‖₂ (requests).
         workload: (T, n) simulated workloads.
+        status: :class:`~lbtheory.errors.DynamicsStatus` of the simulated perturbation —
+            ``converged`` (the envelope of ‖N − N*‖ decays: measured rate < 0, or no deviation
+            at all), ``oscillating`` (it is sustained or grows: rate ≥ 0), ``diverged`` (a
+            non-finite workload) or ``max_steps`` (the horizon after ``fit_after`` holds too
+            few points to fit a rate: lengthen ``t1``).
     """
 
     stepsize: float
@@ -43,6 +49,7 @@ class EmpiricalCheck:
     t: np.ndarray
     deviation: np.ndarray
     workload: np.ndarray
+    status: DynamicsStatus = DynamicsStatus.MAX_STEPS
 
     @property
     def predicted_rate(self) -> float:
@@ -51,8 +58,21 @@ class EmpiricalCheck:
 
     @property
     def verdict(self) -> str:
-        """``"converges"`` if the measured envelope decays, else ``"oscillates"``."""
-        return "converges" if self.measured_rate < 0 else "oscillates"
+        """``"converges"`` if the measured envelope decays, else ``"oscillates"`` (the word the
+        stored charts use; :attr:`status` tells the undecided cases apart)."""
+        return "converges" if self.status is DynamicsStatus.CONVERGED else "oscillates"
+
+
+def dynamics_status(workload: np.ndarray, deviation: np.ndarray, rate: float) -> DynamicsStatus:
+    """:attr:`EmpiricalCheck.status` of a perturbed run: its workloads, its deviation from the
+    equilibrium ‖N − N*‖ (requests) and the envelope's fitted rate (1/s)."""
+    if not np.all(np.isfinite(workload)):
+        return DynamicsStatus.DIVERGED
+    if not np.any(deviation > 0):
+        return DynamicsStatus.CONVERGED  # no perturbation to decay: at the equilibrium
+    if math.isnan(rate):
+        return DynamicsStatus.MAX_STEPS
+    return DynamicsStatus.CONVERGED if rate < 0 else DynamicsStatus.OSCILLATING
 
 
 def envelope_rate(t: Any, deviation: Any, *, t_min: float = 0.0) -> float:
@@ -112,7 +132,9 @@ def empirical_check(net: CellNetwork, cost: CostKind | str = "gradient",
     t = np.asarray(sol.t, dtype=float)
     W = np.asarray(sol.workload, dtype=float)
     dev = np.linalg.norm(W - pt.workload[None], axis=1)
-    rate = envelope_rate(t, dev, t_min=t1 / 5 if fit_after is None else fit_after)
+    finite = bool(np.all(np.isfinite(dev)))
+    rate = envelope_rate(t, dev, t_min=t1 / 5 if fit_after is None else fit_after) \
+        if finite else math.nan
     root = spectrum(lin, eta, n_nodes=n_nodes).rightmost
     return EmpiricalCheck(stepsize=eta, predicted_root=root, measured_rate=rate, t=t,
-                          deviation=dev, workload=W)
+                          deviation=dev, workload=W, status=dynamics_status(W, dev, rate))

@@ -65,7 +65,7 @@ The reference Frank–Wolfe traffic assignment (bi-conjugate directions, exact l
 the same equilibrium independently of CVXPY.
 """),
 ("code", """
-fw, trace = frank_wolfe(game, method=FWMethod.BFW, tol=1e-10)
+fw = frank_wolfe(game, method=FWMethod.BFW, tol=1e-10)
 print(fw.iterations, "iterations, TSTT", fw.total_travel_time, "gap", fw.relative_gap)
 """),
 ("md", """

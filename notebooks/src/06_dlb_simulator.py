@@ -44,11 +44,11 @@ update at every probe round (10 ms).
 arr = generate_arrivals(sc, DURATION, SEED)
 runs = {p: simulate(sc, make_router(p), duration_s=DURATION, seed=SEED, arrivals=arr)
         for p in POLICIES}
-rand = runs["rand"].latency_summary()
+rand = runs["rand"].summary()["latency"]
 print(f"{'policy':>10} {'requests':>8} {'done':>6} {'errors':>6} {'mean s':>7} {'p90 s':>7} "
       f"{'mean/Rand':>9} {'p90/Rand':>8}")
 for p, r in runs.items():
-    s = r.latency_summary()
+    s = r.summary()["latency"]
     print(f"{p:>10} {r.requests:8d} {r.completed:6d} {r.errors:6d} {s['mean']:7.3f} "
           f"{s['p90']:7.3f} {s['mean'] / rand['mean']:9.3f} {s['p90'] / rand['p90']:8.3f}")
 """),
@@ -59,7 +59,7 @@ End-to-end latency of the completed requests: network round trip 2τ + queueing 
 ("code", """
 fig, ax = figure(width=7, height=4)
 for p, r in runs.items():
-    lat = np.sort(r.latency_s)
+    lat = np.sort(r.latency_s[r.done])
     ax.plot(lat, np.arange(1, lat.size + 1) / lat.size, label=p, lw=1.4,
             ls="--" if p.startswith("disc") else "-", color="k" if p == "rand" else None)
 ax.set_xscale("log")
@@ -122,7 +122,7 @@ for factor in (1.0, 3.0, 10.0):
     keep = r.series_t >= 10.0
     print(f"flow-grad, {factor:g} × the default constant (η/η_crit = "
           f"{router.eta(start) / crit:.2g}): mean/Rand "
-          f"{r.latency_summary()['mean'] / rand['mean']:.3f}, workload std "
+          f"{r.summary()['latency']['mean'] / rand['mean']:.3f}, workload std "
           f"{r.series_workload[keep].std(axis=0).mean():.2f} requests")
 """),
 ("md", """
