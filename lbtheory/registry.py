@@ -77,7 +77,7 @@ class PolicyEntry:
     """One policy, whole: its name, label, colour, constructor, where it runs and how.
 
     Attributes:
-        name: the CLI name (``--policy`` / ``--policies`` / ``--routers``).
+        name: the CLI name (``--policy`` of every simulating subcommand).
         label: short display label (tables, figure legends).
         factory: the constructor, ``"module:attribute"`` or a callable, called with the options.
         simulators: where it runs.
@@ -451,9 +451,9 @@ def parse_policies(text: str, simulator: Simulator | str) -> list[str]:
 
 #: The policy names of ``lbtheory simulate --policy`` (the CLI contract), in display order.
 POLICY_NAMES: tuple[str, ...] = policy_names(Simulator.CELLS)
-#: The policy names of ``lbtheory barrier --policies``.
+#: The policy names of ``lbtheory barrier --policy``.
 BARRIER_POLICIES: tuple[str, ...] = policy_names(Simulator.REPLICAS)
-#: The router names of ``lbtheory intelligent evaluate --routers``.
+#: The router names of ``lbtheory intelligent evaluate --policy``.
 INSTANCE_POLICIES: tuple[str, ...] = policy_names(Simulator.INSTANCES)
 
 

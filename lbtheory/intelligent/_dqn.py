@@ -82,7 +82,7 @@ __all__ = ["double_dqn_update", "double_dqn_step", "DQNConfig", "TrainResult", "
 
 
 class RLKind(enum.StrEnum):
-    """The RL routers of THEORY §10 (the names of ``lbtheory intelligent train --router``)."""
+    """The RL routers of THEORY §10 (the names of ``lbtheory intelligent train --policy``)."""
 
     RL = "rl"        # Baseline RL: no guidance
     WA_RL = "wa-rl"  # Workload-Aware RL: static mixing penalty
