@@ -23,6 +23,7 @@ import numpy as np
 from .._checks import check_memory
 from ..costs import CostKind, cell_cost, static_cost
 from ..routers import CellView, MNLBState, jsq_pick, sample_index_kernel
+from ..routers._drive import Driver
 from ..simplex import masked_sum_kernel
 from ..workloads import Workload
 from . import _kernels_state as ks
@@ -86,8 +87,8 @@ class _Run:
         self.sc, self.router, self.plan, self.T = sc, router, plan, float(T)
         self.n = n = net.n
         R = int(np.searchsorted(arr.arrival_s, T, side="left"))
-        self.rng = np.random.default_rng(streams[1])
-        state = router.init(int(streams[1].generate_state(1)[0]))
+        driver = Driver(router, streams[1])  # the reference's seeding (RouterDriver)
+        self.rng, state = driver.rng, driver.state
         self.leaf_rng = np.random.default_rng(streams[2])
         self.k = [c.replicas for c in net.cells]
         self.cluster = types.SimpleNamespace(k=list(self.k), online=list(self.k))
