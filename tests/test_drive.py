@@ -12,7 +12,7 @@ from lbtheory.errors import ParameterError
 from lbtheory.registry import make_router
 from lbtheory.routers import AffinityRouter, Assignment, ErrorAversion, FlowRouter
 from lbtheory.routers._contract import RoundObserver, SessionRouter
-from lbtheory.routers._drive import Driver, observe_all
+from lbtheory.routers._drive import Driver, observe_all, optional_methods
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +53,10 @@ def test_optional_methods_are_declared_protocols():
     aff = AffinityRouter(_Log())
     assert isinstance(aff, SessionRouter) and isinstance(aff, RoundObserver)
     assert not isinstance(ErrorAversion(_Log()), SessionRouter)
+    # the per-type cache the drivers use agrees with the Protocols
+    for r in (aff, ErrorAversion(_Log()), _Log(), _Rounds(), _Sessions(), make_router("rand")):
+        assert optional_methods(r) == (isinstance(r, RoundObserver), isinstance(r, SessionRouter))
+    assert optional_methods(_Sessions()) == (False, True)
 
 
 def test_observe_round_falls_back_to_observe_per_view_in_index_order():

@@ -30,14 +30,30 @@ import numpy as np
 from ..errors import ParameterError
 from ._contract import Assignment, Decision, RoundObserver, SessionRouter
 
-__all__ = ["Driver", "observe_all"]
+__all__ = ["Driver", "observe_all", "optional_methods"]
+
+
+#: router type -> (is a RoundObserver, is a SessionRouter): ``isinstance`` on a Protocol costs
+#: tens of microseconds, too much once per probe round.
+_OPTIONAL: dict[type, tuple[bool, bool]] = {}
+
+
+def optional_methods(router: Any) -> tuple[bool, bool]:
+    """Whether ``router`` is a :class:`~._contract.RoundObserver` and a
+    :class:`~._contract.SessionRouter` (cached per type)."""
+    kind = type(router)
+    has = _OPTIONAL.get(kind)
+    if has is None:
+        has = _OPTIONAL[kind] = (isinstance(router, RoundObserver),
+                                 isinstance(router, SessionRouter))
+    return has
 
 
 def observe_all(router: Any, state: Any, views: Sequence[Any]) -> Any:
     """``router``'s state after a probe round ``views`` (``views[i]`` or None): its
     ``observe_round`` when it is a :class:`~._contract.RoundObserver`, else ``observe`` on every
     non-None view in index order."""
-    if isinstance(router, RoundObserver):
+    if optional_methods(router)[0]:
         return router.observe_round(state, views)
     for v in views:
         if v is not None:
@@ -77,9 +93,9 @@ class Driver:
         self.router, self.state, self.rng = router, state, rng
         self.name: str = getattr(router, "name", "router")
         self.target, self.queue = target, queue
-        # the optional methods, looked up once (isinstance on a Protocol costs microseconds)
-        self._round = router.observe_round if isinstance(router, RoundObserver) else None
-        self._session = router.route_session if isinstance(router, SessionRouter) else None
+        rounds, sessions = optional_methods(router)
+        self._round = router.observe_round if rounds else None
+        self._session = router.route_session if sessions else None
 
     def observe(self, view: Any) -> None:
         """New information (one view) reached the router."""
@@ -89,8 +105,12 @@ class Driver:
         """A probe round reached every source with a view (:func:`observe_all`)."""
         if self._round is not None:
             self.state = self._round(self.state, views)
-        else:
-            self.state = observe_all(self.router, self.state, views)
+            return
+        observe, state = self.router.observe, self.state
+        for v in views:
+            if v is not None:
+                state = observe(state, v)
+        self.state = state
 
     def route(self, view: Any, session: int | None = None) -> Decision:
         """The router's decision on ``view`` (for a request of ``session``, if not None)."""
