@@ -70,8 +70,8 @@ def main() -> None:
 
     def loop(self):  # record the counters the loop leaves behind
         original(self)
-        seen.setdefault("seq", []).append(int(self.ci[ks.I_SEQ]))
-        seen.setdefault("heap", []).append(int(self.h_t.shape[0]))
+        seen.setdefault("seq", []).append(int(self.ctl.ci[ks.I_SEQ]))
+        seen.setdefault("heap", []).append(int(self.clock.t.shape[0]))
 
     _compiled._Run.loop = loop
     print("| policy | wall s | completed | ns / request | events pushed | events / request | "

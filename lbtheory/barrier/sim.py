@@ -49,7 +49,7 @@ import numpy as np
 
 from .._checks import check_int, check_memory, check_real, check_seed
 from ..errors import ParameterError, RequestOutcome, RunStatus
-from ..routers import Assignment
+from ..routers._drive import Driver
 from ..stats import mean, run_summary
 from ..workloads import Workload
 from .imbalance import (
@@ -61,7 +61,8 @@ from .imbalance import (
 )
 from .protocol import ReplicaView
 
-__all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps", "decide_tick"]
+__all__ = ["DecodeConfig", "DecodeResult", "simulate_decode", "decode_steps", "decide_tick",
+           "place_tick"]
 
 
 @dataclass(frozen=True)
@@ -271,14 +272,8 @@ class _Cluster:
 
 
 def _check(view: ReplicaView, pos: np.ndarray, reps: np.ndarray, name: str) -> None:
-    """Check a router's answer against the view (distinct positions, free slots, KV room)."""
-    if pos.shape != reps.shape or pos.ndim != 1:
-        raise ParameterError(f"router {name} returned {pos.size} positions and {reps.size} "
-                             f"replicas")
-    if pos.size == 0:
-        return
-    if np.unique(pos).size != pos.size or pos.min() < 0 or pos.max() >= view.pool_ids.size:
-        raise ParameterError(f"router {name} returned invalid or repeated pool positions")
+    """Check a router's replicas against the view (free slots, KV room); the positions were
+    checked by :meth:`~lbtheory.routers._drive.Driver.ask`."""
     G = view.free.size
     if reps.min() < 0 or reps.max() >= G:
         raise ParameterError(f"router {name} returned a replica outside 0..{G - 1}")
@@ -294,37 +289,38 @@ def _check(view: ReplicaView, pos: np.ndarray, reps: np.ndarray, name: str) -> N
 def decide_tick(router: Any, state: Any, view: ReplicaView, rng: np.random.Generator
                 ) -> tuple[list[int], list[int], Any]:
     """Ask ``router`` until it has nothing more to place this tick; pool positions (in the
-    tick's first view) and replicas.
+    tick's first view), replicas and the router's new state (:func:`place_tick` on a
+    :class:`~lbtheory.routers._drive.Driver` resuming from ``state`` and ``rng``)."""
+    driver = Driver.resume(router, state, rng, target="replica", queue="pool")
+    pos, reps = place_tick(driver, view)
+    return pos, reps, driver.state
+
+
+def place_tick(driver: Driver, view: ReplicaView) -> tuple[list[int], list[int]]:
+    """Ask the driven router until it has nothing more to place this tick; pool positions (in
+    the tick's first view) and replicas.
 
     A per-request answer (an int) places the head of the pool (FIFO); a batch answer (an
     :class:`~lbtheory.routers.Assignment`) places its positions. Either way the router is asked
     again with the view updated (slots, loads, KV room, the rest of the pool), until it answers
     ``None`` or an empty assignment, or the pool or the slots run out.
     """
-    name = getattr(router, "name", "router")
     order = np.arange(view.pool_ids.size)
     out_pos: list[int] = []
     out_g: list[int] = []
     while view.pool_ids.size and view.free.any():
-        decision, state = router.route(state, view, rng)
-        if decision is None:
+        got = driver.ask(view, view.pool_ids.size, view.head)
+        if got is None:
             break
-        if isinstance(decision, Assignment):
-            pos = np.asarray(decision.positions, dtype=np.int64)
-            reps = np.asarray(decision.targets, dtype=np.int64)
-        else:
-            pos = np.array([view.head], dtype=np.int64)
-            reps = np.array([decision], dtype=np.int64)
-        _check(view, pos, reps, name)
-        if pos.size == 0:
-            break
+        pos, reps = got
+        _check(view, pos, reps, driver.name)
         out_pos.extend(order[pos].tolist())
         out_g.extend(reps.tolist())
         keep = np.ones(order.size, dtype=bool)
         keep[pos] = False
         order = order[keep]
         view = _after(view, pos, reps, keep)
-    return out_pos, out_g, state
+    return out_pos, out_g
 
 
 def _after(view: ReplicaView, pos: np.ndarray, reps: np.ndarray,
@@ -372,7 +368,6 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
             raise ParameterError(f"simulate_decode: unknown option(s) {unknown}; expected "
                                  f"DecodeConfig fields")
     cfg = config if config is not None else DecodeConfig(**options)
-    rng = np.random.default_rng(check_seed(seed))
     G, S = int(cfg.replicas), int(cfg.slots)
     n = len(workload)
     prompt = workload.prompt_tokens
@@ -384,8 +379,8 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
     arrive = workload.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
     step_time = cfg.step_model  # t = a·M + b (s): the one definition, StepTimeModel.__call__
     cl = _Cluster(G, S)
-    state = router.init(seed)
-    name = getattr(router, "name", "router")
+    driver = Driver(router, check_seed(seed), target="replica", queue="pool")
+    name = driver.name
     enter = np.zeros(n, dtype=np.int64)
     start = np.full(n, -1, dtype=np.int64)
     replica = np.full(n, -1, dtype=np.int64)
@@ -417,8 +412,8 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
                                cl.slot_start, done_ids, done_steps,
                                None if cfg.kv_budget is None else cfg.kv_budget - cl.loads)
             if done_ids:
-                state = router.observe(state, view)
-            pos, reps, state = decide_tick(router, state, view, rng)
+                driver.observe(view)
+            pos, reps = place_tick(driver, view)
             for p, g in zip(pos, reps):
                 i = pool[p]
                 start[i] = tick

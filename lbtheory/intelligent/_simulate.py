@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import stats
 from .._checks import Seed, as_seed, check_option, check_seed
-from ..errors import Engine, ParameterError, RequestOutcome, RunStatus, warn_deprecated
-from ..routers import Assignment
+from ..errors import Engine, RequestOutcome, RunStatus, warn_deprecated
+from ..routers._drive import Driver
 from ..workloads import Workload
 from ._compiled import CompiledClusterSim, kernel_spec
 from ._engine import ClusterConfig, ClusterSim
@@ -168,29 +168,17 @@ def run_router(sim: ClusterSim | CompiledClusterSim, router: Any, *, seed: int =
     the queue empties. An ``int`` sends the head of the queue to that instance; an
     :class:`~lbtheory.routers.Assignment` sends queue positions to instances. ``seed`` seeds
     the ``rng`` the router draws from."""
-    rng = np.random.default_rng(check_seed(seed))
-    state = router.init(seed)
-    name = getattr(router, "name", "router")
+    driver = Driver(router, check_seed(seed), target="instance")
     while sim.advance():
         view = sim.view()
-        state = router.observe(state, view)
+        driver.observe(view)
         while sim.queue_length:
-            decision, state = router.route(state, view, rng)
-            if decision is None:
+            got = driver.ask(view, sim.queue_length)
+            if got is None:
                 break
-            if isinstance(decision, Assignment):
-                pairs = list(zip(np.asarray(decision.positions).tolist(),
-                                 np.asarray(decision.targets).tolist()))
-            else:
-                pairs = [(0, decision)]
-            if not pairs:
-                break
-            n = sim.queue_length
-            pos_list = [p for p, _ in pairs]
-            if len(set(pos_list)) != len(pos_list) or not all(0 <= p < n for p in pos_list):
-                raise ParameterError(f"router {name} chose queue positions {pos_list} of {n}")
-            for p, m in sorted(pairs, key=lambda pm: -pm[0]):  # later positions first
-                sim.dispatch(p, int(m))
+            # later positions first (positions are distinct: the pairs sort by position)
+            for p, m in sorted(zip(got[0].tolist(), got[1].tolist()), reverse=True):
+                sim.dispatch(p, m)
             if sim.queue_length:
                 view = sim.view()
 

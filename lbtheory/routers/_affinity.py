@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..costs import CostKind
+from ._drive import observe_all
 from ._view import CellView, check_source, cost_row
 
 __all__ = ["AffinityRouter", "AffinityState"]
@@ -37,7 +38,8 @@ class AffinityState(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class AffinityRouter:
-    """Session stickiness around ``router`` with expected saving ``saving_s`` (s) [R]."""
+    """Session stickiness around ``router`` with expected saving ``saving_s`` (s) [R]: a
+    :class:`~._contract.RoundObserver` and a :class:`~._contract.SessionRouter`."""
 
     router: Any
     saving_s: float = 0.05
@@ -55,15 +57,8 @@ class AffinityRouter:
         return state._replace(inner=self.router.observe(state.inner, view))
 
     def observe_round(self, state: AffinityState, views: list) -> AffinityState:
-        """Forwarded to the wrapped router (vectorised when it can)."""
-        inner_round = getattr(self.router, "observe_round", None)
-        if inner_round is not None:
-            return state._replace(inner=inner_round(state.inner, views))
-        inner = state.inner
-        for v in views:
-            if v is not None:
-                inner = self.router.observe(inner, v)
-        return state._replace(inner=inner)
+        """Forwarded to the wrapped router (vectorised when it can: :func:`observe_all`)."""
+        return state._replace(inner=observe_all(self.router, state.inner, views))
 
     def route(self, state: AffinityState, view: CellView,
               rng: np.random.Generator) -> tuple[int, AffinityState]:

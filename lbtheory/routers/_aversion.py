@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._contract import cumulative, sample_index
+from ._drive import observe_all
 from ._view import CellView, check_source
 
 __all__ = ["ErrorAversion", "AversionState"]
@@ -78,17 +79,11 @@ class ErrorAversion:
 
     def observe_round(self, state: AversionState, views: list[CellView | None]
                       ) -> AversionState:
-        """:meth:`observe` for every source of a probe round (vectorised when the wrapped router
-        has ``observe_round``)."""
+        """:meth:`observe` for every source of a probe round (the wrapped router's
+        ``observe_round`` when it is a :class:`~._contract.RoundObserver`: :func:`observe_all`)."""
         live = [i for i, v in enumerate(views) if v is not None]
         state = self._control(state, views[live[0]], live)
-        inner_round = getattr(self.router, "observe_round", None)
-        if inner_round is not None:
-            return state._replace(inner=inner_round(state.inner, views))
-        inner = state.inner
-        for i in live:
-            inner = self.router.observe(inner, views[i])
-        return state._replace(inner=inner)
+        return state._replace(inner=observe_all(self.router, state.inner, views))
 
     def route(self, state: AversionState, view: CellView,
               rng: np.random.Generator) -> tuple[int, AversionState]:

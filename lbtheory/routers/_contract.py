@@ -20,6 +20,17 @@ A **decision** is one of
   that has nothing more to place answers ``None`` or an empty assignment);
 * ``None`` — route nothing more now (wait for the next decision point).
 
+Two **optional methods** extend the contract; each is declared by its own runtime-checkable
+Protocol, and a simulator (through :class:`~lbtheory.routers._drive.Driver`, the one object that
+drives a router) uses it when ``isinstance(router, Protocol)`` holds, else the plain form:
+
+* :class:`RoundObserver` — ``observe_round(state, views) -> state``: one probe round for every
+  DLB source at once (``views[i]`` the view of source i, ``None`` for a cell without arrivals);
+  a vectorised form of ``observe`` that must equal ``observe`` on each non-None view in index
+  order (the default when a router lacks it);
+* :class:`SessionRouter` — ``route_session(state, view, rng, session) -> (decision, state)``:
+  route a request of session ``session`` (an int id; DLB affinity); the default is ``route``.
+
 Each simulator supplies its own **view** (what the router may see): the DLB cell simulator a
 :class:`~lbtheory.routers.CellView` per source cell (probed, stale workloads), the Intelligent
 Router's simulator an :class:`~lbtheory.intelligent.InstanceView`, the decode simulator a
@@ -31,14 +42,15 @@ once and run in all three simulators.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from numba import njit
 
-__all__ = ["Router", "TargetView", "Assignment", "Decision", "NoState", "sample_index",
-           "cumulative", "IgnoresObservations", "Stateless", "IdenticalTargets",
-           "sample_index_kernel", "cumulative_kernel"]
+__all__ = ["Router", "RoundObserver", "SessionRouter", "TargetView", "Assignment", "Decision",
+           "NoState", "sample_index", "cumulative", "IgnoresObservations", "Stateless",
+           "IdenticalTargets", "sample_index_kernel", "cumulative_kernel"]
 
 
 class Assignment(NamedTuple):
@@ -86,9 +98,8 @@ class TargetView(Protocol):
 
 @runtime_checkable
 class Router(Protocol):
-    """The router contract (module docstring). ``observe_round(state, views)`` — one probe round
-    for every DLB source at once (``views[i]`` or None) — is an optional vectorised form of
-    ``observe`` that the cell simulator uses when a router has it."""
+    """The router contract (module docstring); the optional methods are
+    :class:`RoundObserver` and :class:`SessionRouter`."""
 
     name: str
 
@@ -97,6 +108,25 @@ class Router(Protocol):
     def observe(self, state: Any, view: Any) -> Any: ...
 
     def route(self, state: Any, view: Any, rng: np.random.Generator) -> tuple[Decision, Any]: ...
+
+
+@runtime_checkable
+class RoundObserver(Protocol):
+    """Optional: a router that observes a whole DLB probe round at once (module docstring)."""
+
+    def observe_round(self, state: Any, views: Sequence[Any]) -> Any:
+        """The state after ``observe`` of every non-None ``views[i]``, in index order."""
+        ...
+
+
+@runtime_checkable
+class SessionRouter(Protocol):
+    """Optional: a router that routes a request knowing its session (module docstring)."""
+
+    def route_session(self, state: Any, view: Any, rng: np.random.Generator,
+                      session: int) -> tuple[Decision, Any]:
+        """One decision for a request of session ``session`` (an int id)."""
+        ...
 
 
 class IdenticalTargets:

@@ -23,6 +23,7 @@ import numpy as np
 from .._checks import check_memory
 from ..costs import CostKind, cell_cost, static_cost
 from ..routers import CellView, MNLBState, jsq_pick, sample_index_kernel
+from ..routers._drive import Driver
 from ..simplex import masked_sum_kernel
 from ..workloads import Workload
 from . import _kernels_state as ks
@@ -77,8 +78,9 @@ def _grow(a: np.ndarray, size: int, axis: int = 0, fill: float = 0) -> np.ndarra
 
 
 class _Run:
-    """The arrays of one run (layout: :mod:`._kernels_state`), the pause handlers and the
-    Python-side pieces (models, MNLB's program)."""
+    """One run: its inputs, the records of arrays the loop runs on (:mod:`._kernels_state`:
+    ``rq``, ``cl``, ``clock``, ``probes``, ``routing``, ``rec``, ``ctl``), the pause handlers and
+    the Python-side pieces (models, MNLB's program)."""
 
     def __init__(self, sc: Scenario, router: Any, plan: KernelPlan, T: float, streams: list,
                  arr: Workload, record_period: float, record_every: int) -> None:
@@ -86,9 +88,9 @@ class _Run:
         self.sc, self.router, self.plan, self.T = sc, router, plan, float(T)
         self.n = n = net.n
         R = int(np.searchsorted(arr.arrival_s, T, side="left"))
-        self.rng = np.random.default_rng(streams[1])
-        state = router.init(int(streams[1].generate_state(1)[0]))
-        self.leaf_rng = np.random.default_rng(streams[2])
+        driver = Driver(router, streams[1])  # the reference's seeding (RouterDriver)
+        self.rng = driver.rng
+        self.leaf_rng, self._leaf_block = np.random.default_rng(streams[2]), 512
         self.k = [c.replicas for c in net.cells]
         self.cluster = types.SimpleNamespace(k=list(self.k), online=list(self.k))
         self.models = SeenModels(sc, self.cluster, streams[3])
@@ -98,32 +100,32 @@ class _Run:
         lam = net.arrival_rates
         self.sources = sorted({int(s) for s in np.unique(src)} | {i for i in range(n)
                                                                   if lam[i] > 0})
-        self._requests(arr, R, src)
-        self._cells()
-        self._servers()
-        self.h_t, self.h_i = np.zeros(256), np.zeros((256, 4), dtype=np.int64)
-        self.ci, self.cf = np.zeros(ks.N_I, dtype=np.int64), np.zeros(ks.N_F)
-        self.tau = np.ascontiguousarray(net.delays, dtype=float)
-        self.mask = np.ascontiguousarray(net.adjacency, dtype=bool)
-        self.W, self.cum, self.X, self.av = (np.zeros((n, n)) for _ in range(4))
-        self.nn_i = np.zeros((2, n, n), dtype=np.int64)
-        self.nn_i[ks.CURSOR] = ks.NONE
+        self.rq = _requests(arr, R, src)
+        self.cl = self._cluster()
+        self.clock = ks.Clock(np.zeros(256), np.zeros((256, 4), dtype=np.int64))
+        W = np.zeros((n, n))
+        nn_i = np.zeros((2, n, n), dtype=np.int64)
+        nn_i[ks.CURSOR] = ks.NONE
         cols = 64 if plan.ip[K_NEEDS_W] else 1  # a router that reads no probe: no history
-        self.hist_t, self.hist_n = np.zeros((n, cols)), np.zeros((n, cols), dtype=np.int64)
-        self.src_arr = np.array(self.sources, dtype=np.int64)
+        self.probes = ks.Probes(
+            tau=np.ascontiguousarray(net.delays, dtype=float),
+            mask=np.ascontiguousarray(net.adjacency, dtype=bool),
+            sources=np.array(self.sources, dtype=np.int64), W=W, nn_i=nn_i,
+            hist_t=np.zeros((n, cols)), hist_n=np.zeros((n, cols), dtype=np.int64))
         # routing rows are a flow router's (the reference records none for the others)
         plan.ip[K_RECORD_EVERY] = record_every if plan.ip[K_KERNEL] == K_FLOW else 0
-        self._router_arrays(state)
+        self.ctl = ks.Control(plan.ip, plan.fp, np.zeros(ks.N_I, dtype=np.int64),
+                              np.zeros(ks.N_F))
+        self._routing()
         est = sc.estimation
         m = min(int(T / record_period) + 3, _FIRST_ROWS)  # then doubled as needed
         every = plan.ip[K_RECORD_EVERY]
         cap_r = min(int(T / sc.probe_period_s / every) + 3, _FIRST_ROWS) if every else 0
-        self.series_t, self.series_N = np.zeros(m), np.zeros((m, n), dtype=np.int64)
-        self.est = np.zeros((2, n, est.window if est else 0))
-        self.route_t = np.zeros(cap_r)
-        self.route_x = np.zeros((cap_r, len(self.sources), n))
-        self.leaf, self._leaf_block = np.zeros((2, 0)), 512
-        cf = self.cf
+        self.rec = ks.Recorded(
+            series_t=np.zeros(m), series_N=np.zeros((m, n), dtype=np.int64),
+            est=np.zeros((2, n, est.window if est else 0)), route_t=np.zeros(cap_r),
+            route_x=np.zeros((cap_r, len(self.sources), n)))
+        cf = self.ctl.cf
         cf[ks.F_T], cf[ks.F_DELTA] = self.T, sc.probe_period_s
         cf[ks.F_RECORD] = float(record_period)
         cf[ks.F_REFIT] = est.period_s if est else 0.0
@@ -132,22 +134,7 @@ class _Run:
         self._first_events()
 
     # -- building the arrays -------------------------------------------------------------
-    def _requests(self, arr: Workload, R: int, src: np.ndarray) -> None:
-        rq_f = np.zeros((9, R))
-        rq_f[ks.AT] = arr.arrival_s[:R]
-        rq_f[ks.PROMPT], rq_f[ks.OUTPUT] = arr.prompt_tokens[:R], arr.output_tokens[:R]
-        rq_f[ks.WORK] = arr.work[:R] if arr.work is not None else 1.0
-        rq_f[ks.T_CELL] = rq_f[ks.T_DONE] = np.nan
-        rq_i = np.zeros((6, R), dtype=np.int64)
-        rq_i[ks.SRC] = src
-        rq_i[ks.DEST] = rq_i[ks.NXT] = ks.NONE
-        if arr.session is not None:
-            rq_i[ks.SESS] = np.unique(arr.session[:R], return_inverse=True)[1]
-        else:
-            rq_i[ks.SESS] = ks.NONE
-        self.rq_f, self.rq_i = rq_f, rq_i
-
-    def _cells(self) -> None:
+    def _cluster(self) -> ks.Cluster:
         spec, n = self.sc.servers, self.n
         ce_f, ce_i = np.zeros((10, n)), np.zeros((15, n), dtype=np.int64)
         ce_i[ks.K] = ce_i[ks.ONLINE] = self.k
@@ -161,42 +148,46 @@ class _Run:
         ce_f[ks.TP] = [s.prefill_s_per_token for s in spec]
         ce_f[ks.TD] = [s.decode_s_per_token for s in spec]
         ce_f[ks.PROBED_K] = self.k
-        self.ce_f, self.ce_i = ce_f, ce_i
-
-    def _servers(self) -> None:
         S = int(sum(self.k))
         sv_i = np.zeros((9, S), dtype=np.int64)
-        sv_i[ks.CELL] = np.repeat(np.arange(self.n), self.k)
+        sv_i[ks.CELL] = np.repeat(np.arange(n), self.k)
         sv_i[ks.Q_HEAD] = sv_i[ks.Q_TAIL] = sv_i[ks.D_HEAD] = sv_i[ks.D_TAIL] = ks.NONE
-        self.sv_f, self.sv_i = np.zeros((1, S)), sv_i
+        return ks.Cluster(ce_f=ce_f, ce_i=ce_i, sv_f=np.zeros((1, S)), sv_i=sv_i,
+                          rate=np.zeros((1, n)), leaf=np.zeros((2, 0)),
+                          leaf_rr=self.sc.leaf_policy == "rr")
 
-    def _router_arrays(self, state: Any) -> None:
-        plan, net = self.plan, self.sc.network
+    def _routing(self) -> None:
+        """The routers' arrays (``self.routing``), with the first cost and rate tables."""
+        plan, net, n = self.plan, self.sc.network, self.n
         mask = net.adjacency
-        start = CellView(time=0.0, workload=np.zeros(self.n),
+        cum, X = np.zeros((n, n)), np.zeros((n, n))
+        start = CellView(time=0.0, workload=np.zeros(n),
                          replicas=np.asarray(self.k, dtype=float), delays=net.delays, mask=mask)
         for i in self.sources:  # a flow router's first rows (the reference's initial_row)
-            self.X[i] = (plan.base.initial_row(start, i) if plan.ip[K_KERNEL] == K_FLOW
-                         else mask[i] / mask[i].sum())
-            self.cum[i] = np.cumsum(self.X[i])
-        sessions = int(self.rq_i[ks.SESS].max()) + 1 if self.rq_i.shape[1] else 0
-        self.sess = np.full((2, max(sessions, 0)), ks.NONE, dtype=np.int64)
+            X[i] = (plan.base.initial_row(start, i) if plan.ip[K_KERNEL] == K_FLOW
+                    else mask[i] / mask[i].sum())
+            cum[i] = np.cumsum(X[i])
+        sess_i = self.rq.i[ks.SESS]
+        sessions = int(sess_i.max()) + 1 if sess_i.shape[0] else 0
         kind = plan.cost or CostKind.LATENCY
-        self.F = self.F_lat = self.rate = np.zeros((1, self.n))
-        self.G = np.ascontiguousarray(static_cost(kind, net.delays), dtype=float)
-        self.G_lat = np.ascontiguousarray(static_cost(CostKind.LATENCY, net.delays),
-                                          dtype=float)
-        self.user_state = plan.user_state.copy() if plan.user_state is not None else np.zeros(0)
-        self.scratch_f, self.scratch_b = np.zeros((3, self.n)), np.zeros((2, self.n), bool)
-        self.scratch_i = np.zeros((3, 3 * self.n + 8), dtype=np.int64)
+        self.routing = ks.Routing(
+            cum=cum, X=X, av=np.zeros((n, n)),
+            sess=np.full((2, max(sessions, 0)), ks.NONE, dtype=np.int64),
+            F=np.zeros((1, n)), G=np.ascontiguousarray(static_cost(kind, net.delays), dtype=float),
+            F_lat=np.zeros((1, n)),
+            G_lat=np.ascontiguousarray(static_cost(CostKind.LATENCY, net.delays), dtype=float),
+            user_state=(plan.user_state.copy() if plan.user_state is not None
+                        else np.zeros(0)),
+            scratch_f=np.zeros((3, n)), scratch_b=np.zeros((2, n), bool),
+            scratch_i=np.zeros((3, 3 * n + 8), dtype=np.int64))
         if plan.ip[K_USES_F] or plan.ip[K_USES_F_LAT]:
             self._tables(64)
         if any(s.kind is ServerKind.RATE for s in self.sc.servers):
-            self.rate = self._rate_table(64)
+            self.cl = self.cl._replace(rate=self._rate_table(64))
 
     def _first_events(self) -> None:
         """The reference engine's first pushes, in its order."""
-        sc, h_t, h_i, ci = self.sc, self.h_t, self.h_i, self.ci
+        sc, (h_t, h_i), ci = self.sc, self.clock, self.ctl.ci
         ks.heap_push(h_t, h_i, ci, sc.probe_period_s, int(Event.PROBE), 0, 0)
         for o in sc.outages:
             ks.heap_push(h_t, h_i, ci, o.start_s, int(Event.OUTAGE), o.cell, o.replicas)
@@ -212,7 +203,7 @@ class _Run:
         self._check_table(rows)
         if kind is CostKind.RIF:
             grid = np.broadcast_to(np.arange(rows, dtype=float)[:, None], (rows, n))
-            online = self.ce_i[ks.ONLINE].astype(float)
+            online = self.cl.ce_i[ks.ONLINE].astype(float)
             return np.ascontiguousarray(cell_cost(kind, self.models.bank, grid, online))
         tab = self.models.tables.get(kind)  # the reference engine's table (same values)
         if tab.covers(np.array([rows - 1.0])):
@@ -227,12 +218,14 @@ class _Run:
     def _tables(self, rows: int) -> None:
         """Cost tables of the current models covering N = 0 … rows−1; a table that grows at
         least doubles (as the reference's :class:`~lbtheory.routers.CostTables` do)."""
-        have = max(self.F.shape[0], self.F_lat.shape[0])
+        rt, ip = self.routing, self.plan.ip
+        have = max(rt.F.shape[0], rt.F_lat.shape[0])
         rows = max(rows, have, 2 * have if rows > have else 0)
-        if self.plan.ip[K_USES_F]:
-            self.F = self._cost_table(self.plan.cost, rows)
-        if self.plan.ip[K_USES_F_LAT]:
-            self.F_lat = self._cost_table(CostKind.LATENCY, rows)
+        if ip[K_USES_F]:
+            rt = rt._replace(F=self._cost_table(self.plan.cost, rows))
+        if ip[K_USES_F_LAT]:
+            rt = rt._replace(F_lat=self._cost_table(CostKind.LATENCY, rows))
+        self.routing = rt
 
     def _rate_table(self, rows: int) -> np.ndarray:
         """μ_j(N) of the declared models at N = 0 … rows−1, evaluated as the reference engine
@@ -253,101 +246,106 @@ class _Run:
                     ks.P_OUTAGE: self._outage, ks.P_LEAF_STREAM: self._refill_leaf,
                     ks.P_BAD_ROUTE: self._bad_route}
         p = self.plan
-        leaf_rr = self.sc.leaf_policy == "rr"
         loop = run_events if p.user_route is None else run_events_user
         while True:
-            code = loop(
-                self.rq_f, self.rq_i, self.ce_f, self.ce_i, self.sv_f, self.sv_i, self.h_t,
-                self.h_i, self.tau, self.W, self.cum, self.X, self.av, self.nn_i, self.mask,
-                self.hist_t, self.hist_n, self.src_arr, self.sess, self.F, self.G, self.F_lat,
-                self.G_lat, self.rate, self.leaf, self.series_t, self.series_N, self.est,
-                self.route_t, self.route_x, p.ip, p.fp, self.ci, self.cf, self.scratch_f,
-                self.scratch_b, self.scratch_i, self.user_state, leaf_rr, self.rng,
-                p.user_observe,
-                p.user_route)
+            code = loop(self.rq, self.cl, self.clock, self.probes, self.routing, self.rec,
+                        self.ctl, self.rng, p.user_observe, p.user_route)
             if code == ks.P_DONE:
                 return
             self.pauses[code] += 1
             handlers[code]()
 
     def _grow_heap(self) -> None:
-        size = 2 * self.h_t.shape[0]
-        self.h_t, self.h_i = _grow(self.h_t, size), _grow(self.h_i, size)
+        size = 2 * self.clock.t.shape[0]
+        self.clock = ks.Clock(_grow(self.clock.t, size), _grow(self.clock.i, size))
 
     def _grow_history(self) -> None:
-        C = 2 * self.hist_t.shape[1]
-        self.hist_t, self.hist_n = _grow(self.hist_t, C, 1), _grow(self.hist_n, C, 1)
+        pr = self.probes
+        C = 2 * pr.hist_t.shape[1]
+        self.probes = pr._replace(hist_t=_grow(pr.hist_t, C, 1), hist_n=_grow(pr.hist_n, C, 1))
 
     def _grow_series(self) -> None:
-        m = 2 * self.series_t.shape[0]
-        self.series_t, self.series_N = _grow(self.series_t, m), _grow(self.series_N, m)
+        rec = self.rec
+        m = 2 * rec.series_t.shape[0]
+        self.rec = rec._replace(series_t=_grow(rec.series_t, m),
+                                series_N=_grow(rec.series_N, m))
 
     def _grow_routing(self) -> None:
-        m = 2 * self.route_t.shape[0] + 1
-        self.route_t, self.route_x = _grow(self.route_t, m), _grow(self.route_x, m)
+        rec = self.rec
+        m = 2 * rec.route_t.shape[0] + 1
+        self.rec = rec._replace(route_t=_grow(rec.route_t, m), route_x=_grow(rec.route_x, m))
 
     def _new_tables(self) -> None:
         """New cost tables: larger, for changed models, or (RIF) for new probed replicas."""
-        self._tables(int(self.ci[ks.I_NEED]))
-        self.ci[ks.I_STALE] = 0
-        self.ci[ks.I_DONE_FLAG] = 1
+        ci = self.ctl.ci
+        self._tables(int(ci[ks.I_NEED]))
+        ci[ks.I_STALE] = 0
+        ci[ks.I_DONE_FLAG] = 1
 
     def _grow_rate(self) -> None:
-        self.rate = self._rate_table(max(int(self.ci[ks.I_NEED]), 2 * self.rate.shape[0]))
+        rows = max(int(self.ctl.ci[ks.I_NEED]), 2 * self.cl.rate.shape[0])
+        self.cl = self.cl._replace(rate=self._rate_table(rows))
 
     def _refill_leaf(self) -> None:
         """Append a block of the leaf stream (uniforms, numpy's log1p(−u)) to the unused rest."""
-        pos = int(self.ci[ks.I_LEAF_POS])
+        ci = self.ctl.ci
+        pos = int(ci[ks.I_LEAF_POS])
         self._leaf_block = min(_LEAF_BLOCK, 2 * self._leaf_block)  # short runs draw little
         u = self.leaf_rng.random(self._leaf_block)
-        self.leaf = np.concatenate([self.leaf[:, pos:], np.stack([u, np.log1p(-u)])], axis=1)
-        self.ci[ks.I_LEAF_POS] = 0
+        leaf = np.concatenate([self.cl.leaf[:, pos:], np.stack([u, np.log1p(-u)])], axis=1)
+        self.cl = self.cl._replace(leaf=leaf)
+        ci[ks.I_LEAF_POS] = 0
 
     def _solve(self) -> None:
         """MNLB's LP at the time of the last probe round (:meth:`MNLBRouter.solve`)."""
-        cf, ci, net = self.cf, self.ci, self.sc.network
-        state = MNLBState(self.program, (), cf[ks.F_NEXT_SOLVE], self.ce_f[ks.COUNTS].copy(),
+        cf, ci, ce_f, net = self.ctl.cf, self.ctl.ci, self.cl.ce_f, self.sc.network
+        state = MNLBState(self.program, (), cf[ks.F_NEXT_SOLVE], ce_f[ks.COUNTS].copy(),
                           cf[ks.F_WINDOW], int(ci[ks.I_SOLVES]))
-        probed = self.ce_f[ks.PROBED_K].copy()
+        probed = ce_f[ks.PROBED_K].copy()
         cap = probed * np.asarray(self.sc.server_rates(), dtype=float)
         view = CellView(time=float(cf[ks.F_PROBE_T]), workload=np.zeros(self.n), replicas=probed,
                         delays=net.delays, mask=net.adjacency, capacity=cap,
                         arrival_rates=net.arrival_rates)
         new = self.plan.base.solve(state, view)
         self.program = new.program
+        cum = self.routing.cum
         for i, row in enumerate(new.cum):
-            self.cum[i] = row if row is not None else 0.0
-        self.ce_f[ks.COUNTS] = new.counts
+            cum[i] = row if row is not None else 0.0
+        ce_f[ks.COUNTS] = new.counts
         cf[ks.F_NEXT_SOLVE], cf[ks.F_WINDOW] = new.next_solve, new.window_start
         ci[ks.I_SOLVES] = new.solves
 
     def _refit(self) -> None:
         """The cells refit their latency models on their windows (:meth:`SeenModels.refit`)."""
         w = self.sc.estimation.window
+        ce_i, est, ci, ip = self.cl.ce_i, self.rec.est, self.ctl.ci, self.plan.ip
         for j in range(self.n):
-            c = int(self.ce_i[ks.EST_COUNT, j])
+            c = int(ce_i[ks.EST_COUNT, j])
             idx = np.arange(c) if c <= w else (np.arange(w) + c) % w
-            self.models.samples[j] = deque(zip(self.est[0, j, idx].tolist(),
-                                               self.est[1, j, idx].tolist()), maxlen=w)
+            self.models.samples[j] = deque(zip(est[0, j, idx].tolist(),
+                                               est[1, j, idx].tolist()), maxlen=w)
         self.models.refit()
-        self.ci[ks.I_STALE] = int(bool(self.plan.ip[K_USES_F] or self.plan.ip[K_USES_F_LAT]))
-        self.ci[ks.I_DONE_FLAG] = 1
+        ci[ks.I_STALE] = int(bool(ip[K_USES_F] or ip[K_USES_F_LAT]))
+        ci[ks.I_DONE_FLAG] = 1
 
     def _outage(self) -> None:
         """The online servers of a cell change: the models routers see follow (rescaled)."""
-        a, b = int(self.h_i[0, ks.EV_A]), int(self.h_i[0, ks.EV_B])
+        h_i, ci = self.clock.i, self.ctl.ci
+        a, b = int(h_i[0, ks.EV_A]), int(h_i[0, ks.EV_B])
         self.cluster.online[a] = b
         self.models.outage(a)
-        self.ci[ks.I_STALE] = 1
-        self.ci[ks.I_DONE_FLAG] = 1
+        ci[ks.I_STALE] = 1
+        ci[ks.I_DONE_FLAG] = 1
 
     def _bad_route(self) -> None:
-        j = int(self.ci[ks.I_BAD_DST])
-        raise residency_error(self.router, int(self.ci[ks.I_BAD_SRC]), None if j < 0 else j)
+        ci = self.ctl.ci
+        j = int(ci[ks.I_BAD_DST])
+        raise residency_error(self.router, int(ci[ks.I_BAD_SRC]), None if j < 0 else j)
 
     # -- the result --------------------------------------------------------------------------
     def records(self) -> RunRecords:
-        ci, ce_f, ce_i = self.ci, self.ce_f, self.ce_i
+        ci, ce_f, ce_i = self.ctl.ci, self.cl.ce_f, self.cl.ce_i
+        rq_f, rq_i, rec = self.rq.f, self.rq.i, self.rec
         R = int(ci[ks.I_NEXT])
         check_conservation(R, int(ci[ks.I_COMPLETED]), int(ci[ks.I_ERRORS]), int(ci[ks.I_ON_WIRE]),
                            int(ce_i[ks.N].sum()))
@@ -355,12 +353,29 @@ class _Run:
         return RunRecords(
             requests=R, completed=int(ci[ks.I_COMPLETED]), errors=int(ci[ks.I_ERRORS]),
             events=int(ci[ks.I_EVENTS]), cache_hits=int(ci[ks.I_CACHE_HITS]),
-            status=self.rq_i[ks.STATUS, :R].astype(np.int8), dest=self.rq_i[ks.DEST, :R],
-            t_done=self.rq_f[ks.T_DONE, :R], t_cell=self.rq_f[ks.T_CELL, :R],
-            wait=self.rq_f[ks.WAIT, :R], n_arr=self.rq_f[ks.N_ARR, :R],
-            routed=self.nn_i[ks.ROUTED].copy(),
+            status=rq_i[ks.STATUS, :R].astype(np.int8), dest=rq_i[ks.DEST, :R],
+            t_done=rq_f[ks.T_DONE, :R], t_cell=rq_f[ks.T_CELL, :R],
+            wait=rq_f[ks.WAIT, :R], n_arr=rq_f[ks.N_ARR, :R],
+            routed=self.probes.nn_i[ks.ROUTED].copy(),
             cell_errors=ce_i[ks.ERRORS].copy(),
             utilisation=cell_utilisation(self.sc, ce_f[ks.BUSY_PRE], ce_f[ks.BUSY_SLOT], self.T),
-            series_t=self.series_t[:m].copy(), series_N=self.series_N[:m].astype(float),
-            models=self.models.final(self.sc), routing_t=self.route_t[:mr].copy(),
-            routing_x=self.route_x[:mr].copy(), routing_sources=tuple(self.sources))
+            series_t=rec.series_t[:m].copy(), series_N=rec.series_N[:m].astype(float),
+            models=self.models.final(self.sc), routing_t=rec.route_t[:mr].copy(),
+            routing_x=rec.route_x[:mr].copy(), routing_sources=tuple(self.sources))
+
+
+def _requests(arr: Workload, R: int, src: np.ndarray) -> ks.Requests:
+    """The per-request arrays of the first R arrivals (sources ``src``)."""
+    rq_f = np.zeros((9, R))
+    rq_f[ks.AT] = arr.arrival_s[:R]
+    rq_f[ks.PROMPT], rq_f[ks.OUTPUT] = arr.prompt_tokens[:R], arr.output_tokens[:R]
+    rq_f[ks.WORK] = arr.work[:R] if arr.work is not None else 1.0
+    rq_f[ks.T_CELL] = rq_f[ks.T_DONE] = np.nan
+    rq_i = np.zeros((6, R), dtype=np.int64)
+    rq_i[ks.SRC] = src
+    rq_i[ks.DEST] = rq_i[ks.NXT] = ks.NONE
+    if arr.session is not None:
+        rq_i[ks.SESS] = np.unique(arr.session[:R], return_inverse=True)[1]
+    else:
+        rq_i[ks.SESS] = ks.NONE
+    return ks.Requests(rq_f, rq_i)

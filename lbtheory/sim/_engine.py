@@ -16,7 +16,8 @@ Model (THEORY §1, §3, §11.1):
   rescaled to the online servers; with ``affinity`` a request served in the cell of its
   session's previous request has its prefill cut by ``prefill_saving`` (DLB §3.5).
 * Probes (:mod:`._probes`): every ``probe_period_s`` the router observes a round of stale views
-  (``observe_round`` if it has one, else ``observe`` per source).
+  (``observe_round`` if it is a :class:`~lbtheory.routers.RoundObserver`, else ``observe`` per
+  source: :meth:`~lbtheory.routers._drive.Driver.observe_round`).
 * Outages take servers offline for new requests; they finish the work they hold [R].
 """
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..errors import TopologyError
 from ..routers import CellView
+from ..routers._drive import Driver
 from ..workloads import Workload
 from ._probes import Probes, SeenModels
 from ._records import Event, EventQueue, Records, check_conservation
@@ -74,33 +76,26 @@ def routing_rows(state: Any) -> Any:
     return None if state is None else state.x
 
 
-class RouterDriver:
-    """The router and its state in one run: initial state from the run's router stream, probe
-    rounds observed, one decision per arriving request (residency enforced)."""
+class RouterDriver(Driver):
+    """The router and its state in one run (a :class:`~lbtheory.routers._drive.Driver` seeded
+    by the run's router stream): probe rounds observed, one decision per arriving request
+    (residency enforced), routing rows recorded."""
 
     def __init__(self, router: Any, seq: np.random.SeedSequence, mask: list,
                  record_every: int = 0) -> None:
-        self.router = router
-        self.rng = np.random.default_rng(seq)
-        self.state = router.init(int(seq.generate_state(1)[0]))
+        super().__init__(router, seq, target="cell")
         self.mask = mask
-        self.observe_round = getattr(router, "observe_round", None)
-        self.route_session = getattr(router, "route_session", None)
         self.record_every = int(record_every)
         self.rounds = 0
         self.routing_t: list[float] = []
         self.routing_x: list[np.ndarray] = []
 
-    def observe(self, views: list[CellView | None], sources: list[int]) -> None:
+    def probe_round(self, views: list[CellView | None], sources: list[int]) -> None:
         """A probe round reached every source (routing rows recorded every
         ``record_every``-th round)."""
         if not sources:
             return
-        if self.observe_round is not None:
-            self.state = self.observe_round(self.state, views)
-        else:
-            for i in sources:
-                self.state = self.router.observe(self.state, views[i])
+        self.observe_round(views)
         self.rounds += 1
         if self.record_every and self.rounds % self.record_every == 0:
             x = routing_rows(self.state)
@@ -108,12 +103,9 @@ class RouterDriver:
                 self.routing_t.append(float(views[sources[0]].time))
                 self.routing_x.append(np.array([x[i] for i in sources], dtype=float))
 
-    def route(self, view: CellView, session: int | None) -> int:
+    def route_request(self, view: CellView, session: int | None) -> int:
         """The cell the request of ``view.source`` goes to."""
-        if session is not None and self.route_session is not None:
-            j, self.state = self.route_session(self.state, view, self.rng, session)
-        else:
-            j, self.state = self.router.route(self.state, view, self.rng)
+        j = self.route(view, session)
         i = view.source
         if j is None or not self.mask[i][j]:
             raise residency_error(self.router, i, j)
@@ -153,13 +145,13 @@ class _Engine:
 
     def _probe_round(self, t: float) -> None:
         self.views = self.probes.views(t)
-        self.driver.observe(self.views, self.sources)
+        self.driver.probe_round(self.views, self.sources)
 
     def _route(self, r: int, i: int, t: float) -> None:
         """Request r arrives at its source i's root router at t: route it onto the wire."""
         rec = self.rec
         sess = None if self.session is None else self.session[r]
-        j = self.driver.route(self.views[i], sess)
+        j = self.driver.route_request(self.views[i], sess)
         if sess is not None:
             if self.last_cell.get(sess) == j:
                 rec.cached[r] = True

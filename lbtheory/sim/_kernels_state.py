@@ -1,11 +1,15 @@
 """The compiled engine's state (issue 21): the reference engine's concepts as a few arrays, and
 the two data structures every event touches — the event heap and the workload history.
 
-Layout: one 2-D array per concept and dtype, one row per field (the row constants below), passed
-as plain arguments. The loop (:func:`~._kernels_loop.run_events`) is compiled without numba's
-reference counting (``_nrt=False``): the kernels allocate nothing and only index arrays the
-driver owns. (A tuple-of-arrays engine with reference counting spent 3 µs per event in atomic
-increments — 86 % of its time in a profile; this one spends ≈ 0.2 µs.)
+Layout: one 2-D array per concept and dtype, one row per field (the row constants below),
+grouped into seven typed records (NamedTuples of arrays, which numba passes as structs):
+:class:`Requests`, :class:`Cluster`, :class:`Clock`, :class:`Probes`, :class:`Routing`,
+:class:`Recorded`, :class:`Control`. The loop (:func:`~._kernels_loop.run_events`) takes the
+records, unpacks them once per call and hands plain arrays to the kernels; it is compiled
+without numba's reference counting (``_nrt=False``): the kernels allocate nothing and only index
+arrays the driver owns. (A tuple-of-arrays engine with reference counting that read the tuples
+per event spent 3 µs per event in atomic increments — 86 % of its time in a profile; this one
+spends ≈ 0.2 µs.) A record is immutable: the driver grows an array by ``_replace``.
 
 * requests: ``rq_f`` float64 (9, R), ``rq_i`` int64 (6, R) — inputs and records of the
   reference's :class:`~._records.Records`;
@@ -33,10 +37,13 @@ returns a ``P_*`` code; the driver (:mod:`._compiled`) answers and calls the loo
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-__all__ = ["heap_push", "heap_pop", "set_workload", "compact_history"]
+__all__ = ["heap_push", "heap_pop", "set_workload", "compact_history", "Requests", "Cluster",
+           "Clock", "Probes", "Routing", "Recorded", "Control"]
 
 # -- rq_f rows (float64, per request) ------------------------------------------------------
 AT, PROMPT, OUTPUT, WORK, T_CELL, T_DONE, WAIT, T_MARK, N_ARR = range(9)
@@ -117,6 +124,93 @@ P_GROW_ROUTING = 11
 NONE = -1
 #: server kinds (ce_i[KIND]).
 KIND_APPENDIX_B, KIND_MMC, KIND_RATE = 0, 1, 2
+
+
+
+# -- the records: the arrays of one run, by concept (module docstring) ---------------------
+class Requests(NamedTuple):
+    """Per request: ``f`` float64 (9, R) (rows AT … N_ARR), ``i`` int64 (6, R) (SRC … CACHED)."""
+
+    f: np.ndarray
+    i: np.ndarray
+
+
+class Cluster(NamedTuple):
+    """Cells and servers: ``ce_f`` (10, n), ``ce_i`` (15, n), ``sv_f`` (1, S), ``sv_i`` (9, S)
+    (rows above); ``rate`` μ_j(N) of the rate cells (rows N, columns j; 1/s); ``leaf`` the leaf
+    stream's next draws (2, m: uniforms, log1p(−u)); ``leaf_rr`` the leaves route round robin."""
+
+    ce_f: np.ndarray
+    ce_i: np.ndarray
+    sv_f: np.ndarray
+    sv_i: np.ndarray
+    rate: np.ndarray
+    leaf: np.ndarray
+    leaf_rr: bool
+
+
+class Clock(NamedTuple):
+    """The event heap: times ``t`` (cap,) s and ``i`` (cap, 4) int64 (SEQ, EV_KIND, EV_A, EV_B)."""
+
+    t: np.ndarray
+    i: np.ndarray
+
+
+class Probes(NamedTuple):
+    """The network and what probes read: ``tau`` one-way delays (n, n) s, ``mask`` residency
+    (n, n) bool, ``sources`` (cells with arrivals, int64), ``W`` probed workloads (n, n),
+    ``nn_i`` int64 (2, n, n) routed counts and probe cursors, the workload history ``hist_t``
+    (s) / ``hist_n`` (n, C)."""
+
+    tau: np.ndarray
+    mask: np.ndarray
+    sources: np.ndarray
+    W: np.ndarray
+    nn_i: np.ndarray
+    hist_t: np.ndarray
+    hist_n: np.ndarray
+
+
+class Routing(NamedTuple):
+    """The routers' state (:mod:`._kernels_routers`): cumulative weights ``cum``, flow rows
+    ``X``, aversion ``av`` (n, n each); ``sess`` int64 (2, sessions); cost tables ``F`` /
+    ``F_lat`` (rows N, columns j) and static costs ``G`` / ``G_lat`` (n, n); a user kernel's
+    ``user_state``; scratch rows ``scratch_f`` (3, n), ``scratch_b`` (2, n), ``scratch_i``."""
+
+    cum: np.ndarray
+    X: np.ndarray
+    av: np.ndarray
+    sess: np.ndarray
+    F: np.ndarray
+    G: np.ndarray
+    F_lat: np.ndarray
+    G_lat: np.ndarray
+    user_state: np.ndarray
+    scratch_f: np.ndarray
+    scratch_b: np.ndarray
+    scratch_i: np.ndarray
+
+
+class Recorded(NamedTuple):
+    """What the run records besides the requests: the sampled workloads ``series_t`` (s) /
+    ``series_N`` (rows, n), the estimation windows ``est`` (2, n, window: N at arrival, serving
+    latency s) and the routing rows ``route_t`` (s) / ``route_x`` (rows, sources, n)."""
+
+    series_t: np.ndarray
+    series_N: np.ndarray
+    est: np.ndarray
+    route_t: np.ndarray
+    route_x: np.ndarray
+
+
+class Control(NamedTuple):
+    """The router plan's parameters ``ip`` (int64, ``K_*``) / ``fp`` (float64, ``R_*``) and the
+    run's scalars ``ci`` (int64, ``I_*``) / ``cf`` (float64, ``F_*``)."""
+
+    ip: np.ndarray
+    fp: np.ndarray
+    ci: np.ndarray
+    cf: np.ndarray
 
 
 # -- the heap --------------------------------------------------------------------------------
