@@ -119,3 +119,27 @@ def test_resume_continues_a_state_and_stream():
     d = Driver.resume(_Log(script=(1,)), ("s",), rng)
     assert d.route("v") == 1 and d.rng is rng
     assert d.state == ("s", ("route", "v", float(np.random.default_rng(4).random())))
+
+
+def test_optional_methods_are_declared_not_looked_up():
+    """The contract's optional methods (observe_round, route_session, kernel_spec) are declared
+    by Protocols; no module of the package finds one with getattr/hasattr (issue 32)."""
+    import ast
+    from pathlib import Path
+
+    import lbtheory
+    from lbtheory.routers import KernelProvider
+    from lbtheory.sim import KernelRouter
+
+    optional = {"observe_round", "route_session", "kernel_spec"}
+    found = []
+    for path in Path(lbtheory.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in optional):
+                found.append(f"{path.name}:{node.lineno} {node.args[1].value}")
+    assert found == []
+    assert issubclass(KernelRouter, KernelProvider)
+    assert not isinstance(make_router("flow-grad"), KernelProvider)

@@ -38,7 +38,7 @@ from numba import njit
 from .._checks import check_memory, check_ticks
 from ..errors import ParameterError
 from ..registry import Simulator, compiled_kernel
-from ..routers import KernelSpec, Load, Ties
+from ..routers import KernelProvider, KernelSpec, Load, Ties
 from ..workloads import Workload
 from . import _core
 from ._core import QH, QT, CoreState
@@ -68,8 +68,7 @@ def kernel_spec(router: Any, config: ClusterConfig) -> KernelSpec | BuiltinSpec 
     planner = compiled_kernel(router, Simulator.INSTANCES)
     if planner is not None:
         return planner(router, config)
-    own = getattr(router, "kernel_spec", None)
-    return own(config) if callable(own) else None
+    return router.kernel_spec(config) if isinstance(router, KernelProvider) else None
 
 
 def _builtin(name: str, params: list[float], state: list[int] | None = None) -> BuiltinSpec:

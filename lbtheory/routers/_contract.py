@@ -29,7 +29,12 @@ drives a router) uses it when ``isinstance(router, Protocol)`` holds, else the p
   a vectorised form of ``observe`` that must equal ``observe`` on each non-None view in index
   order (the default when a router lacks it);
 * :class:`SessionRouter` — ``route_session(state, view, rng, session) -> (decision, state)``:
-  route a request of session ``session`` (an int id; DLB affinity); the default is ``route``.
+  route a request of session ``session`` (an int id; DLB affinity); the default is ``route``;
+* :class:`KernelProvider` — ``kernel_spec(context) -> KernelSpec | None``: the router's compiled
+  form (:class:`~lbtheory.routers.KernelSpec`, the one user-kernel contract; ``context`` is the
+  DLB :class:`~lbtheory.sim.Scenario` or the instance simulator's
+  :class:`~lbtheory.intelligent.ClusterConfig`), used when the registry holds no kernel for the
+  router's exact type; without it the router runs on the reference engine.
 
 Each simulator supplies its own **view** (what the router may see): the DLB cell simulator a
 :class:`~lbtheory.routers.CellView` per source cell (probed, stale workloads), the Intelligent
@@ -48,8 +53,9 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 from numba import njit
 
-__all__ = ["Router", "RoundObserver", "SessionRouter", "TargetView", "Assignment", "Decision",
-           "NoState", "sample_index", "cumulative", "IgnoresObservations", "Stateless",
+__all__ = ["Router", "RoundObserver", "SessionRouter", "KernelProvider", "TargetView",
+           "Assignment", "Decision", "NoState", "sample_index", "cumulative",
+           "IgnoresObservations", "Stateless",
            "IdenticalTargets", "sample_index_kernel", "cumulative_kernel"]
 
 
@@ -126,6 +132,16 @@ class SessionRouter(Protocol):
     def route_session(self, state: Any, view: Any, rng: np.random.Generator,
                       session: int) -> tuple[Decision, Any]:
         """One decision for a request of session ``session`` (an int id)."""
+        ...
+
+
+@runtime_checkable
+class KernelProvider(Protocol):
+    """Optional: a router that carries its own compiled form (module docstring)."""
+
+    def kernel_spec(self, context: Any) -> Any:
+        """A :class:`~lbtheory.routers.KernelSpec` for this run's ``context`` (a scenario or a
+        cluster config), or ``None`` to run on the reference engine."""
         ...
 
 

@@ -30,6 +30,7 @@ from ..routers import (
     ErrorAversion,
     FlowRouter,
     JSQRouter,
+    KernelProvider,
     KernelSpec,
     Load,
     PowerOfDRouter,
@@ -170,12 +171,11 @@ def plan_kernel(sc: Scenario, router: Any, arrivals: Workload) -> KernelPlan | s
     affinity, aversion, base = parts
     ip, fp = np.zeros(N_K, dtype=np.int64), np.zeros(N_R)
     fp[R_RTOL] = TIE_RTOL
-    own = getattr(base, "kernel_spec", None)
     planner = compiled_kernel(base, Simulator.CELLS)
     if planner is not None:
         out = planner(base, sc)
-    elif callable(own):
-        out = own(sc)
+    elif isinstance(base, KernelProvider):
+        out = base.kernel_spec(sc)
     else:
         return (f"{getattr(router, 'name', type(router).__name__)}: {type(base).__name__} has "
                 f"no compiled kernel (a Python router; see lbtheory.routers.KernelSpec)")
