@@ -14,7 +14,10 @@ exposes, elementwise in the arc flow ``x`` (flow units per time unit of the data
   system optimum) and :meth:`total` x·ℓ(x).
 
 The families never import cvxpy: their exact convex (DCP) CVXPY forms live in one registry keyed
-by class, :data:`lbtheory.games._cvxforms.ARC_FORMS`.
+by class, :data:`lbtheory.games._cvxforms.ARC_FORMS`. The formulas of :class:`Polynomial` and
+:class:`MM1` are written once, as the numba functions :func:`~._gpkernels.poly_formula` and
+:func:`~._gpkernels.mm1_formula` that the compiled solvers call per arc: the methods here run them
+elementwise (parameters broadcast against the flows), so both compute the same bits.
 
 Families:
 
@@ -37,6 +40,7 @@ from .._checks import check_fields, check_option
 from ..costs import CostKind, cell_cost_prime, flow_cost, flow_potential
 from ..errors import ModelError
 from ..models import ServiceModel
+from . import _gpkernels as kern
 
 __all__ = [
     "ArcCost",
@@ -87,6 +91,20 @@ def _nonneg(x: Any) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
+def _formula(family: int, what: int, params: tuple, x: Any) -> np.ndarray:
+    """``what`` (:data:`~._gpkernels.COST` …) of a kernel family at flows ``x``, elementwise with
+    the parameters broadcast against ``x``: the one definition in :mod:`._gpkernels`
+    (:func:`~._gpkernels.poly_formula`, :func:`~._gpkernels.mm1_formula`), which the compiled
+    solvers call too. A scalar in and scalar parameters give a numpy scalar."""
+    vals = [np.asarray(v, dtype=float) for v in (*params, x)]
+    shape = np.broadcast_shapes(*(v.shape for v in vals))
+    if any(v.size != 1 and v.shape != shape for v in vals):  # the kernel repeats a size-1 array
+        vals = [np.broadcast_to(v, shape) for v in vals]
+    out = np.empty(shape)
+    kern.formula_array(family, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
+    return out[()]
+
+
 @dataclasses.dataclass(frozen=True)
 class Polynomial(ArcCost):
     """ℓ(x) = a + b·(x/s)^p with a, b ≥ 0, scale s > 0 and any real power p ≥ 0.
@@ -117,32 +135,24 @@ class Polynomial(ArcCost):
     def group_key(self) -> Any:
         return (Polynomial, float(self.power))
 
-    def _r(self, x: Any) -> np.ndarray:
-        return _nonneg(x) / self.scale
+    def _eval(self, what: int, x: Any) -> np.ndarray:
+        return _formula(kern.POLYNOMIAL, what, (self.a, self.b, self.scale, float(self.power)), x)
 
     def cost(self, x: Any) -> np.ndarray:
-        return self.a + self.b * self._r(x) ** self.power
+        return self._eval(kern.COST, x)
 
     def cost_prime(self, x: Any) -> np.ndarray:
-        p = float(self.power)
-        r = self._r(x)
-        if p == 0:
-            return np.zeros_like(r) + 0.0 * self.b
-        with np.errstate(divide="ignore"):
-            return self.b * p / self.scale * r ** (p - 1.0)
+        return self._eval(kern.PRIME, x)
 
     def potential(self, x: Any) -> np.ndarray:
-        p = float(self.power)
-        r = self._r(x)
-        return self.a * r * self.scale + self.b * self.scale / (p + 1.0) * r ** (p + 1.0)
+        return self._eval(kern.POTENTIAL, x)
 
     def total(self, x: Any) -> np.ndarray:
-        r = self._r(x)
-        return self.scale * r * (self.a + self.b * r ** float(self.power))
+        return self._eval(kern.TOTAL, x)
 
     def marginal(self, x: Any) -> np.ndarray:
-        p = float(self.power)
-        return self.a + self.b * (p + 1.0) * self._r(x) ** p
+        return self._eval(kern.MARGINAL, x)
+
 
 def affine(a: Any, b: Any) -> Polynomial:
     """ℓ(x) = a + b·x."""
@@ -184,29 +194,23 @@ class MM1(ArcCost):
         check_fields("MM1", self, {"capacity": "positive", "scale": "positive"},
                      error=ModelError)
 
-    def _gap(self, x: Any) -> np.ndarray:
-        return self.capacity - _nonneg(x)
+    def _eval(self, what: int, x: Any) -> np.ndarray:
+        return _formula(kern.QUEUE, what, (self.scale, self.capacity, 0.0, 0.0), x)
 
     def cost(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale / np.where(g > 0, g, 1.0), np.inf)
+        return self._eval(kern.COST, x)
 
     def cost_prime(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale / np.where(g > 0, g, 1.0) ** 2, np.inf)
+        return self._eval(kern.PRIME, x)
 
     def potential(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        ok = g > 0
-        return np.where(ok, self.scale * np.log(self.capacity / np.where(ok, g, 1.0)), np.inf)
+        return self._eval(kern.POTENTIAL, x)
 
     def total(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale * _nonneg(x) / np.where(g > 0, g, 1.0), np.inf)
+        return self._eval(kern.TOTAL, x)
 
     def marginal(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale * self.capacity / np.where(g > 0, g, 1.0) ** 2, np.inf)
+        return self._eval(kern.MARGINAL, x)
 
     def upper(self, m: int) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.capacity, dtype=float), (m,)).copy()
