@@ -111,19 +111,21 @@ def formula_array(family, what, p1, p2, p3, p4, x, out):
 
 
 @njit(cache=True)
-def _cost(kind, A, B, S, P, a, x, so):
-    what = MARGINAL if so else COST
+def _arc(kind, A, B, S, P, a, x, what):
+    """``what`` of encoded arc a at flow x."""
     if kind[a] == POLYNOMIAL:
         return poly_formula(what, A[a], B[a], S[a], P[a], x)
     return mm1_formula(what, B[a], S[a], x)
 
 
 @njit(cache=True)
+def _cost(kind, A, B, S, P, a, x, so):
+    return _arc(kind, A, B, S, P, a, x, MARGINAL if so else COST)
+
+
+@njit(cache=True)
 def _deriv(kind, A, B, S, P, a, x, so):
-    what = MARGINAL_PRIME if so else PRIME
-    if kind[a] == POLYNOMIAL:
-        return poly_formula(what, A[a], B[a], S[a], P[a], x)
-    return mm1_formula(what, B[a], S[a], x)
+    return _arc(kind, A, B, S, P, a, x, MARGINAL_PRIME if so else PRIME)
 
 
 @njit(cache=True)

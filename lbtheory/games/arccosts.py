@@ -91,22 +91,44 @@ def _nonneg(x: Any) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
-def _formula(family: int, what: int, params: tuple, x: Any) -> np.ndarray:
-    """``what`` (:data:`~._gpkernels.COST` …) of a kernel family at flows ``x``, elementwise with
-    the parameters broadcast against ``x``: the one definition in :mod:`._gpkernels`
-    (:func:`~._gpkernels.poly_formula`, :func:`~._gpkernels.mm1_formula`), which the compiled
-    solvers call too. A scalar in and scalar parameters give a numpy scalar."""
-    vals = [np.asarray(v, dtype=float) for v in (*params, x)]
-    shape = np.broadcast_shapes(*(v.shape for v in vals))
-    if any(v.size != 1 and v.shape != shape for v in vals):  # the kernel repeats a size-1 array
-        vals = [np.broadcast_to(v, shape) for v in vals]
-    out = np.empty(shape)
-    kern.formula_array(family, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
-    return out[()]
+class _Compiled(ArcCost):
+    """A family whose formulas are compiled (:mod:`._gpkernels`): the methods run
+    :func:`~._gpkernels.formula_array` on the family code ``_FAMILY`` and :meth:`_params`
+    (broadcast against the flows); a scalar in with scalar parameters gives a numpy scalar."""
+
+    _FAMILY: int  # the family code of formula_array (set by each subclass)
+
+    def _params(self) -> tuple:
+        """The four parameter arrays of formula_array (see there)."""
+        raise NotImplementedError
+
+    def _eval(self, what: int, x: Any) -> np.ndarray:
+        vals = [np.asarray(v, dtype=float) for v in (*self._params(), x)]
+        shape = np.broadcast_shapes(*(v.shape for v in vals))
+        if any(v.size != 1 and v.shape != shape for v in vals):  # a size-1 array is repeated
+            vals = [np.broadcast_to(v, shape) for v in vals]
+        out = np.empty(shape)
+        kern.formula_array(self._FAMILY, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
+        return out[()]
+
+    def cost(self, x: Any) -> np.ndarray:
+        return self._eval(kern.COST, x)
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        return self._eval(kern.PRIME, x)
+
+    def potential(self, x: Any) -> np.ndarray:
+        return self._eval(kern.POTENTIAL, x)
+
+    def total(self, x: Any) -> np.ndarray:
+        return self._eval(kern.TOTAL, x)
+
+    def marginal(self, x: Any) -> np.ndarray:
+        return self._eval(kern.MARGINAL, x)
 
 
 @dataclasses.dataclass(frozen=True)
-class Polynomial(ArcCost):
+class Polynomial(_Compiled):
     """ℓ(x) = a + b·(x/s)^p with a, b ≥ 0, scale s > 0 and any real power p ≥ 0.
 
     Beckmann integral a·x + b·s/(p+1)·(x/s)^{p+1}; marginal a + b(p+1)(x/s)^p. The flow is scaled
@@ -119,6 +141,8 @@ class Polynomial(ArcCost):
         scale: s, flow scale (e.g. capacity), > 0.
         power: p ≥ 0 (a scalar; arcs with different powers form different groups).
     """
+
+    _FAMILY = kern.POLYNOMIAL
 
     a: Any
     b: Any
@@ -135,23 +159,8 @@ class Polynomial(ArcCost):
     def group_key(self) -> Any:
         return (Polynomial, float(self.power))
 
-    def _eval(self, what: int, x: Any) -> np.ndarray:
-        return _formula(kern.POLYNOMIAL, what, (self.a, self.b, self.scale, float(self.power)), x)
-
-    def cost(self, x: Any) -> np.ndarray:
-        return self._eval(kern.COST, x)
-
-    def cost_prime(self, x: Any) -> np.ndarray:
-        return self._eval(kern.PRIME, x)
-
-    def potential(self, x: Any) -> np.ndarray:
-        return self._eval(kern.POTENTIAL, x)
-
-    def total(self, x: Any) -> np.ndarray:
-        return self._eval(kern.TOTAL, x)
-
-    def marginal(self, x: Any) -> np.ndarray:
-        return self._eval(kern.MARGINAL, x)
+    def _params(self) -> tuple:
+        return self.a, self.b, self.scale, float(self.power)
 
 
 def affine(a: Any, b: Any) -> Polynomial:
@@ -175,7 +184,7 @@ def bpr(free_flow_time: Any, B: Any, capacity: Any, power: float = 4.0) -> Polyn
 
 
 @dataclasses.dataclass(frozen=True)
-class MM1(ArcCost):
+class MM1(_Compiled):
     """M/M/1 link ℓ(x) = k/(u − x) for 0 ≤ x < u (+inf at x ≥ u).
 
     Beckmann integral k·log(u/(u − x)); total k·x/(u − x); marginal k·u/(u − x)². With
@@ -187,6 +196,8 @@ class MM1(ArcCost):
         scale: k > 0 (cost units × flow units).
     """
 
+    _FAMILY = kern.QUEUE
+
     capacity: Any
     scale: Any = 1.0
 
@@ -194,23 +205,8 @@ class MM1(ArcCost):
         check_fields("MM1", self, {"capacity": "positive", "scale": "positive"},
                      error=ModelError)
 
-    def _eval(self, what: int, x: Any) -> np.ndarray:
-        return _formula(kern.QUEUE, what, (self.scale, self.capacity, 0.0, 0.0), x)
-
-    def cost(self, x: Any) -> np.ndarray:
-        return self._eval(kern.COST, x)
-
-    def cost_prime(self, x: Any) -> np.ndarray:
-        return self._eval(kern.PRIME, x)
-
-    def potential(self, x: Any) -> np.ndarray:
-        return self._eval(kern.POTENTIAL, x)
-
-    def total(self, x: Any) -> np.ndarray:
-        return self._eval(kern.TOTAL, x)
-
-    def marginal(self, x: Any) -> np.ndarray:
-        return self._eval(kern.MARGINAL, x)
+    def _params(self) -> tuple:
+        return self.scale, self.capacity, 0.0, 0.0
 
     def upper(self, m: int) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.capacity, dtype=float), (m,)).copy()
