@@ -2,12 +2,13 @@
 
 ``Δ_i = {z ≥ 0 : Σ_j z_j = 1, z_j = 0 for j ∉ C⁺(i)}``: the admissible arcs of source i are given by
 a boolean ``mask`` row (a missing arc is a data-residency constraint). One algorithm — Michelot's
-(1986) finite active-set iteration — serves numpy callers (routers, event simulator) and JAX callers
-(the fluid model): the threshold step :func:`_michelot_step` is written once against the array
-namespace and driven by a Python loop (numpy) or ``lax.while_loop`` (JAX). Rows of at most
-:data:`SMALL_ROW` entries (a router's probe round on a few cells) run the same iteration on
-Python floats (:func:`_michelot_row`), where numpy's per-call cost would dominate; a test pins
-it bit for bit to the numpy driver.
+(1986) finite active-set iteration — serves numpy callers (routers, event simulator), the compiled
+cell simulator and JAX callers (the fluid model). It is written twice, once per engine: the numba
+kernel :func:`_michelot_kernel` (one row; the numpy functions run it row by row through
+:func:`project_rows_kernel` / :func:`tangent_rows_kernel`, the compiled simulator through
+:func:`flow_update_row_kernel`), and the threshold step :func:`_michelot_step` written against the
+array namespace and driven by ``lax.while_loop`` (JAX, which cannot call numba). A test pins the
+kernel bit for bit to the step iteration (same operations, sums in numpy's pairwise order).
 
 Michelot: start with S = admissible arcs; repeat ``ν = (Σ_{j∈S} v_j − 1)/|S|``,
 ``S ← {j ∈ S : v_j > ν}`` until S stops shrinking; then ``Π(v)_j = (v_j − ν)_+`` on S. ν is
@@ -23,10 +24,10 @@ with Σ_P (v_j − ν) + Σ_Z (v_j − ν)_+ = 0.
 
 The two routing rules of THEORY §3 are defined here once, for the fluid integrator and the DLB
 routers alike: :func:`flow_update` (the router update (2), ``x ← Π_Δ(x − step·ĉ)``) and
-:func:`simplex_argmin` (the discrete choice (1)). Their compiled twins for one row
+:func:`simplex_argmin` (the discrete choice (1)). Their compiled forms for one row
 (:func:`flow_update_row_kernel`, :func:`project_row_kernel`, :func:`argmin_row_kernel`: numba,
-called by the compiled cell simulator) sit at the end of this module, and a test pins them bit for
-bit to the numpy rules (same operations, sums in numpy's pairwise order).
+called by the compiled cell simulator) sit at the end of this module; a test pins them bit for
+bit to the numpy rules.
 """
 
 from __future__ import annotations
@@ -62,75 +63,26 @@ def _michelot_step(m: Any, v: Any, S: Any, target: Any) -> tuple[Any, Any]:
     return nu, S & (v > nu)
 
 
-def _michelot_numpy(v: np.ndarray, S: np.ndarray, keep: np.ndarray | None,
-                    target: float) -> tuple:
-    """Drive :func:`_michelot_step` to its fixed point (numpy). ``keep`` entries never leave S
-    (None: no such entries)."""
-    while True:
-        nu, S_new = _michelot_step(np, v, S, target)
-        if keep is not None:
-            S_new |= keep
-        if (S_new == S).all():
-            return nu, S
-        S = S_new
+def _rows(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` as a C-contiguous, writeable matrix of rows of length n (a view when it already is
+    one; :func:`masked_sum_kernel`'s signature takes writeable rows)."""
+    if not (a.flags.c_contiguous and a.flags.writeable):
+        a = a.copy()
+    return a.reshape(-1, n)
 
 
 def _project_numpy(v: np.ndarray, mask: np.ndarray, hint: Any) -> np.ndarray:
-    """The numpy projection (warm start, then Michelot) without the dispatch layers: the hot
-    path of the routers' probe rounds (small rows, thousands of calls per simulated minute).
-    Rows of at most :data:`SMALL_ROW` entries go through :func:`_project_rows`."""
-    if v.ndim in (1, 2) and 0 < v.shape[-1] <= SMALL_ROW:
-        v2 = v.reshape(-1, v.shape[-1])
-        h2 = None if hint is None else \
-            np.broadcast_to(np.asarray(hint, dtype=bool), v.shape).reshape(v2.shape)
-        return _project_rows(v2, mask.reshape(v2.shape), h2).reshape(v.shape)
-    nu, S = _michelot_numpy(v, _warm_start(np, v, mask, hint), None, 1.0)
-    return np.where(S, v - nu, 0.0)
-
-
-#: rows with at most this many entries are projected by :func:`_project_rows` (plain Python):
-#: numpy's fixed cost per call dominates tiny rows (a router's probe round on a few cells), and
-#: below 8 entries numpy sums in index order, so the result is bit-identical to the numpy path.
-SMALL_ROW = 7
-
-
-def _michelot_row(v: list[float], S: list[bool], target: float) -> tuple[float, list[bool]]:
-    """:func:`_michelot_step` iterated to its fixed point on one row, in plain Python (the same
-    ν = (Σ_S v − target)/max(|S|, 1) and S ← S ∩ {v > ν}, summed in index order)."""
-    while True:
-        total, cnt = 0.0, 0
-        for vj, sj in zip(v, S):
-            if sj:
-                total += vj
-                cnt += 1
-        nu = (total - target) / max(cnt, 1)
-        S_new = [sj and vj > nu for vj, sj in zip(v, S)]
-        if S_new == S:
-            return nu, S
-        S = S_new
-
-
-def _project_rows(v: np.ndarray, mask: np.ndarray, hint: np.ndarray | None) -> np.ndarray:
-    """:func:`_project_numpy` for a matrix of short rows (``mask``, ``hint``: boolean, same
-    shape), row by row in plain Python: warm start from the hinted support P (ν_P from one step
-    on P; an empty P starts from the mask, see :func:`_warm_start`), then Michelot."""
-    out = []
-    H = None if hint is None else hint.tolist()
-    for i, (row, m) in enumerate(zip(v.tolist(), mask.tolist())):
-        S = m
-        if H is not None:
-            P = [a and b for a, b in zip(m, H[i])]
-            if any(P):
-                total, cnt = 0.0, 0
-                for vj, pj in zip(row, P):
-                    if pj:
-                        total += vj
-                        cnt += 1
-                nu_p = (total - 1.0) / cnt
-                S = [a and vj > nu_p for a, vj in zip(m, row)]
-        nu, S = _michelot_row(row, S, 1.0)
-        out.append([vj - nu if sj else 0.0 for vj, sj in zip(row, S)])
-    return np.array(out, dtype=float).reshape(v.shape)
+    """The numpy projection (``mask`` boolean like ``v``; ``hint``: None or a support guess
+    broadcastable to ``v``) by the compiled row kernel, without the dispatch layers: the hot
+    path of the routers' probe rounds (small rows, thousands of calls per simulated minute)."""
+    if v.size == 0:
+        return np.zeros(v.shape)
+    n = v.shape[-1]
+    V, M = _rows(v, n), _rows(mask, n)
+    H = M if hint is None else _rows(np.broadcast_to(np.asarray(hint, dtype=bool), v.shape), n)
+    out = np.empty(V.shape)
+    project_rows_kernel(V, M, H, hint is not None, out)
+    return out.reshape(v.shape)
 
 
 def _michelot_jax(v: Any, S: Any, keep: Any, target: float) -> tuple:
@@ -245,9 +197,13 @@ def project_tangent_cone(x: Any, v: Any, mask: Any = None, *, atol: float = 0.0)
     M = _full_mask(m, v, mask)
     P = M & (m.asarray(x) > atol)
     if m is np:
-        nu, S = _michelot_numpy(v, M, P, 0.0)
-    else:
-        nu, S = _michelot_jax(v, M, P, 0.0)
+        if v.size == 0:
+            return np.zeros(v.shape)
+        n = v.shape[-1]
+        out = np.empty(v.shape)
+        tangent_rows_kernel(_rows(v, n), _rows(M, n), _rows(P, n), out.reshape(-1, n))
+        return out
+    nu, S = _michelot_jax(v, M, P, 0.0)
     return m.where(S, v - nu, 0.0)
 
 
@@ -320,9 +276,10 @@ def flow_update(x: Any, cost: Any, step: Any, mask: Any = None, *, hint: Any = N
     return project_simplex(v, mask, hint=hint)
 
 
-# -- compiled twins (numba) of the router rules above, for the compiled cell simulator ----------
-# One row at a time, no allocation; a test pins each bit for bit to the numpy rule above (same
-# operations in the same order, sums in numpy's pairwise order).
+# -- compiled kernels (numba): the projection of the numpy functions above and of the compiled
+# cell simulator, and the simulator's flow step and argmin. One row at a time, no allocation in
+# the row kernels; a test pins each bit for bit to the numpy/JAX rule (same operations in the
+# same order, sums in numpy's pairwise order).
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _masked(v: np.ndarray, S: np.ndarray, i: int) -> float:
@@ -375,15 +332,39 @@ def masked_sum_kernel(v: np.ndarray, S: np.ndarray, lo: int, n: int) -> float:
 
 
 @njit(cache=True, error_model="numpy")
-def project_row_kernel(v: np.ndarray, mask: np.ndarray, hint: np.ndarray, out: np.ndarray,
-                       S: np.ndarray) -> None:
-    """:func:`project_simplex` of one row with support guess ``hint`` (the warm start of
-    :func:`_warm_start`, then Michelot), written into ``out``; ``S`` is boolean scratch (n,)."""
+def _michelot_kernel(v: np.ndarray, S: np.ndarray, keep: np.ndarray, use_keep: bool,
+                     target: float) -> float:
+    """Michelot's iteration on one row from the active set ``S`` (boolean, updated in place)
+    to its fixed point: ν = (Σ_S v − target)/max(|S|, 1), S ← S ∩ {v > ν} (entries with
+    ``keep``, when ``use_keep``, never leave S). Returns the final ν. The one definition of the
+    iteration for numpy and compiled callers (JAX runs :func:`_michelot_step`; a test pins the
+    two to the same bits)."""
+    n = v.shape[0]
+    while True:
+        cnt = 0
+        for j in range(n):
+            cnt += S[j]
+        nu = (masked_sum_kernel(v, S, 0, n) - target) / max(cnt, 1)
+        changed = False
+        for j in range(n):
+            if S[j] and not v[j] > nu and not (use_keep and keep[j]):
+                S[j] = False
+                changed = True
+        if not changed:
+            return nu
+
+
+@njit(cache=True, error_model="numpy")
+def _project_row(v: np.ndarray, mask: np.ndarray, hint: np.ndarray, use_hint: bool,
+                 out: np.ndarray, S: np.ndarray) -> None:
+    """Projection of one row: the warm start of :func:`_warm_start` from ``hint`` (when
+    ``use_hint``; else the mask), then :func:`_michelot_kernel`; ``S``: boolean scratch."""
     n = v.shape[0]
     cnt = 0
-    for j in range(n):
-        S[j] = mask[j] and hint[j]
-        cnt += S[j]
+    if use_hint:
+        for j in range(n):
+            S[j] = mask[j] and hint[j]
+            cnt += S[j]
     if cnt > 0:
         nu = (masked_sum_kernel(v, S, 0, n) - 1.0) / cnt
         for j in range(n):
@@ -391,20 +372,39 @@ def project_row_kernel(v: np.ndarray, mask: np.ndarray, hint: np.ndarray, out: n
     else:
         for j in range(n):
             S[j] = mask[j]
-    while True:
-        cnt = 0
-        for j in range(n):
-            cnt += S[j]
-        nu = (masked_sum_kernel(v, S, 0, n) - 1.0) / max(cnt, 1)
-        changed = False
-        for j in range(n):
-            if S[j] and not v[j] > nu:
-                S[j] = False
-                changed = True
-        if not changed:
-            break
+    nu = _michelot_kernel(v, S, S, False, 1.0)
     for j in range(n):
         out[j] = v[j] - nu if S[j] else 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def project_row_kernel(v: np.ndarray, mask: np.ndarray, hint: np.ndarray, out: np.ndarray,
+                       S: np.ndarray) -> None:
+    """:func:`project_simplex` of one row with support guess ``hint`` (the warm start of
+    :func:`_warm_start`, then Michelot), written into ``out``; ``S`` is boolean scratch (n,)."""
+    _project_row(v, mask, hint, True, out, S)
+
+
+@njit(cache=True, error_model="numpy")
+def project_rows_kernel(V: np.ndarray, M: np.ndarray, H: np.ndarray, use_hint: bool,
+                        out: np.ndarray) -> None:
+    """:func:`project_simplex` of every row of the C-contiguous matrix ``V`` (masks ``M``,
+    support guesses ``H`` when ``use_hint``) into ``out``."""
+    S = np.empty(V.shape[1], dtype=np.bool_)
+    for i in range(V.shape[0]):
+        _project_row(V[i], M[i], H[i], use_hint, out[i], S)
+
+
+@njit(cache=True, error_model="numpy")
+def tangent_rows_kernel(V: np.ndarray, M: np.ndarray, P: np.ndarray, out: np.ndarray) -> None:
+    """:func:`project_tangent_cone` of every row of ``V`` (masks ``M``, positive parts ``P``,
+    C-contiguous) into ``out``: Michelot from the mask with target 0, ``P`` kept."""
+    S = np.empty(V.shape[1], dtype=np.bool_)
+    for i in range(V.shape[0]):
+        S[:] = M[i]
+        nu = _michelot_kernel(V[i], S, P[i], True, 0.0)
+        for j in range(V.shape[1]):
+            out[i, j] = V[i, j] - nu if S[j] else 0.0
 
 
 @njit(cache=True, error_model="numpy")

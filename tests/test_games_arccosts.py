@@ -97,6 +97,36 @@ def test_bpr_closed_form_and_power_zero():
     assert float(c0.cost_prime(5.0)) == 0.0
 
 
+def test_array_methods_broadcast_and_match_closed_forms():
+    """The numpy methods run the compiled formulas elementwise (``_gpkernels``), broadcasting
+    parameters against flows like numpy: array parameters (a stacked bank), scalar parameters on
+    a matrix of flows, a scalar in → a scalar out; negative flows count as 0; values equal the
+    closed forms to rounding."""
+    rng = np.random.default_rng(3)
+    a, b, s = rng.random(6), rng.random(6), 1.0 + rng.random(6)
+    x = np.array([-1.0, 0.0, 0.3, 1.7, 4.0, 11.0])
+    xc = np.maximum(x, 0.0)
+    poly = Polynomial(a, b, s, 2.5)
+    for method, ref in [("cost", a + b * (xc / s) ** 2.5),
+                        ("cost_prime", b * 2.5 / s * (xc / s) ** 1.5),
+                        ("potential", a * xc + b * s / 3.5 * (xc / s) ** 3.5),
+                        ("total", xc * (a + b * (xc / s) ** 2.5)),
+                        ("marginal", a + 3.5 * b * (xc / s) ** 2.5)]:
+        np.testing.assert_allclose(getattr(poly, method)(x), ref, rtol=1e-14, atol=1e-300)
+    X = np.array([[0.5, 2.0], [3.0, 7.0]])
+    q = MM1(8.0, 3.0)
+    np.testing.assert_allclose(q.cost(X), 3.0 / (8.0 - X), rtol=1e-15)
+    np.testing.assert_allclose(q.potential(X), 3.0 * np.log(8.0 / (8.0 - X)), rtol=1e-14)
+    np.testing.assert_allclose(q.total(X), 3.0 * X / (8.0 - X), rtol=1e-15)
+    assert q.cost(X).shape == (2, 2) and np.isinf(q.cost(np.array([8.0, 9.0, np.nan]))).all()
+    one = bpr(2.0, 0.15, 10.0, 4.0).cost(5.0)
+    assert isinstance(one, np.float64) and one == pytest.approx(2.0 * (1 + 0.15 / 16), rel=1e-15)
+    np.testing.assert_allclose(Polynomial(a, b, s, 1.0).cost(2.0), a + b * 2.0 / s, rtol=1e-15)
+    # no NaN: a zero coefficient has a zero derivative even where (x/s)^(p-1) is infinite
+    assert float(Polynomial(1.0, 0.0, 1.0, 0.5).cost_prime(0.0)) == 0.0
+    assert np.isinf(Polynomial(1.0, 1.0, 1.0, 0.5).cost_prime(0.0))
+
+
 def test_mm1_infinite_at_capacity():
     c = MM1(2.0)
     assert np.isinf(c.cost(2.0)) and np.isinf(c.potential(3.0)) and np.isinf(c.marginal(2.5))

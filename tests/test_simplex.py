@@ -165,28 +165,56 @@ def test_flow_update_bad_step_raises(step, match):
         flow_update(np.full((2, 2), 0.5), np.ones((2, 2)), step)
 
 
-def test_short_rows_python_path_is_bit_identical_to_numpy_path_and_exact():
-    """Rows of ≤ SMALL_ROW entries are projected in plain Python (router probe rounds); the
-    result must equal the numpy Michelot path bit for bit (same iteration, same summation order)
-    and the sort oracle, for any support hint, with ties and masked entries."""
-    from lbtheory.simplex import SMALL_ROW, _michelot_numpy, _warm_start
+def _michelot_by_steps(v, S, keep, target):
+    """Michelot driven by the array-namespace step the JAX path runs (numpy here), rows in
+    lock step: the independent driver the compiled kernel must reproduce bit for bit."""
+    from lbtheory.simplex import _michelot_step
+
+    while True:
+        nu, S_new = _michelot_step(np, v, S, target)
+        if keep is not None:
+            S_new |= keep
+        if (S_new == S).all():
+            return np.where(S, v - nu, 0.0)
+        S = S_new
+
+
+def test_numpy_path_equals_the_stepwise_iteration_bit_for_bit_and_is_exact():
+    """The numpy projections run the compiled Michelot kernel row by row; the result must equal
+    the vectorised step iteration (the JAX path's :func:`_michelot_step`, same summation order)
+    bit for bit — projection with any support hint and tangent cone — and the sort oracle, for
+    short rows (router probe rounds) and long ones, with ties, masked entries and strided or
+    read-only input."""
+    from lbtheory.simplex import _warm_start
 
     rng = np.random.default_rng(11)
     for trial in range(3000):
-        n, m = int(rng.integers(1, SMALL_ROW + 1)), int(rng.integers(1, 5))
+        n = int(rng.integers(1, 8)) if trial % 5 else int(rng.integers(8, 300))
+        m = int(rng.integers(1, 5))
         v = rng.normal(size=(m, n)) * rng.choice([0.01, 1.0, 100.0])
         if trial % 3 == 0:
             v = np.round(v, 1)  # ties
         mask = rng.random((m, n)) < 0.8
         hint = None if trial % 4 == 0 else rng.random((m, n)) < 0.5
-        got = project_simplex(v, mask, hint=hint)
-        nu, S = _michelot_numpy(v, _warm_start(np, v, mask, hint), None, 1.0)
-        assert np.array_equal(got, np.where(S, v - nu, 0.0))
+        vin = v
+        if trial % 7 == 0:
+            vin = np.repeat(v, 2, axis=1)[:, ::2]  # strided
+        elif trial % 7 == 1:
+            vin = v.copy()
+            vin.flags.writeable = False
+        got = project_simplex(vin, mask, hint=hint)
+        assert got.tobytes() == _michelot_by_steps(v, _warm_start(np, v, mask, hint), None,
+                                                   1.0).tobytes()
+        x = np.where(mask & (rng.random((m, n)) < 0.6), 1.0, 0.0)
+        tan = project_tangent_cone(x, vin, mask)
+        assert tan.tobytes() == _michelot_by_steps(v, mask, mask & (x > 0), 0.0).tobytes()
         for r in range(m):
             expected = np.zeros(n)
             if mask[r].any():
                 expected[mask[r]] = _sort_projection(v[r, mask[r]])
             np.testing.assert_allclose(got[r], expected, atol=1e-9 * max(1.0, np.abs(v).max()))
+            assert abs(tan[r].sum()) <= 1e-9 * max(1.0, np.abs(v).max()) * n
+            assert (tan[r][mask[r] & (x[r] == 0)] >= 0).all() and (tan[r][~mask[r]] == 0).all()
 
 
 # ---------------------------------------------------------------- compiled twins (issue 21)

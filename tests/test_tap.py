@@ -132,23 +132,34 @@ def test_gap_certificate_on_synthetic_sioux_falls_size():
 
 
 def test_cost_kernels_match_the_arc_families():
-    """White-box on purpose: the numba cost kernels are a second, compiled definition of the
-    arc families, and a wrong derivative (a planted 3× on the M/M/1 one) still converges and
-    passes every public test — only this comparison catches it."""
+    """White-box on purpose: the solver kernels evaluate the arc families through the game's
+    kernel encoding; a wrong derivative (a planted 3× on the M/M/1 one) still converges and
+    passes every public test — only comparing against closed forms catches it. The kernels and
+    the numpy families share one definition (``_gpkernels.poly_formula``/``mm1_formula``), so
+    they agree to the last bit; the closed forms below are independent numpy."""
     arcs = [bpr(2.0, 0.15, 10.0, 4.0), bpr(1.0, 0.5, 3.0, 0.5), bpr(1.5, 0.2, 4.0, 2.5),
             constant(3.0), affine(1.0, 2.0), MM1(5.0, 2.0)]
     game = RoutingGame([0, 1], [GameArc(0, 1, c) for c in arcs], [Commodity(0, 1, 1.0)])
     kind, A, B, S, P = encode_costs(game)
     x = np.array([7.0, 2.0, 3.0, 1.0, 0.7, 3.5])
-    bank = game.costs
-    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, False, False), bank.cost(x),
-                               rtol=1e-14)
-    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, True, False), bank.marginal(x),
-                               rtol=1e-14)
-    np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, False, True),
-                               bank.cost_prime(x), rtol=1e-14)
+    # closed forms: t0(1 + B(x/c)^p), its derivative, marginal and marginal's derivative
+    t0 = np.array([2.0, 1.0, 1.5])
+    bb = np.array([0.15, 0.5, 0.2]) * t0
+    c, p, r = np.array([10.0, 3.0, 4.0]), np.array([4.0, 0.5, 2.5]), x[:3] / [10.0, 3.0, 4.0]
+    cost = np.r_[t0 + bb * r**p, 3.0, 1.0 + 2.0 * 0.7, 2.0 / 1.5]
+    prime = np.r_[bb * p / c * r ** (p - 1), 0.0, 2.0, 2.0 / 1.5**2]
+    marg = np.r_[t0 + bb * (p + 1) * r**p, 3.0, 1.0 + 4.0 * 0.7, 2.0 * 5.0 / 1.5**2]
+    mprime = np.r_[bb * p * (p + 1) / c * r ** (p - 1), 0.0, 4.0, 4.0 * 5.0 / 1.5**3]
+    for so, deriv, ref, fam in [(False, False, cost, game.costs.cost),
+                                (True, False, marg, game.costs.marginal),
+                                (False, True, prime, game.costs.cost_prime),
+                                (True, True, mprime, None)]:
+        got = kern.arc_costs(kind, A, B, S, P, x, so, deriv)
+        np.testing.assert_allclose(got, ref, rtol=1e-14)
+        if fam is not None:
+            assert got.tobytes() == fam(x).tobytes()
     h = 1e-6
-    num = (bank.marginal(x + h) - bank.marginal(x - h)) / (2 * h)
+    num = (game.costs.marginal(x + h) - game.costs.marginal(x - h)) / (2 * h)
     np.testing.assert_allclose(kern.arc_costs(kind, A, B, S, P, x, True, True), num, rtol=1e-6)
 
 

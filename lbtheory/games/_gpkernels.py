@@ -1,10 +1,18 @@
-"""numba kernels of the path-based gradient-projection traffic-assignment solver (:mod:`.tap`).
+"""numba kernels of the path-based gradient-projection traffic-assignment solver (:mod:`.tap`),
+and the arc-cost formulas of the kernel families — their one definition.
 
-Arc costs are encoded per arc as ``kind`` (0: polynomial a + b·(x/s)^p; 1: M/M/1 k/(u − x)) with
+Arc-cost formulas: :func:`poly_formula` (ℓ = a + b·(x/s)^p) and :func:`mm1_formula`
+(ℓ = k/(u − x)) evaluate, at one arc flow x (clipped at 0), what :data:`COST` …
+:data:`MARGINAL_PRIME` says: ℓ, ℓ', the Beckmann integral, x·ℓ, the marginal cost x·ℓ' + ℓ and its
+derivative. The numpy methods of :class:`~.arccosts.Polynomial` / :class:`~.arccosts.MM1` call
+them through :func:`formula_array`, and the solver kernels (here and in :mod:`._bushkernels`) call
+them per arc, so the reference and the compiled solvers compute the same bits. (They live here,
+not in :mod:`.arccosts`, because numba's cache of a kernel goes stale when a function it calls
+changes in *another* file.)
+
+In the solver kernels arc costs are encoded per arc as ``kind`` (0: polynomial; 1: M/M/1) with
 parameters ``(A, B, S, P)`` (polynomial: a, b, s, p; M/M/1: −, k, u, −), and evaluated either as
-travel costs ℓ (Wardrop) or as marginal costs x·ℓ' + ℓ (system optimum, ``so=True``). The
-formulas are those of :mod:`.arccosts` (the one definition); ``tests/test_tap.py`` checks the
-kernels against them arc by arc.
+travel costs ℓ (Wardrop) or as marginal costs x·ℓ' + ℓ (system optimum, ``so=True``).
 
 Paths live in a growable pool of arc ids: path ``p`` is ``pool[off[p]:off[p] + plen[p]]`` with
 flow ``pflow[p]``; the paths of OD pair ``q`` form a linked list ``head[q] → nxt[p] → … → −1``.
@@ -17,6 +25,15 @@ import numpy as np
 from numba import njit, prange
 
 _INF = np.inf
+
+#: what an arc-cost formula evaluates at flow x: ℓ(x), ℓ'(x), ∫_0^x ℓ, x·ℓ(x), the marginal
+#: cost x·ℓ'(x) + ℓ(x) and its derivative
+COST, PRIME, POTENTIAL, TOTAL, MARGINAL, MARGINAL_PRIME = 0, 1, 2, 3, 4, 5
+#: family codes of :func:`formula_array` (and of ``kind`` in the solver kernels)
+POLYNOMIAL, QUEUE = 0, 1
+# The formulas and the per-arc dispatch (_arc, _cost, _deriv) are inlined into every kernel
+# (numba inline="always"): as calls, the solver kernels ran them 5–10 % slower and arc_costs
+# ≈ 50× slower; the price is ≈ 10 s more on a cold numba cache.
 
 
 @njit(cache=True)
@@ -31,44 +48,87 @@ def _pow(r, p):
     return r ** p
 
 
+@njit(cache=True, inline="always")
+def poly_formula(what, a, b, s, p, x):
+    """``what`` of the polynomial arc ℓ(x) = a + b·(x/s)^p (p ≥ 0; 0^0 = 1) at flow x ≥ 0
+    (negative x counts as 0): ℓ, ℓ' (+inf at x = 0 when p < 1), a·x + b·s/(p+1)·(x/s)^{p+1},
+    x·ℓ, a + b(p+1)(x/s)^p or (p+1)·ℓ'."""
+    if x < 0.0:
+        x = 0.0
+    r = x / s
+    if what == COST:
+        return a + b * _pow(r, p)
+    if what == MARGINAL:
+        return a + b * (p + 1.0) * _pow(r, p)
+    if what == POTENTIAL:
+        return a * r * s + b * s / (p + 1.0) * _pow(r, p + 1.0)
+    if what == TOTAL:
+        return s * r * (a + b * _pow(r, p))
+    if p == 0.0 or b == 0.0:
+        return 0.0
+    if r == 0.0 and p < 1.0:
+        return _INF
+    d = b * p / s * (r * r * r if p == 4.0 else r ** (p - 1.0))
+    if what == MARGINAL_PRIME:
+        d *= p + 1.0
+    return d
+
+
+@njit(cache=True, inline="always")
+def mm1_formula(what, k, u, x):
+    """``what`` of the M/M/1 arc ℓ(x) = k/(u − x) at flow x ≥ 0 (negative x counts as 0), +inf
+    at x ≥ u: ℓ, k/(u − x)², k·log(u/(u − x)), k·x/(u − x), k·u/(u − x)² or 2k·u/(u − x)³."""
+    if x < 0.0:
+        x = 0.0
+    g = u - x
+    if not g > 0.0:
+        return _INF
+    if what == COST:
+        return k / g
+    if what == MARGINAL:
+        return k * u / (g * g)
+    if what == PRIME:
+        return k / (g * g)
+    if what == MARGINAL_PRIME:
+        return 2.0 * k * u / (g * g * g)
+    if what == POTENTIAL:
+        return k * np.log(u / g)
+    return k * x / g
+
+
+@njit(cache=True, inline="always")
+def _at(v, i):
+    return v[0] if v.size == 1 else v[i]
+
+
 @njit(cache=True)
+def formula_array(family, what, p1, p2, p3, p4, x, out):
+    """``out[i]`` = ``what`` of arc i of ``family`` at flow ``x[i]`` (1-D arrays of the length
+    of ``out``, or of length 1: repeated): :func:`poly_formula` with (a, b, s, p) =
+    (p1, p2, p3, p4) or :func:`mm1_formula` with (k, u) = (p1, p2) (p3, p4 unused)."""
+    for i in range(out.size):
+        if family == POLYNOMIAL:
+            out[i] = poly_formula(what, _at(p1, i), _at(p2, i), _at(p3, i), _at(p4, i), _at(x, i))
+        else:
+            out[i] = mm1_formula(what, _at(p1, i), _at(p2, i), _at(x, i))
+
+
+@njit(cache=True, inline="always")
+def _arc(kind, A, B, S, P, a, x, what):
+    """``what`` of encoded arc a at flow x."""
+    if kind[a] == POLYNOMIAL:
+        return poly_formula(what, A[a], B[a], S[a], P[a], x)
+    return mm1_formula(what, B[a], S[a], x)
+
+
+@njit(cache=True, inline="always")
 def _cost(kind, A, B, S, P, a, x, so):
-    if x < 0.0:
-        x = 0.0
-    if kind[a] == 0:
-        r = x / S[a]
-        if so:
-            return A[a] + B[a] * (P[a] + 1.0) * _pow(r, P[a])
-        return A[a] + B[a] * _pow(r, P[a])
-    g = S[a] - x
-    if g <= 0.0:
-        return _INF
-    if so:
-        return B[a] * S[a] / (g * g)
-    return B[a] / g
+    return _arc(kind, A, B, S, P, a, x, MARGINAL if so else COST)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _deriv(kind, A, B, S, P, a, x, so):
-    if x < 0.0:
-        x = 0.0
-    if kind[a] == 0:
-        p = P[a]
-        if p == 0.0 or B[a] == 0.0:
-            return 0.0
-        r = x / S[a]
-        if r == 0.0 and p < 1.0:
-            return _INF
-        d = B[a] * p / S[a] * (r * r * r if p == 4.0 else r ** (p - 1.0))
-        if so:
-            d *= p + 1.0
-        return d
-    g = S[a] - x
-    if g <= 0.0:
-        return _INF
-    if so:
-        return 2.0 * B[a] * S[a] / (g * g * g)
-    return B[a] / (g * g)
+    return _arc(kind, A, B, S, P, a, x, MARGINAL_PRIME if so else PRIME)
 
 
 @njit(cache=True)

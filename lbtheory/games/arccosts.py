@@ -14,7 +14,10 @@ exposes, elementwise in the arc flow ``x`` (flow units per time unit of the data
   system optimum) and :meth:`total` x·ℓ(x).
 
 The families never import cvxpy: their exact convex (DCP) CVXPY forms live in one registry keyed
-by class, :data:`lbtheory.games._cvxforms.ARC_FORMS`.
+by class, :data:`lbtheory.games._cvxforms.ARC_FORMS`. The formulas of :class:`Polynomial` and
+:class:`MM1` are written once, as the numba functions :func:`~._gpkernels.poly_formula` and
+:func:`~._gpkernels.mm1_formula` that the compiled solvers call per arc: the methods here run them
+elementwise (parameters broadcast against the flows), so both compute the same bits.
 
 Families:
 
@@ -37,6 +40,7 @@ from .._checks import check_fields, check_option
 from ..costs import CostKind, cell_cost_prime, flow_cost, flow_potential
 from ..errors import ModelError
 from ..models import ServiceModel
+from . import _gpkernels as kern
 
 __all__ = [
     "ArcCost",
@@ -87,8 +91,44 @@ def _nonneg(x: Any) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
+class _Compiled(ArcCost):
+    """A family whose formulas are compiled (:mod:`._gpkernels`): the methods run
+    :func:`~._gpkernels.formula_array` on the family code ``_FAMILY`` and :meth:`_params`
+    (broadcast against the flows); a scalar in with scalar parameters gives a numpy scalar."""
+
+    _FAMILY: int  # the family code of formula_array (set by each subclass)
+
+    def _params(self) -> tuple:
+        """The four parameter arrays of formula_array (see there)."""
+        raise NotImplementedError
+
+    def _eval(self, what: int, x: Any) -> np.ndarray:
+        vals = [np.asarray(v, dtype=float) for v in (*self._params(), x)]
+        shape = np.broadcast_shapes(*(v.shape for v in vals))
+        if any(v.size != 1 and v.shape != shape for v in vals):  # a size-1 array is repeated
+            vals = [np.broadcast_to(v, shape) for v in vals]
+        out = np.empty(shape)
+        kern.formula_array(self._FAMILY, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
+        return out[()]
+
+    def cost(self, x: Any) -> np.ndarray:
+        return self._eval(kern.COST, x)
+
+    def cost_prime(self, x: Any) -> np.ndarray:
+        return self._eval(kern.PRIME, x)
+
+    def potential(self, x: Any) -> np.ndarray:
+        return self._eval(kern.POTENTIAL, x)
+
+    def total(self, x: Any) -> np.ndarray:
+        return self._eval(kern.TOTAL, x)
+
+    def marginal(self, x: Any) -> np.ndarray:
+        return self._eval(kern.MARGINAL, x)
+
+
 @dataclasses.dataclass(frozen=True)
-class Polynomial(ArcCost):
+class Polynomial(_Compiled):
     """ℓ(x) = a + b·(x/s)^p with a, b ≥ 0, scale s > 0 and any real power p ≥ 0.
 
     Beckmann integral a·x + b·s/(p+1)·(x/s)^{p+1}; marginal a + b(p+1)(x/s)^p. The flow is scaled
@@ -101,6 +141,8 @@ class Polynomial(ArcCost):
         scale: s, flow scale (e.g. capacity), > 0.
         power: p ≥ 0 (a scalar; arcs with different powers form different groups).
     """
+
+    _FAMILY = kern.POLYNOMIAL
 
     a: Any
     b: Any
@@ -117,32 +159,9 @@ class Polynomial(ArcCost):
     def group_key(self) -> Any:
         return (Polynomial, float(self.power))
 
-    def _r(self, x: Any) -> np.ndarray:
-        return _nonneg(x) / self.scale
+    def _params(self) -> tuple:
+        return self.a, self.b, self.scale, float(self.power)
 
-    def cost(self, x: Any) -> np.ndarray:
-        return self.a + self.b * self._r(x) ** self.power
-
-    def cost_prime(self, x: Any) -> np.ndarray:
-        p = float(self.power)
-        r = self._r(x)
-        if p == 0:
-            return np.zeros_like(r) + 0.0 * self.b
-        with np.errstate(divide="ignore"):
-            return self.b * p / self.scale * r ** (p - 1.0)
-
-    def potential(self, x: Any) -> np.ndarray:
-        p = float(self.power)
-        r = self._r(x)
-        return self.a * r * self.scale + self.b * self.scale / (p + 1.0) * r ** (p + 1.0)
-
-    def total(self, x: Any) -> np.ndarray:
-        r = self._r(x)
-        return self.scale * r * (self.a + self.b * r ** float(self.power))
-
-    def marginal(self, x: Any) -> np.ndarray:
-        p = float(self.power)
-        return self.a + self.b * (p + 1.0) * self._r(x) ** p
 
 def affine(a: Any, b: Any) -> Polynomial:
     """ℓ(x) = a + b·x."""
@@ -165,7 +184,7 @@ def bpr(free_flow_time: Any, B: Any, capacity: Any, power: float = 4.0) -> Polyn
 
 
 @dataclasses.dataclass(frozen=True)
-class MM1(ArcCost):
+class MM1(_Compiled):
     """M/M/1 link ℓ(x) = k/(u − x) for 0 ≤ x < u (+inf at x ≥ u).
 
     Beckmann integral k·log(u/(u − x)); total k·x/(u − x); marginal k·u/(u − x)². With
@@ -177,6 +196,8 @@ class MM1(ArcCost):
         scale: k > 0 (cost units × flow units).
     """
 
+    _FAMILY = kern.QUEUE
+
     capacity: Any
     scale: Any = 1.0
 
@@ -184,29 +205,8 @@ class MM1(ArcCost):
         check_fields("MM1", self, {"capacity": "positive", "scale": "positive"},
                      error=ModelError)
 
-    def _gap(self, x: Any) -> np.ndarray:
-        return self.capacity - _nonneg(x)
-
-    def cost(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale / np.where(g > 0, g, 1.0), np.inf)
-
-    def cost_prime(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale / np.where(g > 0, g, 1.0) ** 2, np.inf)
-
-    def potential(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        ok = g > 0
-        return np.where(ok, self.scale * np.log(self.capacity / np.where(ok, g, 1.0)), np.inf)
-
-    def total(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale * _nonneg(x) / np.where(g > 0, g, 1.0), np.inf)
-
-    def marginal(self, x: Any) -> np.ndarray:
-        g = self._gap(x)
-        return np.where(g > 0, self.scale * self.capacity / np.where(g > 0, g, 1.0) ** 2, np.inf)
+    def _params(self) -> tuple:
+        return self.scale, self.capacity, 0.0, 0.0
 
     def upper(self, m: int) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.capacity, dtype=float), (m,)).copy()
