@@ -23,7 +23,7 @@ from .errors import ParameterError, RunStatus
 
 __all__ = ["percentile", "percentiles", "mean", "summarize", "ratio", "DEFAULT_QUANTILES",
            "median_wall_time", "mean_ci", "LATENCY_QUANTILES", "SUMMARY_KEYS", "latency_summary",
-           "run_summary", "RunResult"]
+           "run_summary", "RunResult", "QueuedRunOutcomes"]
 
 #: Percentiles reported by :func:`summarize` (percent).
 DEFAULT_QUANTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
@@ -161,6 +161,33 @@ def run_summary(*, requests: int, completed: int, errors: int, status: RunStatus
     :func:`latency_summary` of the completed requests' latencies (s)."""
     return {"requests": int(requests), "completed": int(completed), "errors": int(errors),
             "status": RunStatus(status).value, "latency": latency_summary(latency_s)}
+
+
+class QueuedRunOutcomes:
+    """Mixin of the results whose simulator queues every request (instances, decode replicas):
+    from the subclass's ``done`` mask (workload order) the per-request ``outcome`` (completed or
+    unfinished), ``completed`` and ``errors`` (always 0: nothing is rejected)."""
+
+    done: np.ndarray
+
+    @property
+    def outcome(self) -> np.ndarray:
+        """:class:`~lbtheory.errors.RequestOutcome` code of each request (``int8``): completed
+        or unfinished (never started, or still running when the run stopped)."""
+        from .errors import RequestOutcome
+
+        return np.where(self.done, RequestOutcome.COMPLETED,
+                        RequestOutcome.UNFINISHED).astype(np.int8)
+
+    @property
+    def completed(self) -> int:
+        """Requests that finished."""
+        return int(np.sum(self.done))
+
+    @property
+    def errors(self) -> int:
+        """Rejected requests: always 0 (a request waits until it can be served)."""
+        return 0
 
 
 class RunResult(Protocol):

@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_memory, check_real, check_seed
-from ..errors import ParameterError, RequestOutcome, RunStatus
+from ..errors import ParameterError, RunStatus
 from ..routers._drive import Driver
-from ..stats import mean, run_summary
+from ..stats import QueuedRunOutcomes, mean, run_summary
 from ..workloads import Workload
 from .imbalance import (
     StepTimeModel,
@@ -118,7 +118,7 @@ class DecodeConfig:
 
 
 @dataclass(frozen=True)
-class DecodeResult:
+class DecodeResult(QueuedRunOutcomes):
     """Per-step and per-request records of one simulation (:class:`~lbtheory.stats.RunResult`).
 
     Per-request arrays (``start_step``, ``replica``, ``n_steps``, ``outcome``, ``latency_s``)
@@ -160,23 +160,6 @@ class DecodeResult:
     def done(self) -> np.ndarray:
         """Mask of the requests that finished within the run's steps (workload order)."""
         return (self.start_step >= 0) & (self.start_step + self.n_steps <= self.max_load.size)
-
-    @property
-    def outcome(self) -> np.ndarray:
-        """:class:`~lbtheory.errors.RequestOutcome` code of each request (``int8``): completed
-        or unfinished (never scheduled, or still decoding when ``max_steps`` stopped the run)."""
-        return np.where(self.done, RequestOutcome.COMPLETED,
-                        RequestOutcome.UNFINISHED).astype(np.int8)
-
-    @property
-    def completed(self) -> int:
-        """Requests that finished."""
-        return int(self.done.sum())
-
-    @property
-    def errors(self) -> int:
-        """Rejected requests: always 0 (a request waits in the pool until it fits)."""
-        return 0
 
     @property
     def latency_s(self) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import stats
 from .._checks import Seed, as_seed, check_option, check_seed
-from ..errors import Engine, RequestOutcome, RunStatus, warn_deprecated
+from ..errors import Engine, RunStatus, warn_deprecated
 from ..routers._drive import Driver
 from ..workloads import Workload
 from ._compiled import CompiledClusterSim, kernel_spec
@@ -33,7 +33,7 @@ __all__ = ["InstanceResult", "simulate_instances", "simulate", "run_router", "re
 
 
 @dataclass(frozen=True)
-class InstanceResult:
+class InstanceResult(stats.QueuedRunOutcomes):
     """Outcome of one simulation (:class:`~lbtheory.stats.RunResult`): arrays per request in
     **workload order** (index ``k`` is the ``k``-th request of the workload); a request that did
     not finish has NaN times (``outcome``: :class:`~lbtheory.errors.RequestOutcome`).
@@ -73,23 +73,6 @@ class InstanceResult:
     def done(self) -> np.ndarray:
         """Mask of the requests that finished (workload order)."""
         return np.isfinite(self.finish_s)
-
-    @property
-    def outcome(self) -> np.ndarray:
-        """:class:`~lbtheory.errors.RequestOutcome` code of each request (``int8``): completed
-        or unfinished."""
-        return np.where(self.done, RequestOutcome.COMPLETED,
-                        RequestOutcome.UNFINISHED).astype(np.int8)
-
-    @property
-    def completed(self) -> int:
-        """Requests that finished."""
-        return int(self.done.sum())
-
-    @property
-    def errors(self) -> int:
-        """Rejected requests: always 0 (the cluster queues every request)."""
-        return 0
 
     @property
     def e2e_s(self) -> np.ndarray:
