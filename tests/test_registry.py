@@ -28,7 +28,7 @@ from lbtheory.registry import (
     make_router,
     register_policy,
 )
-from lbtheory.routers import KernelSpec, RandomRouter, RoundRobinRouter
+from lbtheory.routers import KernelSpec, RandomRouter, RoundRobinRouter, Stateless
 from lbtheory.sim import generate_arrivals, load_scenario
 from lbtheory.sim._kernel_plan import KernelPlan, plan_kernel
 from lbtheory.sim._kernels_routers import K_KERNEL, K_USER
@@ -112,16 +112,10 @@ def test_the_engines_find_exactly_the_kernels_the_registry_declares(sim):
 
 # -- registering from outside -------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class LeastKV:
+class LeastKV(Stateless):
     """Least committed KV tokens, ties broken at random (one uniform draw per decision)."""
 
     name: str = "least-kv"
-
-    def init(self, seed=0):
-        return None
-
-    def observe(self, state, view):
-        return state
 
     def route(self, state, view, rng):
         c = view.kv_committed
