@@ -69,3 +69,6 @@ def test_solvers_return_one_result_with_state_and_old_unpacking_warns(solve):
         old, state = solve(two_routes(), tol=1e-12)
     assert state is old.state
     np.testing.assert_array_equal(old.arc_flow, res.arc_flow)
+    with pytest.warns(DeprecationWarning, match=r"indexing a solver's \(result, state\) pair"):
+        first = solve(two_routes(), tol=1e-12)[0]
+    np.testing.assert_array_equal(first.arc_flow, res.arc_flow)

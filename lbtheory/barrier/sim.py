@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int, check_memory, check_real, check_seed
+from .._checks import Seed, as_seed, check_int, check_memory, check_real
 from ..errors import ParameterError, RunStatus
 from ..routers._drive import Driver
 from ..stats import QueuedRunOutcomes, mean, run_summary
@@ -320,7 +320,7 @@ def _after(view: ReplicaView, pos: np.ndarray, reps: np.ndarray,
 
 
 def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | None = None,
-                    seed: int = 0, **options: Any) -> DecodeResult:
+                    seed: Seed = 0, **options: Any) -> DecodeResult:
     """Replay ``workload`` through ``router`` on ``G`` barrier-synchronised decode replicas.
 
     Args:
@@ -329,7 +329,8 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
             ``lbtheory.registry.make_router("br0", "replicas")``.
         config: cluster settings; alternatively pass :class:`DecodeConfig` fields as keywords
             (not both).
-        seed: seed of the router's random draws (the ``rng`` of ``route``).
+        seed: seed of the router's random draws (the ``rng`` of ``route``): an int or a
+            ``numpy.random.Generator`` (one draw).
 
     Returns:
         :class:`DecodeResult`; every request is scheduled exactly once and finishes, unless
@@ -362,7 +363,7 @@ def simulate_decode(workload: Workload, router: Any, *, config: DecodeConfig | N
     arrive = workload.arrival_s / cfg.time_scale if cfg.time_scale is not None else None
     step_time = cfg.step_model  # t = a·M + b (s): the one definition, StepTimeModel.__call__
     cl = _Cluster(G, S)
-    driver = Driver(router, check_seed(seed), target="replica", queue="pool")
+    driver = Driver(router, as_seed(seed), target="replica", queue="pool")
     name = driver.name
     enter = np.zeros(n, dtype=np.int64)
     start = np.full(n, -1, dtype=np.int64)

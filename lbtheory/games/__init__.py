@@ -30,7 +30,7 @@ from ._cvxforms import (
     dcp_potential_value,
     form_terms,
 )
-from ._result import GamePoAResult, GameResult, Objective, evaluate_flow
+from ._result import GamePoAResult, GameResult, Objective, SolveTrace, evaluate_flow
 from .arccosts import MM1, ArcCost, ArcCostBank, Polynomial, ServiceArc, affine, bpr, constant
 from .cells import cell_inflows, routing_from_game, to_routing_game
 from .classic import (
@@ -60,7 +60,7 @@ __all__ = [
     "ArcCost", "ArcCostBank", "Polynomial", "MM1", "ServiceArc", "affine", "bpr", "constant",
     "RoutingGame", "GameArc", "Commodity",
     "GameResult", "GamePoAResult", "Objective", "evaluate_flow", "frank_wolfe", "FWTrace",
-    "FWMethod",
+    "SolveTrace", "FWMethod",
     "shortest_paths", "all_or_nothing", "gap_measures", "shortest_path_cost", "used_arc_spread",
     "gradient_projection", "TAPState", "bush_assignment", "BushState", "Method", "solve_game",
     "certify", "synthetic_network",

@@ -91,6 +91,12 @@ class GameResult:
                         "the GameResult itself and its .state / .stats")
         return iter((self, self.stats if self.state is None else self.state))
 
+    def __getitem__(self, index: int) -> Any:
+        """Deprecated tuple indexing: ``solve(...)[0]`` is the result, ``[1]`` its state."""
+        warn_deprecated("indexing a solver's (result, state) pair",
+                        "the GameResult itself and its .state / .stats")
+        return (self, self.stats if self.state is None else self.state)[index]
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the CLI (arc order as in the game)."""
         return {"arc_flow": [float(v) for v in self.arc_flow],

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_real, check_seed
+from .._checks import Seed, as_seed, check_real, check_seed
 from ..errors import DataFormatError
 from ..workloads import Workload, workload_from_arrays
 from ._scenario import Scenario
@@ -127,11 +127,13 @@ def interval_counts(arrival_s: np.ndarray, interval_s: float = 60.0) -> np.ndarr
     return np.bincount(np.floor(t / interval_s).astype(np.int64), minlength=full + 1)[:full]
 
 
-def generate_arrivals(scenario: Scenario, duration_s: float, seed: int) -> Workload:
+def generate_arrivals(scenario: Scenario, duration_s: float, seed: Seed) -> Workload:
     """Poisson arrivals on [0, duration_s) with the scenario's rates, rate path
-    (:func:`rate_profile`) and bursts (seeded): a :class:`~lbtheory.workloads.Workload` with
-    ``source`` and ``work`` columns."""
+    (:func:`rate_profile`) and bursts (seeded: an int or a ``numpy.random.Generator``, which
+    gives one draw): a :class:`~lbtheory.workloads.Workload` with ``source`` and ``work``
+    columns."""
     scenario.check_run(duration_s)
+    seed = as_seed(seed)
     rng = np.random.default_rng(seed_streams(seed)[0])
     m = _multipliers(scenario, duration_s, seed)
     times, srcs = [], []

@@ -18,7 +18,13 @@ import numpy as np
 
 from .._checks import check_real, validate_stepsize
 from ..costs import CostKind
-from ..errors import ParameterError, StabilityStatus, StepsizeStatus, TopologyError
+from ..errors import (
+    ParameterError,
+    StabilityStatus,
+    StepsizeStatus,
+    TopologyError,
+    warn_deprecated,
+)
 from ..network import CellNetwork
 from ._dde import LinearDDE, RootSet, newton_root, rightmost_roots
 from ._linearise import Linearisation, empirical_rule, linearise
@@ -366,6 +372,13 @@ def check_stepsize(net: CellNetwork, cost: CostKind | str = "gradient",
         BoundaryEquilibriumError, InfeasibleDemandError: see :func:`linearise`.
         TopologyError: every arrival rate is 0 (no flow to route: the question is vacuous).
     """
+    if isinstance(net, (int, float, np.integer, np.floating)) and not isinstance(net, bool):
+        # 0.1's check_stepsize(value, name) was the float validator: it works for one release
+        warn_deprecated("check_stepsize(value, name) as a float validator",
+                        "lbtheory._checks.validate_stepsize (check_stepsize is now the "
+                        "stability check)")
+        named = isinstance(cost, str) and cost not in {k.value for k in CostKind}
+        return validate_stepsize(net, cost if named else "stepsize")
     if not isinstance(net, CellNetwork):
         raise ParameterError(f"net must be a CellNetwork (e.g. lbtheory.load_topology(path)), got "
                              f"{type(net).__name__}; check_stepsize is the stability check "
