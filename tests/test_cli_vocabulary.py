@@ -210,6 +210,13 @@ def test_fluid_policies_are_the_dlb_policies_with_a_fluid_model():
     assert set(FLUID_POLICIES) == {p for p in POLICY_NAMES
                                    if p.startswith(("disc-", "flow-"))}
     assert FLUID_POLICIES["disc-lat"] == ("discrete", "latency")
+    assert len(FLUID_POLICIES) == 6
+    from lbtheory.registry import make_router
+
+    for name, (mech, cost) in FLUID_POLICIES.items():  # each pair is what the router runs
+        router = make_router(name)
+        assert type(router).__name__ == {"discrete": "DiscreteRouter", "flow": "FlowRouter"}[mech]
+        assert router.cost.value == cost
 
 
 @pytest.mark.parametrize("argv, match", [

@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 from ..io import FIGURE_FORMATS, check_output_path, dumps_json, load_topology, save_figure_atomic
+from ..registry import POLICIES
 from ._help import option
 
 NAME = "fluid"
@@ -48,11 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-#: ``--policy`` names (the DLB policies of :data:`lbtheory.registry.POLICY_NAMES` that have a
-#: fluid model) -> (mechanism, cost).
+#: fluid mechanism of each DLB router class (by the registry's factory name).
+_MECHANISMS = {"DiscreteRouter": "discrete", "FlowRouter": "flow"}
+#: ``--policy`` names (the registry's DLB policies that have a fluid model: its discrete and
+#: flow routers) -> (mechanism, cost), read from their registry entries.
 FLUID_POLICIES: dict[str, tuple[str, str]] = {
-    f"{m}-{c}": (mech, cost) for m, mech in (("disc", "discrete"), ("flow", "flow"))
-    for c, cost in (("rif", "rif"), ("lat", "latency"), ("grad", "gradient"))}
+    e.name: (_MECHANISMS[e.factory.rpartition(":")[2]], e.options["*"]["cost"])
+    for e in POLICIES.values() if e.factory.rpartition(":")[2] in _MECHANISMS}
 
 
 def mechanism_and_cost(args: argparse.Namespace) -> tuple[str, str]:
