@@ -90,12 +90,9 @@ def spec_random(router: Any, config: ClusterConfig) -> BuiltinSpec:
     return _builtin("random", [])
 
 
-def spec_p2c(router: Any, config: ClusterConfig) -> BuiltinSpec | None:
-    """Power of d (not above 10,000 instances with d > m/50: numpy draws those by a tail
-    shuffle the kernel does not reproduce)."""
-    m = config.n_instances
-    if m > 10_000 and min(router.d, m) > m // 50:
-        return None
+def spec_p2c(router: Any, config: ClusterConfig) -> BuiltinSpec:
+    """Power of d (the Python router draws with the same kernel,
+    :func:`~lbtheory.routers.choice_without_replacement`, at every size)."""
     return _builtin("p2c", [router.d, router.load is Load.TOKENS])
 
 

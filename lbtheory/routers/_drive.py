@@ -93,9 +93,7 @@ class Driver:
         self.router, self.state, self.rng = router, state, rng
         self.name: str = getattr(router, "name", "router")
         self.target, self.queue = target, queue
-        rounds, sessions = optional_methods(router)
-        self._round = router.observe_round if rounds else None
-        self._session = router.route_session if sessions else None
+        self._session = router.route_session if optional_methods(router)[1] else None
 
     def observe(self, view: Any) -> None:
         """New information (one view) reached the router."""
@@ -103,14 +101,7 @@ class Driver:
 
     def observe_round(self, views: Sequence[Any]) -> None:
         """A probe round reached every source with a view (:func:`observe_all`)."""
-        if self._round is not None:
-            self.state = self._round(self.state, views)
-            return
-        observe, state = self.router.observe, self.state
-        for v in views:
-            if v is not None:
-                state = observe(state, v)
-        self.state = state
+        self.state = observe_all(self.router, self.state, views)
 
     def route(self, view: Any, session: int | None = None) -> Decision:
         """The router's decision on ``view`` (for a request of ``session``, if not None)."""

@@ -80,7 +80,8 @@ class KernelSpec:
                             "KernelSpec(route, state=...) with route(s, state, rng)")
             _check_njit(route, "route")
             params = tuple(np.asarray(state, dtype=float).reshape(-1).tolist())
-            route, observe, state = _legacy_route(route, int(observe), params), None, legacy[0]
+            route, observe = _legacy_route(route, int(observe), params), None
+            state = np.asarray(legacy[0], dtype=np.int64).reshape(-1)  # the old int64 rstate
         elif legacy:
             raise ParameterError(f"KernelSpec: expected (route, observe=None, state=()), got "
                                  f"{3 + len(legacy)} arguments")
