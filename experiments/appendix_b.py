@@ -31,7 +31,7 @@ from typing import Any
 
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.stats import mean_ci
-from lbtheory.sweep import Experiment, script_main
+from lbtheory.sweep import CellField, Experiment, script_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _appendix_b_claims import write_claims  # noqa: E402
@@ -294,10 +294,16 @@ def _collector(name: str, keys: tuple[str, ...]):
     return collect
 
 
+#: The keys every Appendix-B cell result holds (checked on every read of the cache).
+CELL_SCHEMA = {"scenario": CellField("dict"), "seed": CellField("int", low=0),
+               "requests": CellField("int", low=0), "requests_measured": CellField("int", low=0),
+               "runs": CellField("dict"), "normalised": CellField("dict")}
+
+
 def _exp(name: str, description: str, grid, keys: tuple[str, ...]) -> Experiment:
     return Experiment(name=name, description=description, grid=grid, cell=appendix_b_cell,
                       collect=_collector(name, keys), profiles=PROFILES, group=GROUP,
-                      default="reduced", version=VERSION)
+                      default="reduced", version=VERSION, cell_schema=CELL_SCHEMA)
 
 
 EXPERIMENTS = [  # in order of priority (a group run computes them in this order)

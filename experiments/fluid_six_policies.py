@@ -29,7 +29,7 @@ import numpy as np
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.models import MM1Latency
 from lbtheory.network import Arc, Cell, CellNetwork
-from lbtheory.sweep import Experiment, script_main
+from lbtheory.sweep import CellField, Experiment, script_main
 
 CONFIG = {
     "cells": {"c1": {"capacity": 10.0, "K": 5.0}, "c2": {"capacity": 16.0, "K": 4.0}},
@@ -128,7 +128,8 @@ def collect(rows: list, out_dir: Path, profile: str) -> None:
 
 EXPERIMENT = Experiment(name="fluid-six-policies", description="the six DLB policies (flow/"
                         "discrete x rif/latency/gradient) in the delayed fluid model, 4 delays",
-                        grid=grid, cell=cell, collect=collect)
+                        grid=grid, cell=cell, collect=collect,
+                        cell_schema={"cells": CellField("list"), "runs": CellField("list")})
 
 if __name__ == "__main__":
     sys.exit(script_main(EXPERIMENT))

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from lbtheory.io import run_manifest, write_json_atomic
-from lbtheory.sweep import Experiment, script_main
+from lbtheory.sweep import CellField, Experiment, script_main
 
 PROFILE_POINTS = {"quick": 13, "full": 121}
 
@@ -55,9 +55,22 @@ def collect(rows: list, out_dir: Path, profile: str) -> None:
                        "results": [r for _, r in rows]})
 
 
+#: What a cell's result must hold (checked on every read of the cache): travel times are
+#: non-negative, and with affine costs the price of anarchy lies in [1, 4/3] (Roughgarden and
+#: Tardos's bound; 1e-6 slack for the certified relative gap).
+CELL_SCHEMA = {
+    "demand": CellField("real", low=0.0),
+    "wardrop_tstt": CellField("real", low=0.0),
+    "system_optimum_tstt": CellField("real", low=0.0),
+    "no_bridge_tstt": CellField("real", low=0.0),
+    "bridge_flow": CellField("real", low=-1e-6),
+    "price_of_anarchy": CellField("real", low=1.0 - 1e-6, high=4.0 / 3.0 + 1e-6),
+    "max_relative_gap": CellField("real", low=0.0, high=1.0),
+}
+
 EXPERIMENT = Experiment(name="poa-braess", description="Braess network: price of anarchy vs "
                         "total demand (Wardrop, system optimum, no bridge)",
-                        grid=grid, cell=cell, collect=collect)
+                        grid=grid, cell=cell, collect=collect, cell_schema=CELL_SCHEMA)
 
 if __name__ == "__main__":
     sys.exit(script_main(EXPERIMENT))

@@ -104,24 +104,37 @@ def _header(zones, nodes, links, **tags):
             f"{zones + 1}\n<NUMBER OF LINKS> {links}\n{extra}<END OF METADATA>\n")
 
 
+def _net(zones, nodes, links, **tags):
+    """A complete network file with these counts: link k joins node k mod n to the next one
+    (offsets grow past a full ring), so it agrees with its own metadata."""
+    rows = [f"\t{k % nodes + 1}\t{(k + 1 + k // nodes) % nodes + 1}\t100\t1\t1\t0.15\t4\t0"
+            f"\t0\t1\t;" for k in range(links)]
+    return _header(zones, nodes, links, **tags) + "\n".join(rows) + "\n"
+
+
+def _trips(zones):
+    return (f"<NUMBER OF ZONES> {zones}\n<TOTAL OD FLOW> 1\n<END OF METADATA>\n"
+            f"Origin 1\n    2 :   1.0;\n")
+
+
 def test_the_regional_networks_file_names_and_metadata(tmp_path, capsys):
     """Issue 24: the larger networks' folders and file names (Austin's AM-peak trips file,
     chicago-regional's lower-case folder, Berlin-Center's lower-case prefix, Philadelphia's
     toll file), and their metadata checked against the READMEs (warnings, not errors)."""
     root = tmp_path / "mirror"
     layout = {
-        "chicago-regional": {"ChicagoRegional_net.tntp": _header(1790, 12982, 39018,
-                                                                 toll_factor=0.1,
-                                                                 distance_factor=0.25),
-                             "ChicagoRegional_trips.tntp": "<NUMBER OF ZONES> 1790\n",
+        "chicago-regional": {"ChicagoRegional_net.tntp": _net(1790, 12982, 39018,
+                                                              toll_factor=0.1,
+                                                              distance_factor=0.25),
+                             "ChicagoRegional_trips.tntp": _trips(1790),
                              "ChicagoRegional_node.tntp": "node x y\n",
                              "ChicagoRegional_flow.tntp": "From To Volume Cost\n"},
-        "Austin": {"Austin_net.tntp": _header(7388, 7388, 18961),
-                   "Austin_trips_am.tntp": "<NUMBER OF ZONES> 7388\n"},
-        "Philadelphia": {"Philadelphia_net.tntp": _header(1525, 13389, 40003),  # no toll tag
-                         "Philadelphia_trips.tntp": "x", "Philadelphia_toll.tntp": "t"},
-        "Berlin-Center": {"berlin-center_net.tntp": _header(865, 12981, 28000),  # a revision
-                          "berlin-center_trips.tntp": "x"},
+        "Austin": {"Austin_net.tntp": _net(7388, 7388, 18961),
+                   "Austin_trips_am.tntp": _trips(7388)},
+        "Philadelphia": {"Philadelphia_net.tntp": _net(1525, 13389, 40003),  # no toll tag
+                         "Philadelphia_trips.tntp": _trips(1525), "Philadelphia_toll.tntp": "t"},
+        "Berlin-Center": {"berlin-center_net.tntp": _net(865, 12981, 28000),  # a revision
+                          "berlin-center_trips.tntp": _trips(865)},
     }
     for folder, files in layout.items():
         (root / folder).mkdir(parents=True)
@@ -170,5 +183,120 @@ def test_a_git_lfs_pointer_or_a_non_tntp_file_is_refused_and_nothing_written(tmp
     (root / "Austin_net.tntp").write_text("<html>not found</html>\n")
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "Austin_net.tntp is not a TNTP network file" in err and "END OF METADATA" in err
+    assert "Austin_net.tntp is not a valid TNTP net file" in err and "END OF METADATA" in err
     assert not cache.exists()
+
+
+# ----------------------------------------------------------------------------- issue 34
+def _bad_mirrors() -> dict[str, dict[str, str | bytes]]:
+    """The mirrors the issue found accepted: a header-only net with garbage trips, Austin with
+    2 of its links, a binary trips file, a file without any newline, a trips file whose zones
+    differ from the network's."""
+    braess = (EX / "Braess_net.tntp").read_text()
+    trips = (EX / "Braess_trips.tntp").read_text()
+    return {
+        "header-only net, garbage trips": {"Braess_net.tntp": braess.split("<END OF METADATA>")[0]
+                                           + "<END OF METADATA>\n",
+                                           "Braess_trips.tntp": "garbage\n"},
+        "2 of 5 links": {"Braess_net.tntp": "\n".join(braess.splitlines()[:-3]) + "\n",
+                         "Braess_trips.tntp": trips},
+        "binary trips": {"Braess_net.tntp": braess,
+                         "Braess_trips.tntp": b"<NUMBER OF ZONES> 2\n\x00\x01\x02\xff" * 10},
+        "no newline": {"Braess_net.tntp": braess, "Braess_trips.tntp": "1 " * 700_000},
+        "zones differ": {"Braess_net.tntp": braess,
+                         "Braess_trips.tntp": trips.replace("<NUMBER OF ZONES> 2",
+                                                            "<NUMBER OF ZONES> 3")},
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_mirrors()))
+def test_a_bad_mirror_never_replaces_a_good_cache(tmp_path, mirror, capsys, case):
+    """A good cached Braess stays byte for byte when the mirror serves an incomplete or invalid
+    network; one error line names the file (and the line where there is one); exit 2."""
+    cache = tmp_path / "cache"
+    args = ["tntp", "fetch", "Braess", "--cache", str(cache), "--mirror", mirror.as_uri()]
+    assert main(args) == 0
+    capsys.readouterr()
+    folder = cache / "Braess-Example"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for fname, content in _bad_mirrors()[case].items():
+        target = mirror / "Braess-Example" / fname
+        target.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
+    assert "the cache was left as it was" in err and ("_net.tntp" in err or "_trips" in err)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert sorted(p.name for p in cache.iterdir()) == ["Braess-Example"]  # no staging left
+
+
+def test_fetch_replaces_a_cached_network_atomically_and_keeps_other_files(tmp_path, mirror,
+                                                                          capsys):
+    cache = tmp_path / "cache"
+    args = ["tntp", "fetch", "Braess", "--cache", str(cache), "--mirror", mirror.as_uri()]
+    assert main(args) == 0
+    folder = cache / "Braess-Example"
+    (folder / "my_notes.txt").write_text("mine")
+    net = mirror / "Braess-Example" / "Braess_net.tntp"
+    net.write_text(net.read_text().replace("\t50\t0.02\t", "\t51\t0.02\t"))  # a revision
+    assert main(args) == 0
+    capsys.readouterr()
+    assert (folder / "Braess_net.tntp").read_bytes() == net.read_bytes()
+    assert (folder / "my_notes.txt").read_text() == "mine"
+    assert load_tntp_game(folder / "Braess_net.tntp", folder / "Braess_trips.tntp").n_arcs == 5
+
+
+def test_fetch_killed_at_random_points_leaves_the_old_or_the_new_network(tmp_path):
+    """SIGKILL ``tntp fetch`` at seeded random moments while it downloads, parses and installs a
+    large network over a cached one: afterwards the cache folder is exactly the old files or
+    exactly the new ones, and a rerun completes."""
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    old = tmp_path / "mirror-old" / "Braess-Example"
+    new = tmp_path / "mirror-new" / "Braess-Example"
+    old.mkdir(parents=True)
+    new.mkdir(parents=True)
+    for kind in ("net", "trips"):
+        shutil.copy(EX / f"Braess_{kind}.tntp", old / f"Braess_{kind}.tntp")
+    (new / "Braess_net.tntp").write_text(_net(2, 30000, 60000))  # ≈ 2 MB, parsed in ≈ 1 s
+    (new / "Braess_trips.tntp").write_text(_trips(2))
+    cache = tmp_path / "cache"
+    lbtheory = str(Path(sys.executable).with_name("lbtheory"))
+    cmd = [lbtheory, "tntp", "fetch", "Braess", "--cache", str(cache), "--mirror"]
+    subprocess.run([*cmd, old.parent.as_uri()], check=True, capture_output=True, timeout=120)
+    folder = cache / "Braess-Example"
+    snap_old = {p.name: p.read_bytes() for p in old.iterdir()}
+    snap_new = {p.name: p.read_bytes() for p in new.iterdir()}
+    rng = random.Random(34)
+    states = []
+    for _ in range(5):
+        proc = subprocess.Popen([*cmd, new.parent.as_uri()], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        # past the interpreter's start-up, then a random moment of download/parse/install
+        deadline = time.monotonic() + 60
+        while (proc.poll() is None and time.monotonic() < deadline
+               and not list(cache.glob(".Braess-Example.fetch-*"))):
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0.0, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        now = {p.name: p.read_bytes() for p in folder.iterdir()} if folder.exists() else None
+        if now is None:  # the two-rename fallback was cut between its renames
+            assert list(cache.glob(".Braess-Example.old-*"))
+            states.append("set aside")
+            continue
+        assert now in (snap_old, snap_new), sorted(now)
+        states.append("new" if now == snap_new else "old")
+        if now == snap_new:  # start over from the old network
+            subprocess.run([*cmd, old.parent.as_uri()], check=True, capture_output=True,
+                           timeout=120, env=os.environ)
+    r = subprocess.run([*cmd, new.parent.as_uri()], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == snap_new
+    assert "old" in states or "new" in states

@@ -8,12 +8,14 @@ downloaded with urllib from ``--mirror`` (default :data:`DEFAULT_MIRROR`; any ``
 ``DIR/<folder>/``. File names follow each folder's own convention (:data:`NETWORKS`: mostly
 ``<prefix>_net.tntp`` / ``_trips.tntp``, but ``Austin_trips_am.tntp``, lower-case
 ``berlin-center_*`` in ``Berlin-Center/``, ``ChicagoRegional_*`` in ``chicago-regional/``).
-Every file is first downloaded into a private temporary directory (outside the cache) and moved
-in only when all required files arrived and the network file's metadata could be read, so the
-cache never holds a partial network, and a failed or killed fetch leaves nothing in it (not even
-an empty folder). A Git LFS pointer in place of a file (the raw URL of a file stored with LFS)
-is refused with the media URL to use instead. ``--timeout`` bounds each file's whole download (a
-mirror trickling one byte per second is cut off), not only each socket read.
+Every file is first downloaded into a staging folder inside the cache and the folder replaces
+``DIR/<folder>/`` in one step (an atomic exchange) only when all required files arrived and the
+network, trips and flow files parse completely and agree with their own metadata (link, node and
+zone counts) and with each other, so the cache never holds a partial or invalid network, and a
+failed or killed fetch leaves the previous folder as it was. A Git LFS pointer in place of a
+file (the raw URL of a file stored with LFS) is refused with the media URL to use instead.
+``--timeout`` bounds each file's whole download (a mirror trickling one byte per second is cut
+off), not only each socket read.
 
 Metadata conventions checked against what each folder's README states (:class:`Source`): the
 zone, node and link counts of the network file's header, and the generalised-cost weights
@@ -27,6 +29,7 @@ absent), ``extra`` (list) and ``warnings`` (list)). Nothing is shipped in the re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -187,9 +190,105 @@ def check_metadata(src: Source, net: Path) -> list[str]:
     return warnings
 
 
+def _verify(src: Source, got: list[tuple[str, str, Path]], url_of: dict[str, str]) -> list[str]:
+    """Parse every downloaded TNTP file completely and check the files agree (the trips file's
+    zones are the network's); returns :func:`check_metadata`'s warnings.
+
+    Raises:
+        DataFormatError: a file that does not parse completely or agree with its own metadata
+            (link, node and zone counts), naming its URL, the line and the reason.
+    """
+    from ..errors import DataFormatError
+    from ..games.tntp import read_tntp_flow, read_tntp_network, read_tntp_trips
+
+    paths = {kind: p for kind, _, p in got if kind != "extra"}
+
+    def checked(kind: str, reader):
+        try:
+            return reader(paths[kind])
+        except DataFormatError as exc:
+            where = f"{exc.path}:{exc.line}: " if exc.line else f"{exc.path}: "
+            reason = str(exc).removeprefix(where)
+            reason = f"line {exc.line}: {reason}" if exc.line else reason
+            raise DataFormatError(f"{url_of[kind]} is not a valid TNTP {kind} file ({reason}); "
+                                  f"the cache was left as it was", field="--mirror") from exc
+
+    net = checked("net", read_tntp_network)
+    trips = checked("trips", read_tntp_trips)
+    if trips.zones != net.zones:
+        raise DataFormatError(f"{url_of['trips']}: <NUMBER OF ZONES> {trips.zones} differs from "
+                              f"the network's {net.zones}; the cache was left as it was",
+                              field="--mirror")
+    if "flow" in paths:
+        checked("flow", read_tntp_flow)
+    return check_metadata(src, paths["net"])
+
+
+#: A staging or replaced folder (``.<folder>.fetch-*`` / ``.<folder>.old-*`` in the cache)
+#: older than this (s) belongs to a killed fetch and is removed by the next one.
+STALE_S: float = 600.0
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    call is not available, so the caller falls back to two renames."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _recover(root: Path, folder: str) -> None:
+    """Undo what a fetch killed mid-swap left (the two-rename fallback: the old folder set
+    aside, the new one not yet in place) and remove stale staging folders."""
+    import time
+
+    dest = root / folder
+    olds = sorted(root.glob(f".{folder}.old-*"), key=lambda p: p.stat().st_mtime)
+    if not dest.exists() and olds:
+        olds.pop().rename(dest)
+    now = time.time()
+    for p in [*olds, *root.glob(f".{folder}.fetch-*")]:
+        try:
+            if now - p.stat().st_mtime > STALE_S:
+                shutil.rmtree(p, ignore_errors=True)
+        except OSError:  # pragma: no cover - removed meanwhile
+            pass
+
+
+def _install(staging: Path, dest: Path) -> None:
+    """Put the complete folder ``staging`` at ``dest`` in one step: a rename when ``dest`` is
+    new, an atomic exchange otherwise (files of the old folder that this fetch did not bring,
+    e.g. an optional file the mirror no longer has, are carried over first)."""
+    if dest.exists():
+        for old in dest.iterdir():
+            if not (staging / old.name).exists() and old.is_file():
+                shutil.copy2(old, staging / old.name)
+        if _exchange(staging, dest):
+            shutil.rmtree(staging, ignore_errors=True)  # now holds the old folder
+            return
+        aside = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        dest.rename(aside)  # killed here: the next fetch's _recover renames it back
+        staging.rename(dest)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        staging.rename(dest)
+
+
 def fetch(name: str, cache: str | os.PathLike, *, mirror: str = DEFAULT_MIRROR,
           timeout: float = 60.0) -> dict:
-    """Download network ``name`` into ``cache`` (atomically); returns the files' paths.
+    """Download network ``name`` into ``cache`` (verified, atomically); returns the files' paths.
+
+    Every file is downloaded into a staging folder inside ``cache``, then the network, trips
+    and flow files are parsed completely (link, node and zone counts checked against their
+    metadata, the trips file's zones against the network's); only then does the new folder
+    replace ``cache/<folder>`` in one step. Any failure — or a kill at any point — leaves the
+    cache as it was.
 
     Returns:
         ``{"net": Path, "trips": Path, "node": Path | None, "flow": Path | None,
@@ -198,15 +297,15 @@ def fetch(name: str, cache: str | os.PathLike, *, mirror: str = DEFAULT_MIRROR,
     Raises:
         DataFormatError: unknown network name (field ``NAME``, listing the known ones), a
             required file that cannot be downloaded (naming the URL and the reason) or that is
-            a Git LFS pointer, a network file without readable metadata, or a mirror URL of
-            another scheme.
+            a Git LFS pointer, a file that does not parse completely or disagrees with its
+            metadata (naming the URL and line), or a mirror URL of another scheme.
     """
     import urllib.error
 
     from .._checks import check_real
     from ..errors import DataFormatError
 
-    check_real(timeout, "--timeout", unit="s", low=0.0, low_open=True)
+    check_real(timeout, "--timeout", unit="s", low=0.0, low_open=True, high=1e6)
     if name not in NETWORKS:
         raise DataFormatError(f"unknown TNTP network {name!r}; known: {', '.join(NETWORKS)}",
                               field="NAME")
@@ -214,46 +313,54 @@ def fetch(name: str, cache: str | os.PathLike, *, mirror: str = DEFAULT_MIRROR,
         raise DataFormatError(f"--mirror must be an http://, https:// or file:// URL, got "
                               f"{mirror!r}", field="--mirror")
     src = NETWORKS[name]
-    dest = Path(cache) / src.folder
+    root = Path(cache)
+    created = not root.exists()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DataFormatError(f"--cache {str(root)!r} is not a directory",
+                              field="--cache") from None
+    _recover(root, src.folder)
+    dest = root / src.folder
     files = [("net", src.net, True), ("trips", src.trips, True), ("node", src.node, False),
              ("flow", src.flow, False)] + [("extra", f, False) for f in src.extra]
     got: list[tuple[str, str, Path]] = []
-    with tempfile.TemporaryDirectory(prefix="lbtheory-tntp-") as staging:
+    url_of: dict[str, str] = {}
+    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{src.folder}.fetch-"))
+    try:
         for kind, fname, required in files:
             if fname is None:
                 continue
             url = f"{mirror.rstrip('/')}/{src.folder}/{fname}"
             try:
-                tmp = _download(url, Path(staging), timeout)
-            except (urllib.error.URLError, OSError, ValueError) as exc:
+                tmp = _download(url, staging, timeout)
+            except (urllib.error.URLError, OSError, ValueError, OverflowError) as exc:
                 if not required:
                     continue
                 reason = getattr(exc, "reason", None) or exc
                 raise DataFormatError(f"cannot download {url}: {reason} (is the mirror "
                                       f"reachable and laid out as <mirror>/{src.folder}/"
                                       f"{fname}?)", field="--mirror") from None
-            tmp = tmp.rename(Path(staging) / fname)
+            tmp = tmp.rename(staging / fname)
             _refuse_lfs_pointer(tmp, url)
             got.append((kind, fname, tmp))
-        try:
-            warnings = check_metadata(src, got[0][2])
-        except DataFormatError as exc:
-            where = f"{exc.path}:{exc.line}: " if exc.line else f"{exc.path}: "
-            reason = str(exc).removeprefix(where)
-            reason = f"line {exc.line}: {reason}" if exc.line else reason
-            raise DataFormatError(f"{mirror.rstrip('/')}/{src.folder}/{src.net} is not a TNTP "
-                                  f"network file ({reason})", field="--mirror") from exc
-        dest.mkdir(parents=True, exist_ok=True)  # only now: a failed fetch leaves no folder
-        out: dict = {"net": None, "trips": None, "node": None, "flow": None, "extra": [],
-                     "warnings": warnings}
-        for kind, fname, tmp in got:
-            final = dest / fname
-            shutil.move(tmp, final)  # the staging folder may be on another file system
-            if kind == "extra":
-                out["extra"].append(final)
-            else:
-                out[kind] = final
-        return out
+            url_of[kind] = url
+        warnings = _verify(src, got, url_of)
+        _install(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                root.rmdir()  # only when empty: a failed fetch into a new cache leaves nothing
+        raise
+    out: dict = {"net": None, "trips": None, "node": None, "flow": None, "extra": [],
+                 "warnings": warnings}
+    for kind, fname, _ in got:
+        if kind == "extra":
+            out["extra"].append(dest / fname)
+        else:
+            out[kind] = dest / fname
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -116,6 +116,11 @@ def _solve_cvxpy(game: RoutingGame, objective: Objective, solver: str | None,
     except cp.error.SolverError as exc:
         raise SolverError(f"solver {name} failed: {exc}", solver=name,
                           status=SolveStatus.FAILED, detail=cp.SOLVER_ERROR) from None
+    except ValueError as exc:  # CVXPY: "Problem data contains NaN or Inf" (extreme link data)
+        raise SolverError(f"solver {name} refused the program: {exc} (the link costs span more "
+                          f"than float64 can hold once scaled; rescale capacities or free-flow "
+                          f"times, or use method='bush'/'fw')", solver=name,
+                          status=SolveStatus.FAILED, detail=cp.SOLVER_ERROR) from None
     st = cvxpy_status(prob.status)
     if not st.solved or v.value is None:
         raise SolverError(f"solver {name} returned status {prob.status!r}", solver=name,

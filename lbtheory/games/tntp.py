@@ -82,15 +82,30 @@ class TNTPTrips:
     lines: np.ndarray
 
 
+#: The longest line a TNTP file may have (characters): real files have lines under 1 kB (a
+#: trips line holds a few entries); a longer one is not TNTP text (a binary file, or a file
+#: without newlines that would otherwise be read into memory whole).
+MAX_LINE_CHARS: int = 1 << 20
+
+
 def _content_lines(path: str):
     """(line number, text without comments) for non-empty lines, read lazily (a metadata-only
-    read stops at ``<END OF METADATA>``)."""
+    read stops at ``<END OF METADATA>``); a line longer than :data:`MAX_LINE_CHARS` or holding
+    NUL bytes is a DataFormatError (never read whole into memory)."""
     try:
         fh = open(path, encoding="utf-8-sig", errors="replace")
     except FileNotFoundError:
         raise DataFormatError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise DataFormatError("is a directory, expected a TNTP file", path=path) from None
     with fh:
-        for no, line in enumerate(fh, start=1):
+        for no, line in enumerate(iter(lambda: fh.readline(MAX_LINE_CHARS), ""), start=1):
+            if len(line) >= MAX_LINE_CHARS and not line.endswith("\n"):
+                raise DataFormatError(f"line longer than {MAX_LINE_CHARS} characters: not a "
+                                      f"TNTP text file", path=path, line=no, field="line")
+            if "\0" in line:
+                raise DataFormatError("NUL bytes: a binary file, not a TNTP text file",
+                                      path=path, line=no, field="line")
             text = line.split("~", 1)[0].strip()
             if text:
                 yield no, text
@@ -193,10 +208,25 @@ def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
     if len(rows) != meta["NUMBER OF LINKS"]:
         raise DataFormatError(f"<NUMBER OF LINKS> says {meta['NUMBER OF LINKS']} but the file "
                               f"has {len(rows)} link lines", path=path, field="NUMBER OF LINKS")
+    _check_node_count(path, meta, len(rows))
     return TNTPNetwork(path, meta["NUMBER OF ZONES"], n_nodes, meta["FIRST THRU NODE"],
                        np.asarray(rows, dtype=float).reshape(-1, len(LINK_FIELDS)),
                        np.asarray(lines, dtype=int), float(meta.get("TOLL FACTOR", 0.0)),
                        float(meta.get("DISTANCE FACTOR", 0.0)))
+
+
+def _check_node_count(path: str, meta: dict, n_links: int) -> None:
+    """Refuse node and zone counts the links cannot use, before anything is sized by them: every
+    node is a zone or an end of a link, so ``nodes ≤ zones + 2·links``, and zones are nodes
+    (``<NUMBER OF NODES> 1e12`` on a 5-link file would have the solvers allocate 7 TiB)."""
+    nodes, zones = meta["NUMBER OF NODES"], meta["NUMBER OF ZONES"]
+    if zones > nodes:
+        raise DataFormatError(f"<NUMBER OF ZONES> {zones} exceeds <NUMBER OF NODES> {nodes}: "
+                              f"zones are nodes 1..zones", path=path, field="NUMBER OF ZONES")
+    if nodes > zones + 2 * n_links:
+        raise DataFormatError(f"<NUMBER OF NODES> {nodes} cannot be right: {n_links} links and "
+                              f"{zones} zones touch at most {zones + 2 * n_links} nodes",
+                              path=path, field="NUMBER OF NODES")
 
 
 def read_tntp_trips(path: str | os.PathLike) -> TNTPTrips:

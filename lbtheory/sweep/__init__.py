@@ -42,9 +42,12 @@ from ._script import (
     profile_from_args,
     script_main,
 )
+from ._validate import CellField, check_result
 
 __all__ = [
     "Experiment",
+    "CellField",
+    "check_result",
     "SweepResult",
     "run_sweep",
     "pending_cells",

@@ -12,12 +12,13 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SweepError
+from ._validate import CellField
 
 __all__ = ["Experiment", "canonical_json", "cache_key", "load_experiments",
            "discover_experiments", "select_experiments", "register_by_value"]
@@ -81,6 +82,11 @@ class Experiment:
             (default ``"full"`` when listed, else the first profile). An experiment whose full
             protocol needs a cluster (DLB Appendix B: ≈38 h on 2 cores) names a smaller one here
             and keeps ``"full"`` for ``--profile full``.
+        cell_schema: the top-level keys of a cell's result that ``collect`` reads, each a
+            :class:`~lbtheory.sweep.CellField` (kind, bounds). Every result — read from the
+            cache or just computed — must pass it and the generic checks of
+            :func:`~lbtheory.sweep.check_result` (a JSON object, finite numbers); a cached
+            result that does not is recomputed, a computed one is a failed cell.
     """
 
     name: str
@@ -92,6 +98,7 @@ class Experiment:
     group: str | None = None
     version: str = ""
     default: str | None = None
+    cell_schema: Mapping[str, CellField] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -118,6 +125,12 @@ class Experiment:
         if not isinstance(self.version, str):
             raise SweepError(f"experiment {self.name!r}: field 'version' must be a string, got "
                              f"{self.version!r}")
+        if self.cell_schema is not None and (
+                not isinstance(self.cell_schema, Mapping)
+                or not all(isinstance(k, str) and isinstance(v, CellField)
+                           for k, v in self.cell_schema.items())):
+            raise SweepError(f"experiment {self.name!r}: field 'cell_schema' must map result "
+                             f"keys (str) to lbtheory.sweep.CellField, got {self.cell_schema!r}")
         if self.group is not None and (not isinstance(self.group, str)
                                        or not _NAME.match(self.group)):
             raise SweepError(f"experiment {self.name!r}: field 'group' must be lowercase words "
@@ -239,6 +252,11 @@ def load_experiments(path: str | Path) -> list[Experiment]:
             del sys.modules[modname]
             raise SweepError(f"{path}: cannot import the experiment file "
                              f"({type(exc).__name__}: {exc})") from exc
+        except BaseException as exc:  # KeyboardInterrupt & co raised by the file's own code
+            del sys.modules[modname]
+            raise SweepError(f"{path}: importing the experiment file raised "
+                             f"{type(exc).__name__} (an interrupt raised by the file, or Ctrl-C "
+                             f"while it was imported); nothing was run") from None
     register_by_value(path.parent)
     exps = getattr(mod, "EXPERIMENTS", None)
     if exps is None:

@@ -32,6 +32,7 @@ from .._checks import check_bool, check_int
 from ..errors import RunStatus, SweepError
 from ..io import package_versions, run_manifest, to_jsonable, write_json_atomic
 from ._experiment import Experiment, _guarded, _version, cache_key
+from ._validate import check_result
 
 __all__ = ["SweepResult", "run_sweep", "pending_cells", "cell_path", "dask_client",
            "CONNECT_TIMEOUT_S"]
@@ -59,6 +60,9 @@ class SweepResult:
             and ``collect`` did not run). No other member occurs: a sweep has no horizon to
             truncate and nothing to diverge.
         errors: ``(config, "ExceptionType: message")`` of each failed cell, in grid order.
+        invalid: ``(cell key, reason)`` of each cached cell file that did not hold a valid
+            result (:func:`~lbtheory.sweep.check_result`: corrupt JSON, another config, a
+            result failing the experiment's ``cell_schema``) and was therefore recomputed.
     """
 
     experiment: str
@@ -71,6 +75,7 @@ class SweepResult:
     backend: str
     status: RunStatus = RunStatus.COMPLETED
     errors: list[tuple[dict, str]] = field(default_factory=list, repr=False)
+    invalid: list[tuple[str, str]] = field(default_factory=list, repr=False)
 
 
 def cell_path(out_dir: Path, name: str, key: str) -> Path:
@@ -106,15 +111,32 @@ def _timed_batch(cell: Any, configs: list[dict]) -> list[tuple[bool, Any, float]
     return out
 
 
-def _read_cached(path: Path, config: dict) -> dict | None:
-    """The cached result at ``path`` if it is a complete cell file for ``config``, else None."""
+def _read_cached(path: Path, config: dict,
+                 schema: Any = None) -> tuple[dict | None, str | None]:
+    """``(result, None)`` when ``path`` is a complete, valid cell file for ``config``;
+    ``(None, None)`` when there is no file; ``(None, reason)`` when the file is there but
+    unusable (unreadable, not JSON, another config, no result, or a result that fails
+    :func:`~lbtheory.sweep.check_result` against ``schema``)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("config") != config or "result" not in data:
-        return None
-    return data["result"]
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
+    if not isinstance(data, dict) or "result" not in data:
+        return None, "not a cell file (no 'result')"
+    if data.get("config") != config:
+        return None, "its config differs from the grid's"
+    why = check_result(data["result"], schema)
+    if why is not None:
+        return None, why
+    return data["result"], None
 
 
 #: A temporary cell file older than this (s) is an orphan of a killed run: writes take ms.
@@ -269,7 +291,10 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
     keys = [cache_key(name, c, version, experiment.version) for c in configs]
     paths = [cell_path(root, name, k) for k in keys]
     _remove_orphans(root / name / "cells")
-    results: list[dict | None] = [_read_cached(p, c) for p, c in zip(paths, configs, strict=True)]
+    read = [_read_cached(p, c, experiment.cell_schema)
+            for p, c in zip(paths, configs, strict=True)]
+    results: list[dict | None] = [r for r, _ in read]
+    invalid = [(keys[i], why) for i, (_, why) in enumerate(read) if why is not None]
     missing = [i for i, r in enumerate(results) if r is None]
     n_cached = len(configs) - len(missing)
     versions = _versions() if missing else {}
@@ -284,6 +309,10 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
         except (TypeError, ValueError) as exc:
             raise SweepError(f"experiment {name!r}: the result of config {configs[i]} is not "
                              f"JSON-serialisable ({exc})") from None
+        why = check_result(clean, experiment.cell_schema)
+        if why is not None:  # a failed cell: nothing is stored, nothing reaches collect
+            failures.append((i, SweepError(f"invalid result: {why}")))
+            return
         # no fsync: a cell file is complete or absent (os.replace), and one that a power loss
         # emptied fails to parse and is recomputed; fsync would cost ms per cell (measured)
         write_json_atomic(paths[i], {
@@ -346,15 +375,17 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                            computed=len(missing) - len(failures), cached=n_cached,
                            out_dir=root / name, wall_s=time.perf_counter() - t_start,
                            backend=backend, status=RunStatus.FAILED,
-                           errors=[(configs[j], f"{type(e).__name__}: {e}") for j, e in failures])
+                           errors=[(configs[j], f"{type(e).__name__}: {e}") for j, e in failures],
+                           invalid=invalid)
     exp_dir = root / name
     _guarded(experiment.collect, f"experiment {name!r}: collect", rows, exp_dir, profile)
     write_json_atomic(exp_dir / f"sweep_{profile}.json", {
         "experiment": name, "profile": profile, "cells": len(configs),
-        "computed": len(missing), "cached": n_cached, "backend": backend,
+        "computed": len(missing), "cached": n_cached, "invalid_recomputed": len(invalid),
+        "backend": backend,
         "cell_keys": keys,
         "manifest": run_manifest({"experiment": name, "profile": profile,
                                   "description": experiment.description})})
     return SweepResult(experiment=name, profile=profile, rows=rows, computed=len(missing),
                        cached=n_cached, out_dir=exp_dir,
-                       wall_s=time.perf_counter() - t_start, backend=backend)
+                       wall_s=time.perf_counter() - t_start, backend=backend, invalid=invalid)

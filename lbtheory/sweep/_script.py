@@ -76,9 +76,15 @@ def out_from_args(args: argparse.Namespace, profile: str | None) -> Path:
 
 
 def describe_result(res: SweepResult) -> str:
-    """One line: what a sweep computed, reused and where its results are."""
+    """One line: what a sweep computed, reused (and recomputed because its cached file was
+    invalid) and where its results are."""
+    bad = ""
+    if res.invalid:
+        key, why = res.invalid[0]
+        bad = (f"; {len(res.invalid)} cached cell file(s) were invalid and recomputed (first: "
+               f"{key[:12]}…: {why})")
     return (f"{res.experiment} [{res.profile}]: {res.computed + res.cached} cells "
-            f"({res.computed} computed, {res.cached} cached) in {res.wall_s:.1f} s "
+            f"({res.computed} computed, {res.cached} cached{bad}) in {res.wall_s:.1f} s "
             f"-> {res.out_dir}")
 
 
