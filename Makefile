@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint figures experiments benchmarks notebooks clean
+.PHONY: demo test lint figures experiments benchmarks notebooks docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,10 +43,15 @@ figures: $(STAMP)
 notebooks: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python tools/render_notebooks.py
 
+# The documentation site (mkdocs-material + mkdocstrings): API reference from the docstrings,
+# the rendered notebooks, DESIGN and THEORY; strict, so a broken link or reference fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; OPENBLAS_NUM_THREADS=1 $(BIN)/python $$f || exit 1; done
 
 # keeps the committed experiments/results/claims.md and intelligent_router.md
 clean:
-	rm -rf out paper_figures/out .pytest_cache .ruff_cache
+	rm -rf out paper_figures/out site .cache .pytest_cache .ruff_cache
 	if [ -d experiments/results ]; then find experiments/results -mindepth 1 -maxdepth 1 ! -name claims.md ! -name intelligent_router.md -exec rm -rf {} +; fi

@@ -243,9 +243,9 @@ def test_make_router_names_bad_options_and_does_not_mask_a_constructors_type_err
         make_router("buggy", size=3)
 
 
-def test_the_readme_policy_table_is_the_registrys():
+def test_the_policy_table_is_the_registrys():
     tool = _load(ROOT / "tools" / "policy_table.py", "policy_table_tool")
-    block = tool.readme_block((ROOT / "README.md").read_text())
+    block = tool.readme_block((ROOT / "docs" / "policies.md").read_text())
     assert block == tool.render()
     for name, e in POLICIES.items():
         assert f"| `{name}` | {e.label} |" in block

@@ -1,6 +1,7 @@
-"""Render the policy table of README.md from the one policy registry (``lbtheory.registry``).
+"""Render the policy table of docs/policies.md from the one policy registry
+(``lbtheory.registry``).
 
-The README's block between ``<!-- policies:begin -->`` and ``<!-- policies:end -->`` is this
+The page's block between ``<!-- policies:begin -->`` and ``<!-- policies:end -->`` is this
 script's output (tests/test_registry.py checks it); after adding or changing a policy, refresh
 it with ``--write``.
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+README = ROOT / "docs" / "policies.md"  # the page that holds the table
 BEGIN, END = "<!-- policies:begin -->", "<!-- policies:end -->"
 
 
@@ -27,7 +28,7 @@ def render() -> str:
             "The policies of the three simulators, from the one registry (`lbtheory.registry`): "
             "where each runs and whether its decision runs as a compiled kernel or in Python. "
             "A policy of your own is one `register_policy(...)` call "
-            "([examples/custom_policy.py](examples/custom_policy.py)).",
+            "(`examples/custom_policy.py`).",
             "",
             "| policy | label | runs in (decision) | what it does |",
             "|---|---|---|---|"]
@@ -59,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     text = README.read_text()
     block = readme_block(text)
     if block is None:
-        print(f"README.md has no {BEGIN} … {END} block", file=sys.stderr)
+        print(f"{README} has no {BEGIN} … {END} block", file=sys.stderr)
         return 1
     if args.check:
         if block != table:
-            print("README.md's policy table is stale: run tools/policy_table.py --write",
+            print(f"{README}'s policy table is stale: run tools/policy_table.py --write",
                   file=sys.stderr)
             return 1
         return 0

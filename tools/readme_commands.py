@@ -21,14 +21,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-BIN = ROOT / ".venv" / "bin"
+BIN = Path(sys.executable).parent  # the interpreter's own bin (.venv/bin when run as README says)
 #: commands (substrings) not run here: network access, or minutes of compute.
 SKIP = ("tntp fetch", "sweep appendix-b", "--profile full", "make ")
 _VOLATILE = [
     (re.compile(r"\bin \d+(\.\d+)? s\b"), "in <t> s"),
     (re.compile(r"\d+(\.\d+)?s/episode"), "<t>s/episode"),
     (re.compile(r"wall \d+(\.\d+)? s"), "wall <t> s"),
-    (re.compile(r"\(([A-Z]+), \d+(\.\d+)? s\)"), r"(\1, <t> s)"),  # a solver's status time
+    (re.compile(r"\(([\w:]+), \d+(\.\d+)?(e-?\d+)? s\)"), r"(\1, <t> s)"),  # a solver's time
+    (re.compile(r"^compiling kernels once.*\n?", re.M), ""),  # first run after an install only
     (re.compile(r"residual \d\.\de-(1[3-9]|[2-9]\d)"), "residual <1e-12"),  # rounding level
 ]
 
@@ -64,6 +65,25 @@ def run(cmd: str) -> str:
     proc = subprocess.run(["bash", "-c", shell_cmd], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=1800)
     return (proc.stdout + proc.stderr).rstrip("\n")
+
+
+def commands(text: str) -> list[tuple[str, str]]:
+    """Every ``(command, shown output)`` of the README's real-output blocks, in order (the
+    commands of :data:`SKIP` included)."""
+    lines = text.split("\n")
+    out = []
+    for first, last in blocks(lines):
+        body = lines[first:last]
+        cmds = [k for k, line in enumerate(body) if line.startswith("$ ")]
+        for n, k in enumerate(cmds):
+            end = cmds[n + 1] if n + 1 < len(cmds) else len(body)
+            out.append((body[k][2:].split("  #")[0].strip(), "\n".join(body[k + 1:end])))
+    return out
+
+
+def same(got: str, shown: str) -> bool:
+    """Whether a command's output equals the README's, volatile numbers masked."""
+    return _mask(got) == _mask(shown)
 
 
 def main(argv: list[str]) -> int:

@@ -94,7 +94,7 @@ class EquilibriumProblem:
         column_generation: solve on a restricted arc set grown by pricing (exact: the KKT
             conditions are checked on every arc). Default: on above ``COLGEN_MIN_ARCS`` arcs.
 
-    Example:
+    Examples:
         >>> from lbtheory.instances import symmetric_two_cell
         >>> prob = EquilibriumProblem(symmetric_two_cell(), "gradient")
         >>> [round(float(v), 6) for v in prob.solve().workload[:2]]

@@ -152,8 +152,8 @@ def simulate_fluid_batch(nets: CellNetwork | Sequence[CellNetwork], *,
     Raises:
         ParameterError: networks of different structure, bad shapes or strategy.
         UnstableError: a non-finite state (naming scenario, step and cell) when ``throw``.
-        Any error of one scenario (e.g. from its equilibrium) propagates unchanged, with a note
-        naming the scenario.
+        LBTheoryError: any error of one scenario (e.g. from its equilibrium) propagates
+            unchanged, with a note naming the scenario.
     """
     strategy = check_option(BatchStrategy, strategy, "strategy")
     eta = None if stepsize is None else np.asarray(stepsize, dtype=float)

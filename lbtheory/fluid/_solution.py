@@ -48,9 +48,9 @@ def diagnose_trajectory(workload: np.ndarray) -> tuple[DynamicsStatus, float, fl
 
         * ``DynamicsStatus.DIVERGED`` — a non-finite state;
         * ``DynamicsStatus.CONVERGED`` — the last quarter is settled (amplitude ≤
-          SETTLED_RTOL·(1 + mean N)) or still decaying (≤ DECAY_RATIO × the 3rd quarter's);
+            SETTLED_RTOL·(1 + mean N)) or still decaying (≤ DECAY_RATIO × the 3rd quarter's);
         * ``DynamicsStatus.MAX_STEPS`` — every workload still moves monotonically at the horizon
-          and the movement is not decaying (a slow approach: run longer);
+            and the movement is not decaying (a slow approach: run longer);
         * ``DynamicsStatus.OSCILLATING`` — a sustained or growing oscillation.
     """
     W = np.asarray(workload, dtype=float)
