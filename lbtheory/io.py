@@ -391,8 +391,16 @@ _NoAliasLoader = _LazyLoader()
 
 
 def load_topology(path: str | os.PathLike):
-    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork."""
-    return topology_from_dict(read_config_file(path, "topology"), path=str(path))
+    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork.
+
+    A scenario file is a topology file too: its ``simulation:`` section (read by
+    :func:`lbtheory.sim.load_scenario`) is ignored here, so ``equilibrium``, ``stepsize``,
+    ``fluid`` and ``simulate`` all run on the same file.
+    """
+    data = read_config_file(path, "topology")
+    if isinstance(data, Mapping) and "simulation" in data:
+        data = {k: v for k, v in data.items() if k != "simulation"}
+    return topology_from_dict(data, path=str(path))
 
 
 def topology_to_dict(net) -> dict[str, Any]:
