@@ -84,6 +84,74 @@ def test_the_schemas_have_the_code_s_fields():
         assert set(sim[key]["properties"]) == {f.name for f in dataclasses.fields(cls)}, key
 
 
+def test_every_field_is_documented():
+    text = DOC.read_text()
+    for kind in SCHEMA_KINDS:
+        stack = [load_schema(kind)]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                for key in node.get("properties", {}):
+                    assert f"`{key}`" in text, f"docs/topology.md does not describe `{key}`"
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+
+
+def _json(capsys, argv, rc=0):
+    assert main(argv) == rc
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_worked_example_runs_under_all_four_commands(capsys):
+    """docs/topology.md's example: equilibrium, stepsize, fluid, simulate on one file, and the
+    numbers agree across commands."""
+    import numpy as np
+
+    from lbtheory.io import load_topology
+
+    f = str(ROOT / "examples" / "four_cells.yaml")
+    net = load_topology(f)
+    eq = _json(capsys, ["equilibrium", f, "--json"])["equilibria"]
+    ward = eq["wardrop"]
+    lat = np.asarray(net.models.latency(np.array(ward["workload"])))
+    # Wardrop: the arcs each source uses have its least ℓ_j + 2τ_ij (oracle: the definition)
+    cost = lat[None, :] + 2.0 * net.delays
+    x = np.array(ward["routing"])
+    for i in np.flatnonzero(net.arrival_rates > 0):
+        assert np.allclose(cost[i, x[i] > 1e-6], cost[i, net.adjacency[i]].min(), atol=1e-6)
+    assert np.allclose(np.array(ward["inflow"]).sum(), 950.0)
+    assert np.isclose(np.asarray(ward["routing"])[3, 3], 1.0)  # madrid may only serve itself…
+    # stepsize: continuous updates, and with simulate's 10-ms probe period
+    st0 = _json(capsys, ["stepsize", f, "--json"])
+    st1 = _json(capsys, ["stepsize", f, "--probe-period", "0.01", "--json"])
+    assert st0["verdict"] == "stable" and st0["probe_period_s"] == 0.0
+    assert st0["max_delay_s"] == 0.018
+    assert st1["critical_stepsize"] < st0["critical_stepsize"]  # longer feedback loops
+    # beyond η_crit the verdict is unstable, exit code 1
+    _json(capsys, ["stepsize", f, "--stepsize", str(1.5 * st0["critical_stepsize"]), "--json"],
+          rc=1)
+    # fluid below η_crit converges to the system optimum (gradient cost)
+    fl = _json(capsys, ["fluid", f, "--stepsize", "20", "--duration", "20", "--json"])
+    assert fl["status"] == "converged"
+    assert np.allclose(fl["equilibrium_workload"], eq["system_optimum"]["workload"], rtol=1e-6)
+    assert fl["final_distance_to_equilibrium"] < 1e-3
+    # simulate (short): rate servers, and the same η_crit as stepsize --probe-period 0.01
+    sim = _json(capsys, ["simulate", f, "--policy", "rand,flow-grad", "--duration", "10",
+                         "--json"])
+    assert sim["servers"]["service_models"] is True
+    crit = sim["policies"]["flow-grad"]["stepsize"]
+    assert crit["eta_crit"] == pytest.approx(st1["critical_stepsize"], rel=1e-9)
+    assert crit["eta_crit_continuous"] == pytest.approx(st0["critical_stepsize"], rel=1e-9)
+    assert crit["eta_rule"].startswith("default 0.00593/(mean one-way delay")
+    for pol in sim["policies"].values():
+        assert pol["errors"] == 0 and pol["requests"] > 8000  # 950 req/s × 10 s
+        served = [c["mean_serving_latency"] for c in pol["per_cell"]]
+        # rate servers: every cell's serving latency is of the order of the file's ℓ_j (the
+        # appendix_b servers this file got before issue 33 gave 5× Wardrop's)
+        assert np.all((np.asarray(served) > 0.5 * lat) & (np.asarray(served) < 2 * lat))
+
+
 # -- bad files: (what, edit, the field both must name) ---------------------------------------
 TOPOLOGY_CASES = [
     ("mm1 without K", lambda d: d["cells"][0]["service"].pop("K"), "K"),
