@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..registry import POLICY_NAMES
 
     parser.add_argument("scenario", nargs="?", default=None,
-                        help="scenario file (YAML/JSON): topology plus a 'simulation:' section")
+                        help="scenario file (YAML/JSON): a topology plus an optional 'simulation:' "
+                        "section (without one every cell runs rate servers, i.e. its service "
+                        "model; docs/topology.md)")
     parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
                         help="generate DLB's Appendix-B scenario with this seed instead of a file "
                         "(latency models fitted to the simulated cells, time-varying arrivals)")
