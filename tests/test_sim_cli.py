@@ -57,6 +57,11 @@ def test_appendix_b_cli_is_deterministic(capsys):
         b["policies"][pol].pop("wall_seconds")
     assert a == b
     assert len(a["policies"]["p2c"]["per_cell"]) == 3
+    # generated Appendix-B servers: the service models are fits to them, and the line says so
+    assert a["servers"]["service_models"] is False
+    assert "fitted to them" in a["servers"]["note"]
+    assert "stepsize" in a["policies"]["flow-lat"]
+    assert a["policies"]["flow-lat"]["stepsize"]["eta_rule"].startswith("default 0.011/(")
 
 
 def _bad(capsys, tmp_path, argv, match):

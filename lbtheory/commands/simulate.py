@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     steps = stepsize_reports(sc, routers)
     if args.plot:
         _plot(results, args.plot, sc)
-    servers = server_report(sc)
+    servers = server_report(sc, generated=args.scenario is None)
     if args.json:
         print(dumps_json({"scenario": sc.name, "servers": servers, "policies": {
             r.policy: r.summary() | ({"stepsize": steps[r.policy]} if r.policy in steps else {})
@@ -240,18 +240,23 @@ def run(args: argparse.Namespace) -> int:
               f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
               f"{r.in_flight:9d}{norm}")
     for name, st in steps.items():
-        print(format_stepsize(name, st))
+        print(format_stepsize(name, st, generated=args.scenario is None))
     _warn_in_flight(results, len(arrivals))
     _warn_stepsize(steps)
     return 0
 
 
-def server_report(sc) -> dict:
+def server_report(sc, generated: bool = False) -> dict:
     """The JSON ``servers`` object: each cell's server kind, whether every cell simulates its
-    service model (``rate`` servers) and a one-line ``note`` saying what the servers realise."""
+    service model (``rate`` servers) and a one-line ``note`` saying what the servers realise
+    (``generated``: an --appendix-b scenario, whose service models are fits to its servers)."""
     off = sc.cells_off_service_model()
     kinds = {c.name: str(s.kind) for c, s in zip(sc.network.cells, sc.servers)}
-    if not off:
+    if generated and off:
+        note = ("appendix_b — DLB's Appendix-B inference servers; the cells' service models "
+                "(what the latency/gradient routers and the fluid η_crit use) are latency "
+                "curves fitted to them")
+    elif not off:
         note = ("rate — each cell completes requests at μ_j(N_j) of its service model, so "
                 "latencies estimate `lbtheory equilibrium`'s ℓ_j(N) (plus queueing noise)")
     else:
@@ -331,10 +336,11 @@ def stepsize_reports(sc, routers: list[tuple[str, object]]) -> dict[str, dict]:
     return out
 
 
-def format_stepsize(name: str, st: dict) -> str:
+def format_stepsize(name: str, st: dict, generated: bool = False) -> str:
     """Two lines per flow policy: its η and the rule that chose it; the fluid model's η_crit
     with this probe period, the continuous-update value ``lbtheory stepsize`` prints, and why
-    they differ."""
+    they differ (``generated``: an --appendix-b scenario, which has no file to give
+    ``lbtheory stepsize``)."""
     from .stepsize import ETA_UNITS
 
     unit = ETA_UNITS.get(st["cost"], "1/(cost unit·s)")
@@ -343,11 +349,13 @@ def format_stepsize(name: str, st: dict) -> str:
     if crit is None:
         return f"{head}\n  fluid-model η_crit: n/a ({st['reason']})"
     c0 = st["eta_crit_continuous"]
-    same = (f"`lbtheory stepsize --cost {st['cost']} --probe-period {period:g}` reports the "
-            f"same; without --probe-period it assumes continuous updates: "
-            + (f"{c0:.4g}" if c0 is not None else "none (stable for every stepsize)"))
+    cont = f"{c0:.4g}" if c0 is not None else "none (stable for every stepsize)"
+    same = (f"continuous updates: {cont}" if generated else
+            f"`lbtheory stepsize --cost {st['cost']} --probe-period {period:g}` reports the "
+            f"same; without --probe-period it assumes continuous updates: {cont}")
+    whose = "fitted" if generated else "file's"
     model = ("" if st["service_models"] else
-             "; it is the fluid model of the file's service models, not of these servers")
+             f"; it is the fluid model of the {whose} service models, not of these servers")
     return (f"{head}\n  fluid-model η_crit = {crit:.4g} with feedback delay τ + δ/2, probe "
             f"period δ = {period:g} s ({same}){model}; η/η_crit = {st['eta_over_crit']:.3g}")
 
