@@ -32,6 +32,9 @@ __all__ = [
     "load_topology",
     "topology_from_dict",
     "topology_to_dict",
+    "SCHEMA_KINDS",
+    "schema_text",
+    "load_schema",
 ]
 
 
@@ -236,13 +239,41 @@ def _check_service_parameters(spec: Any, where: str, path: str) -> None:
                              f"[{lo:g}, {hi:g}] (in the parameter's unit)")
 
 
-def topology_from_dict(data: Any, *, path: str = ""):
-    """Build a :class:`~lbtheory.network.CellNetwork` from the YAML/JSON schema of the README.
+#: The file formats with a JSON Schema shipped in ``lbtheory/schemas/`` (``KIND.schema.json``).
+SCHEMA_KINDS: tuple[str, ...] = ("topology", "scenario")
 
-    Schema::
+
+def schema_text(kind: str) -> str:
+    """The JSON Schema (draft 2020-12) of a topology or scenario file, as shipped in
+    ``lbtheory/schemas/KIND.schema.json`` (``lbtheory schema KIND`` prints it; editors validate
+    YAML/JSON with it). docs/topology.md describes every field.
+
+    Raises:
+        ParameterError: ``kind`` is not one of :data:`SCHEMA_KINDS`.
+    """
+    from importlib import resources
+
+    from .errors import ParameterError
+
+    if kind not in SCHEMA_KINDS:
+        raise ParameterError(f"schema: unknown file format {kind!r}; expected one of "
+                             f"{', '.join(SCHEMA_KINDS)}")
+    return (resources.files("lbtheory") / "schemas" / f"{kind}.schema.json").read_text("utf-8")
+
+
+def load_schema(kind: str) -> dict[str, Any]:
+    """:func:`schema_text` parsed (a dict)."""
+    return json.loads(schema_text(kind))
+
+
+def topology_from_dict(data: Any, *, path: str = ""):
+    """Build a :class:`~lbtheory.network.CellNetwork` from a topology file's data.
+
+    The format is the JSON Schema ``lbtheory/schemas/topology.schema.json`` (``lbtheory schema
+    topology``), described field by field in docs/topology.md::
 
         cells: [{name, replicas, arrival_rate, service: {model, ...}}, ...]
-        arcs:  [{from, to, delay}, ...]          # delay: one-way seconds
+        arcs:  [{from, to, delay}, ...]          # delay: one-way seconds (default 0)
 
     Raises:
         TopologyError / ModelError: naming the file, the field and the cell or arc.
@@ -391,8 +422,16 @@ _NoAliasLoader = _LazyLoader()
 
 
 def load_topology(path: str | os.PathLike):
-    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork."""
-    return topology_from_dict(read_config_file(path, "topology"), path=str(path))
+    """Read a topology file (``.yaml``/``.yml`` or ``.json``) into a CellNetwork.
+
+    A scenario file is a topology file too: its ``simulation:`` section (read by
+    :func:`lbtheory.sim.load_scenario`) is ignored here, so ``equilibrium``, ``stepsize``,
+    ``fluid`` and ``simulate`` all run on the same file.
+    """
+    data = read_config_file(path, "topology")
+    if isinstance(data, Mapping) and "simulation" in data:
+        data = {k: v for k, v in data.items() if k != "simulation"}
+    return topology_from_dict(data, path=str(path))
 
 
 def topology_to_dict(net) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_the_walk_finds_every_subcommand():
     assert set(SIMULATING) | {("equilibrium",), ("stepsize",), ("sweep",),
-                              ("tntp", "fetch")} == set(COMMANDS)
+                              ("tntp", "fetch"), ("schema",)} == set(COMMANDS)
 
 
 @pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)

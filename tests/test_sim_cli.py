@@ -25,7 +25,10 @@ def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
     png = tmp_path / "sim.png"
     out = run_json(capsys, "simulate", str(EXAMPLE), "--policy", "rand,jsq", "--duration", "100",
                    "--seed", "3", "--json", "--plot", str(png))
-    assert set(out) == {"scenario", "policies"} and out["scenario"] == "sim_two_cells"
+    assert set(out) == {"scenario", "servers", "policies"} and out["scenario"] == "sim_two_cells"
+    # the example's simulation section runs appendix_b servers, not its service models
+    assert out["servers"]["kinds"] == {"near": "appendix_b", "far": "appendix_b"}
+    assert out["servers"]["service_models"] is False
     assert list(out["policies"]) == ["rand", "jsq"]
     reqs = set()
     for pol in out["policies"].values():
@@ -54,6 +57,11 @@ def test_appendix_b_cli_is_deterministic(capsys):
         b["policies"][pol].pop("wall_seconds")
     assert a == b
     assert len(a["policies"]["p2c"]["per_cell"]) == 3
+    # generated Appendix-B servers: the service models are fits to them, and the line says so
+    assert a["servers"]["service_models"] is False
+    assert "fitted to them" in a["servers"]["note"]
+    assert "stepsize" in a["policies"]["flow-lat"]
+    assert a["policies"]["flow-lat"]["stepsize"]["eta_rule"].startswith("default 0.011/(")
 
 
 def _bad(capsys, tmp_path, argv, match):
@@ -75,8 +83,6 @@ def _scenario_file(tmp_path, edit):
 def test_bad_input_is_one_error_line_and_nothing_written(capsys, tmp_path):
     _bad(capsys, tmp_path, ["simulate", str(EXAMPLE), "--policy", "rand,fastest"],
          "unknown policy 'fastest'")
-    _bad(capsys, tmp_path, ["simulate", str(EXAMPLE), "--duration", "30"],  # burst to 60 s
-         "bursts[0].end_s: 60 s is outside the horizon")
     _bad(capsys, tmp_path, ["simulate", str(EXAMPLE), "--duration", "nan"], "--duration")
 
     def no_servers(d):
@@ -112,8 +118,47 @@ def test_text_output_lists_each_policy(capsys):
     assert main(["simulate", str(EXAMPLE), "--policy", "rr,mnlb", "--duration", "100"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("scenario sim_two_cells: 2 cells")
-    assert [ln.split()[0] for ln in lines[2:]] == ["rr", "mnlb"]
-    assert np.isfinite([float(x) for x in lines[2].split()[1:5]]).all()
+    assert lines[1].startswith("servers: appendix_b at near, far — not the file's service "
+                               "models")
+    assert [ln.split()[0] for ln in lines[3:]] == ["rr", "mnlb"]
+    assert np.isfinite([float(x) for x in lines[3].split()[1:5]]).all()
+
+
+def test_events_beyond_the_duration_are_clipped_with_one_warning(capsys):
+    # issue 33: `--duration 10` used to fail on the example's burst at 40–60 s
+    assert main(["simulate", str(EXAMPLE), "--policy", "rand", "--duration", "10"]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "before the scenario" in ln]
+    assert err == ["warning: --duration 10 s ends before the scenario's events: bursts[0] "
+                   "(near, 40–60 s) dropped; outages[0] (far, 70–90 s) dropped (pass a longer "
+                   "--duration to simulate them)"]
+    # cut, not dropped: the burst (×1.3 at near, 28 req/s) runs on [40, 50) only, so the run
+    # has the same requests as one whose file ends the burst at 50 s
+    assert main(["simulate", str(EXAMPLE), "--policy", "rand", "--duration", "50"]) == 0
+    assert ("bursts[0] (near, 40–60 s) cut at 50 s; outages[0] (far, 70–90 s) dropped"
+            in capsys.readouterr().err)
+    from lbtheory.sim import generate_arrivals, load_scenario
+
+    sc = load_scenario(EXAMPLE)
+    clipped, notes = sc.clipped(50.0)
+    assert len(notes) == 2 and [(b.start_s, b.end_s) for b in clipped.bursts] == [(40.0, 50.0)]
+    assert clipped.outages == ()
+    a = generate_arrivals(clipped, 50.0, 4)
+    # E[arrivals] = (28 + 12)·50 + 28·0.3·10 = 2084 (Poisson sd ≈ 46)
+    assert abs(len(a) - 2084) < 5 * 46
+    assert sc.clipped(100.0) == (sc, [])
+
+
+def test_a_topology_without_simulation_section_simulates_its_service_models(capsys, tmp_path):
+    data = yaml.safe_load(EXAMPLE.read_text())
+    del data["simulation"]
+    p = tmp_path / "topo.yaml"
+    p.write_text(yaml.safe_dump(data))
+    out = run_json(capsys, "simulate", str(p), "--policy", "rand", "--duration", "5", "--json")
+    assert out["servers"]["kinds"] == {"near": "rate", "far": "rate"}
+    assert out["servers"]["service_models"] is True
+    assert main(["simulate", str(p), "--policy", "rand", "--duration", "5"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith(
+        "servers: rate — each cell completes requests at μ_j(N_j) of its service model")
 
 
 def test_trace_replay_and_normalised_output(capsys):
@@ -131,7 +176,7 @@ def test_trace_replay_and_normalised_output(capsys):
     assert main(["simulate", str(EXAMPLE), "--policy", "rand,jsq", "--duration", "100",
                  "--trace", str(trace), "--normalise"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "mean/rand" in lines[1] and lines[2].split()[-2:] == ["1.000", "1.000"]
+    assert "mean/rand" in lines[2] and lines[3].split()[-2:] == ["1.000", "1.000"]
     assert main(["simulate", str(EXAMPLE), "--policy", "jsq", "--normalise"]) == 2
     assert "add 'rand' to --policy" in capsys.readouterr().err
 
@@ -201,4 +246,14 @@ def test_flow_stepsize_is_reported_beside_the_fluid_critical_stepsize(capsys, tm
     # the text table prints the same numbers
     assert main(["simulate", path, "--policy", "flow-lat", "--duration", "50"]) == 0
     text = capsys.readouterr().out
-    assert f"fluid η_crit = {crit:.4g}" in text
+    assert f"fluid-model η_crit = {crit:.4g} with feedback delay τ + δ/2, probe period δ = 1 s" \
+        in text
+    # the probe period is why `lbtheory stepsize` (continuous updates) differs, and these mmc
+    # servers are not the service models the fluid model has: both said on the line
+    assert "`lbtheory stepsize --cost latency --probe-period 1` reports the same" in text
+    assert "not of these servers" in text
+    # ... and `lbtheory stepsize` on the same file with that probe period prints that number
+    assert main(["stepsize", path, "--cost", "latency", "--probe-period", "1", "--json"]) in (0, 1)
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["critical_stepsize"] == pytest.approx(crit, rel=1e-9)
+    assert rep["probe_period_s"] == 1.0

@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..registry import POLICY_NAMES
 
     parser.add_argument("scenario", nargs="?", default=None,
-                        help="scenario file (YAML/JSON): topology plus a 'simulation:' section")
+                        help="scenario file (YAML/JSON): a topology plus an optional 'simulation:' "
+                        "section (without one every cell runs rate servers, i.e. its service "
+                        "model; docs/topology.md)")
     parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
                         help="generate DLB's Appendix-B scenario with this seed instead of a file "
                         "(latency models fitted to the simulated cells, time-varying arrivals)")
@@ -192,6 +194,14 @@ def run(args: argparse.Namespace) -> int:
         sc = dataclasses.replace(sc, estimation=Estimation())
     if args.affinity and sc.affinity is None:
         sc = dataclasses.replace(sc, affinity=Affinity())
+    if args.scenario is not None:  # a file's events beyond --duration: clipped, said once
+        sc, clipped = sc.clipped(args.duration)
+        if clipped:
+            import sys
+
+            print(f"warning: --duration {args.duration:g} s ends before the scenario's events: "
+                  f"{'; '.join(clipped)} (pass a longer --duration to simulate them)",
+                  file=sys.stderr)
     sc.check_horizon(args.duration)
     if args.trace is not None:
         from ..sim import arrivals_from_trace
@@ -206,8 +216,9 @@ def run(args: argparse.Namespace) -> int:
     steps = stepsize_reports(sc, routers)
     if args.plot:
         _plot(results, args.plot, sc)
+    servers = server_report(sc, generated=args.scenario is None)
     if args.json:
-        print(dumps_json({"scenario": sc.name, "policies": {
+        print(dumps_json({"scenario": sc.name, "servers": servers, "policies": {
             r.policy: r.summary() | ({"stepsize": steps[r.policy]} if r.policy in steps else {})
             for r in results}}))
         _warn_in_flight(results, len(arrivals))
@@ -216,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
     engines = "/".join(sorted({r.engine for r in results}))
     print(f"scenario {sc.name}: {sc.network.n} cells, {args.duration:g} s, seed {args.seed}, "
           f"{len(arrivals)} requests, {engines} engine")
+    print(f"servers: {servers['note']}")
     extra = f" {'mean/rand':>9} {'p90/rand':>9}" if args.normalise else ""
     print(f"{'policy':<10} {'mean':>8} {'p50':>8} {'p90':>8} {'p99':>8} {'errors':>7} "
           f"{'err%':>6} {'in flight':>9}{extra}  (latency s)")
@@ -228,13 +240,31 @@ def run(args: argparse.Namespace) -> int:
               f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
               f"{r.in_flight:9d}{norm}")
     for name, st in steps.items():
-        crit = st["eta_crit"]
-        print(f"{name}: stepsize η = {st['eta']:.4g} 1/(cost unit·s); fluid η_crit = "
-              + (f"{crit:.4g} (η/η_crit = {st['eta_over_crit']:.3g})" if crit is not None
-                 else f"n/a ({st['reason']})"))
+        print(format_stepsize(name, st, generated=args.scenario is None))
     _warn_in_flight(results, len(arrivals))
     _warn_stepsize(steps)
     return 0
+
+
+def server_report(sc, generated: bool = False) -> dict:
+    """The JSON ``servers`` object: each cell's server kind, whether every cell simulates its
+    service model (``rate`` servers) and a one-line ``note`` saying what the servers realise
+    (``generated``: an --appendix-b scenario, whose service models are fits to its servers)."""
+    off = sc.cells_off_service_model()
+    kinds = {c.name: str(s.kind) for c, s in zip(sc.network.cells, sc.servers)}
+    if generated and off:
+        note = ("appendix_b — DLB's Appendix-B inference servers; the cells' service models "
+                "(what the latency/gradient routers and the fluid η_crit use) are latency "
+                "curves fitted to them")
+    elif not off:
+        note = ("rate — each cell completes requests at μ_j(N_j) of its service model, so "
+                "latencies estimate `lbtheory equilibrium`'s ℓ_j(N) (plus queueing noise)")
+    else:
+        used = sorted({kinds[c] for c in off})
+        note = (f"{'/'.join(used)} at {', '.join(off)} — not the file's service models: those "
+                f"cells' latencies are the servers', not `lbtheory equilibrium`'s ℓ_j(N) "
+                f"(simulation.server.kind: rate simulates the service models)")
+    return {"kinds": kinds, "service_models": not off, "note": note}
 
 
 #: what the reported η_crit is (JSON ``stepsize.basis``).
@@ -256,34 +286,78 @@ def stepsize_reports(sc, routers: list[tuple[str, object]]) -> dict[str, dict]:
     """Per flow policy: its stepsize η, the fluid model's η_crit for its cost with the probe
     period (None with the reason when there is no finite one) and η/η_crit."""
     from ..errors import LBTheoryError
-    from ..routers import CellView
+    from ..routers import DEFAULT_STEPSIZE_SCALES, CellView, mean_network_delay
+    from ..routers._dlb import MIN_DELAY_S
     from ..stability import critical_stepsize
 
     net, crit = sc.network, {}
     out = {}
+
+    def solve(cost, period: float) -> tuple[float | None, str | None]:
+        if (cost, period) in crit:
+            return crit[cost, period]
+        if not float(np.sum(net.arrival_rates)) > 0:
+            crit[cost, period] = (None, "no arrivals: the fluid model has no operating point")
+            return crit[cost, period]
+        try:
+            c = float(critical_stepsize(net, cost, probe_period_s=period).critical_stepsize)
+            crit[cost, period] = (c, None) if np.isfinite(c) else (
+                None, "the linearised fluid model is stable for every stepsize (its "
+                      "equilibrium routes on a vertex, or no loop has a delay)")
+        except (LBTheoryError, ValueError, np.linalg.LinAlgError) as exc:
+            crit[cost, period] = (None, f"{type(exc).__name__}: {exc}")
+        return crit[cost, period]
+
     for name, router in routers:
         flow = _flow_router(router)
         if flow is None:
             continue
-        eta = float(flow.eta(CellView(time=0.0, workload=np.zeros(net.n),
-                                      replicas=np.ones(net.n), delays=net.delays,
-                                      mask=net.adjacency, probe_period_s=sc.probe_period_s)))
-        if flow.cost not in crit and not float(np.sum(net.arrival_rates)) > 0:
-            crit[flow.cost] = (None, "no arrivals: the fluid model has no operating point")
-        if flow.cost not in crit:
-            try:
-                c = float(critical_stepsize(net, flow.cost,
-                                            probe_period_s=sc.probe_period_s).critical_stepsize)
-                crit[flow.cost] = (c, None) if np.isfinite(c) else (
-                    None, "the linearised fluid model is stable for every stepsize (its "
-                          "equilibrium routes on a vertex, or no loop has a delay)")
-            except (LBTheoryError, ValueError, np.linalg.LinAlgError) as exc:
-                crit[flow.cost] = (None, f"{type(exc).__name__}: {exc}")
-        c, reason = crit[flow.cost]
-        out[name] = {"eta": eta, "eta_crit": c, "eta_over_crit": eta / c if c else None,
-                     "cost": flow.cost.value, "probe_period_s": float(sc.probe_period_s),
+        view = CellView(time=0.0, workload=np.zeros(net.n), replicas=np.ones(net.n),
+                        delays=net.delays, mask=net.adjacency, probe_period_s=sc.probe_period_s)
+        eta = float(flow.eta(view))
+        if flow.stepsize is not None:
+            rule = "given (--stepsize)"
+        else:
+            scale = (DEFAULT_STEPSIZE_SCALES[flow.cost] if flow.stepsize_scale is None
+                     else flow.stepsize_scale)
+            delay = mean_network_delay(view)
+            rule = (f"default {scale:g}/(mean one-way delay {delay:.4g} s + probe period/2 "
+                    f"{0.5 * sc.probe_period_s:.4g} s)"
+                    + (f", delay floored at {MIN_DELAY_S:g} s"
+                       if delay + 0.5 * sc.probe_period_s < MIN_DELAY_S else ""))
+        c, reason = solve(flow.cost, float(sc.probe_period_s))
+        c0, _ = solve(flow.cost, 0.0)
+        out[name] = {"eta": eta, "eta_rule": rule, "eta_crit": c,
+                     "eta_over_crit": eta / c if c else None,
+                     "eta_crit_continuous": c0, "cost": flow.cost.value,
+                     "probe_period_s": float(sc.probe_period_s),
+                     "service_models": not sc.cells_off_service_model(),
                      "basis": STEPSIZE_BASIS, "reason": reason}
     return out
+
+
+def format_stepsize(name: str, st: dict, generated: bool = False) -> str:
+    """Two lines per flow policy: its η and the rule that chose it; the fluid model's η_crit
+    with this probe period, the continuous-update value ``lbtheory stepsize`` prints, and why
+    they differ (``generated``: an --appendix-b scenario, which has no file to give
+    ``lbtheory stepsize``)."""
+    from .stepsize import ETA_UNITS
+
+    unit = ETA_UNITS.get(st["cost"], "1/(cost unit·s)")
+    head = f"{name}: η = {st['eta']:.4g} {unit}, {st['eta_rule']}"
+    crit, period = st["eta_crit"], st["probe_period_s"]
+    if crit is None:
+        return f"{head}\n  fluid-model η_crit: n/a ({st['reason']})"
+    c0 = st["eta_crit_continuous"]
+    cont = f"{c0:.4g}" if c0 is not None else "none (stable for every stepsize)"
+    same = (f"continuous updates: {cont}" if generated else
+            f"`lbtheory stepsize --cost {st['cost']} --probe-period {period:g}` reports the "
+            f"same; without --probe-period it assumes continuous updates: {cont}")
+    whose = "fitted" if generated else "file's"
+    model = ("" if st["service_models"] else
+             f"; it is the fluid model of the {whose} service models, not of these servers")
+    return (f"{head}\n  fluid-model η_crit = {crit:.4g} with feedback delay τ + δ/2, probe "
+            f"period δ = {period:g} s ({same}){model}; η/η_crit = {st['eta_over_crit']:.3g}")
 
 
 def _warn_stepsize(steps: dict[str, dict]) -> None:

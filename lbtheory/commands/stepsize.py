@@ -1,8 +1,10 @@
 """``lbtheory stepsize``: is this flow-routing stepsize locally stable, and how far from the edge?
 
-Prints the exact critical stepsize (a common scale on the per-source stepsizes, THEORY §7.6), the
-empirical rule (NOT a guarantee), the margin of ``--stepsize`` and the verdict from the exact
-linear analysis: locally stable (with the decay rate) or unstable (rightmost root and period).
+Prints the exact critical stepsize (a common scale on the per-source stepsizes, THEORY §7.6) of the
+fluid model with the file's delays (``--probe-period δ`` adds the δ/2 feedback delay of routers
+that probe every δ s, as ``lbtheory simulate`` does), the empirical rule (NOT a guarantee), the
+margin of ``--stepsize`` and the verdict from the exact linear analysis: locally stable (with the
+decay rate) or unstable (rightmost root and period).
 JSON keys ``critical_stepsize``, ``empirical_rule``, ``rightmost_root`` ([re, im]) and ``verdict``
 (``"stable"``/``"unstable"``) are a stable contract. Exit code 0 when the verdict is stable, 1 when
 it is unstable (so scripts and CI can test it), 2 on bad input.
@@ -29,23 +31,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
                              "and gradient costs, whose unit is s); same for every source "
                              "(default: the empirical rule)")
+    parser.add_argument("--probe-period", type=float, default=0.0, metavar="SECONDS",
+                        help="routers update every this many seconds: the fluid model's "
+                             "feedback delay becomes τ + δ/2 (default 0: continuous updates; "
+                             "`lbtheory simulate` uses its scenario's simulation.probe_period_s, "
+                             "0.01 s unless set)")
     parser.add_argument("--nodes", type=int, default=16,
                         help="Chebyshev degree of the collocation (default 16)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._checks import validate_stepsize
+    from .._checks import check_real, validate_stepsize
     from ..io import dumps_json, load_topology
-    from ..stability import check_stepsize, symmetric_threshold
+    from ..stability import check_stepsize, symmetric_threshold, with_probe_period
 
     if args.stepsize is not None:
         validate_stepsize(args.stepsize, "--stepsize")
+    period = check_real(args.probe_period, "--probe-period", unit="s", low=0.0)
     net = load_topology(args.topology)
-    rep = check_stepsize(net, args.cost, args.stepsize, n_nodes=args.nodes)
-    closed = symmetric_threshold(net, rep.critical.linearisation.point)
+    # the fluid model of routers probing every δ s: every feedback loop is δ/2 longer
+    fb = with_probe_period(net, period)
+    rep = check_stepsize(fb, args.cost, args.stepsize, n_nodes=args.nodes)
+    closed = symmetric_threshold(fb, rep.critical.linearisation.point)
     out = rep.to_dict()
     out["closed_form_two_cell"] = None if closed is None else closed.eta_crit
+    out["probe_period_s"] = period
+    out["max_delay_s"] = net.max_delay
     if args.json:
         print(dumps_json(out))
     else:
@@ -68,15 +80,22 @@ def format_report(d: dict, *, stepsize_given: bool = True) -> str:
     """Readable report of :meth:`StepsizeReport.to_dict`."""
     crit = d["critical_stepsize"]
     unit = ETA_UNITS.get(str(d["cost"]), "1/(cost unit·s)")
+    period = d.get("probe_period_s", 0.0)
+    feedback = ("routers updated continuously (--probe-period 0)" if not period else
+                f"routers probing every δ = {period:g} s (feedback delay τ + δ/2)")
     lines = [f"cost signal:             {d['cost']} (stepsize η in {unit})",
+             f"fluid model:             one-way delays τ up to {d.get('max_delay_s', 0.0):.4g} "
+             f"s, {feedback}",
              f"exact critical stepsize: {_num(crit, 'eta')}"
              + ("" if crit is None or math.isinf(crit)
-                else f"  (oscillation period at onset {d['crossing_period']:.4g} s)")]
+                else f"  (η_crit of the linearised fluid model at its equilibrium; oscillation "
+                     f"period at onset {d['crossing_period']:.4g} s)")]
     if d.get("closed_form_two_cell") is not None:
         lines.append(f"closed form (§7.5):      {d['closed_form_two_cell']:.6g}")
     rule = d["empirical_rule"]
     lines.append(f"empirical rule (§7.6):   {_num(rule)}  "
-                 "(an empirical rule from random tests, NOT a guarantee)")
+                 "(min over sources of μ'_j/(Λ_j·f'_j·2τ̄_i): a rule from random tests, NOT a "
+                 "guarantee)")
     unbounded = rule is None or (isinstance(rule, float) and math.isinf(rule))
     what = "stepsize" if stepsize_given else (
         "stepsize (placeholder 1: the empirical rule is unbounded; pass --stepsize)" if unbounded
@@ -90,6 +109,11 @@ def format_report(d: dict, *, stepsize_given: bool = True) -> str:
         period = "non-oscillatory" if not im else f"period {d['period']:.4g} s"
         lines.append(f"verdict: UNSTABLE (exact linear analysis); rightmost root "
                      f"{re:.4g} {'+' if im >= 0 else '-'} {abs(im):.4g}i /s, {period}")
+    if not period:
+        lines.append("note: `lbtheory simulate` reports η_crit with its probe period δ (0.01 s "
+                     "unless the scenario sets one; feedback delay τ + δ/2, so usually smaller): "
+                     "--probe-period 0.01 gives its value. Its default η is another rule, "
+                     "scale/(mean one-way delay + δ/2), printed by simulate")
     if not d["critical_verified"]:
         lines.append("note: the collocation check at the critical stepsize found another root "
                      "branch; the critical value is the bisection bracket (about 1 %)")

@@ -109,6 +109,18 @@ class SimResult:
         idx = np.flatnonzero(self.done)
         return idx[np.argsort(self.completion_s[idx], kind="stable")]
 
+    def serving_latency(self) -> np.ndarray:
+        """Mean serving latency per cell (s): latency minus the 2τ network part, over the
+        completed requests served there (NaN for a cell that completed none) — the simulated
+        counterpart of ℓ_j(N_j) in ``lbtheory equilibrium``'s table."""
+        done = self.done
+        cells = self.cell[done]
+        serve = (self.latency_s - self.network_s)[done]
+        n = len(self.names)
+        count = np.bincount(cells, minlength=n)
+        total = np.bincount(cells, weights=serve, minlength=n)
+        return np.divide(total, count, out=np.full(n, np.nan), where=count > 0)
+
     @property
     def error_rate(self) -> float:
         """errors / (completed + errors) (nan when nothing finished)."""
@@ -128,10 +140,12 @@ class SimResult:
         """The per-policy JSON object of ``lbtheory simulate --json``: the common keys of
         :data:`~lbtheory.stats.SUMMARY_KEYS` (latency of the completed requests, s) plus
         in_flight, error_rate, per_cell, events, wall_seconds and engine."""
+        serving = self.serving_latency()
         per_cell = [{"name": nm, "routed": int(self.routed[:, j].sum()),
                      "errors": int(self.cell_errors[j]),
                      "utilisation": float(self.utilisation[j]),
-                     "mean_workload": float(self.mean_workload[j])}
+                     "mean_workload": float(self.mean_workload[j]),
+                     "mean_serving_latency": float(serving[j])}
                     for j, nm in enumerate(self.names)]
         # the common head (latencies summed in completion order: the order the engines'
         # records stream and earlier releases summed, so means are reproduced to the last

@@ -4,7 +4,8 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
 
     cells: [...]            # topology schema; replicas = servers per cell, service = the latency
     arcs:  [...]            # model the latency/gradient routers use (the "fitted" model)
-    simulation:
+    simulation:             # absent (or empty) = every cell runs `rate` servers: the file's
+                            # service models, so `simulate` answers what `equilibrium` computes
       server:               # defaults for every cell
         kind: appendix_b    # [appendix_b] 1 prefill engine + decode_engines × slots_per_engine;
                             # or mmc: `slots` parallel slots, exponential service of mean
@@ -309,6 +310,35 @@ class Scenario:
         check_memory((mean + 5.0 * math.sqrt(mean) + 1.0) * BYTES_PER_REQUEST,
                      f"{mean:.3g} expected requests over {duration_s:g} s")
 
+    def cells_off_service_model(self) -> tuple[str, ...]:
+        """Names of the cells whose servers are *not* their service model (kind other than
+        ``rate``): there the simulated latency is the servers', not ℓ_j(N) of the file."""
+        return tuple(c.name for c, s in zip(self.network.cells, self.servers)
+                     if s.kind is not ServerKind.RATE)
+
+    def clipped(self, duration_s: float) -> tuple[Scenario, list[str]]:
+        """This scenario with its bursts and outages clipped to [0, duration_s): events that
+        start at or after the horizon are dropped, events that end after it are cut at it.
+        Returns (scenario, one description per changed event, e.g. ``"bursts[0] (near,
+        40–60 s) dropped"``); the list is empty when nothing changed."""
+        notes: list[str] = []
+        kept: dict[str, list] = {"bursts": [], "outages": []}
+        for kind, items in (("bursts", self.bursts), ("outages", self.outages)):
+            for b_i, b in enumerate(items):
+                what = (f"{kind}[{b_i}] ({self.network.names[b.cell]}, "
+                        f"{b.start_s:g}–{b.end_s:g} s)")
+                if b.start_s >= duration_s:
+                    notes.append(f"{what} dropped")
+                elif b.end_s > duration_s:
+                    notes.append(f"{what} cut at {duration_s:g} s")
+                    kept[kind].append(dataclasses.replace(b, end_s=float(duration_s)))
+                else:
+                    kept[kind].append(b)
+        if not notes:
+            return self, notes
+        return dataclasses.replace(self, bursts=tuple(kept["bursts"]),
+                                   outages=tuple(kept["outages"])), notes
+
     def check_horizon(self, duration_s: float) -> None:
         """Raise DataFormatError if a burst or outage lies outside [0, duration_s]."""
         for kind, items in (("bursts", self.bursts), ("outages", self.outages)):
@@ -401,12 +431,16 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
     sim = data.get("simulation") or {}
     if not isinstance(sim, Mapping):
         raise _err(path, "", f"expected a mapping, got {sim!r}")
+    # no simulation section: the cells are their service models (rate servers), so a topology
+    # file simulates what `lbtheory equilibrium` computes; a section's server defaults to
+    # appendix_b (ServerSpec's default)
+    default_server = ServerSpec() if sim else ServerSpec(kind=ServerKind.RATE)
     known = {"server", "cells", "prompt_tokens", "output_tokens", "probe_period_s",
              "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation"}
     if set(sim) - known:
         raise _err(path, "", f"unknown key(s) {sorted(set(sim) - known)}; expected "
                              f"{sorted(known)}")
-    base = _server(path, "server", sim.get("server", {}), ServerSpec())
+    base = _server(path, "server", sim.get("server", {}), default_server)
     per_cell = sim.get("cells") or {}
     if not isinstance(per_cell, Mapping):
         raise _err(path, "cells", f"expected a mapping cell name -> server fields, "
