@@ -15,7 +15,7 @@ from typing import Any
 
 from lbtheory.stats import mean_ci
 
-NAMES = ("baseline", "utilisation", "noise", "y", "events", "homogeneous", "eta")
+NAMES = ("baseline", "utilisation", "noise", "y", "events", "homogeneous", "eta", "linear")
 #: error rates of two policies that differ by more than this factor make latency over completed
 #: requests flatter the one that drops more (issue 36): such comparisons use a goodput-aware
 #: latency when the summary has one (fixed before any run that has one).

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import _appendix_b_claim_stats as S
+from _appendix_b_linear import linear_section
 from _appendix_b_oscillation import eta_section
 from _appendix_b_protocol import DLB_POLICIES as DLB
 
@@ -446,7 +447,7 @@ def write_claims(root: Path) -> Path:
                   f"scenarios {s.get('scenarios', '?')}, trials {s.get('trials', '?')}, "
                   f"{'/'.join(f'{d:g}' for d in s.get('duration_s', []))} simulated s per run, "
                   f"first {'/'.join(f'{w:g}' for w in s.get('warmup_s', []))} s discarded"
-                  for n, s in summ.items()]
+                  for n, s in summ.items() if n != "linear"]
     rows = _claims(summ)
     text = [
         "# DLB Appendix B: published claims vs this toolkit's measurements",
@@ -491,7 +492,9 @@ def write_claims(root: Path) -> Path:
                  "part is, not reproduced when none is, else partly):", ""]
         text += [f"* {k}: **{v}** ({', '.join(parts)})" for k, (v, parts) in sv.items()]
     text += ["", "## Experiment 7: theory meets practice (not a paper claim)", "",
-             *eta_section(summ.get("eta")), ""]
+             *eta_section(summ.get("eta")), "",
+             "## Experiment 7 as a test of the linear theory (issue 36)", "",
+             *linear_section(summ.get("linear")), ""]
     path = Path(root) / "claims.md"
     write_text_atomic(path, "\n".join(text))
     return path
