@@ -74,7 +74,8 @@ def _fit_mean(t: np.ndarray, Y: np.ndarray, Nn: np.ndarray, step: float) -> dict
 
 def summarise_point(results: list[dict]) -> dict[str, Any]:
     """One stepsize factor: the predicted root, the fit of the mean response over the runs with
-    its jackknife standard error over runs, the per-run fits and oscillation measures."""
+    its jackknife standard error over runs, each run's own fit (refitted here, so every number
+    comes from this code, whatever version fitted the cell) and oscillation measures."""
     r0 = results[0]
     m = min(len(r["series"]["t"]) for r in results)
     t = np.asarray(r0["series"]["t"][:m])
@@ -100,9 +101,12 @@ def summarise_point(results: list[dict]) -> dict[str, Any]:
     return {"factor": r0["factor"], "eta": r0["eta"], "eta_crit": r0["eta_crit"],
             "crossing_period_s": r0["crossing_period_s"], "runs": k,
             "seeds": [r["seed"] for r in results], "predicted": pred, "measured": fit,
-            "per_run": [{"seed": r["seed"], **{nm: {q: _none(r["fits"][nm][q])
+            "per_run": [{"seed": r["seed"], **{nm: {q: _none(f[q])
                                                     for q in ("decay", "frequency", "r2")}
-                                               for nm in r["fits"]}} for r in results],
+                                               for nm, f in _fit_mean(t, Y[i:i + 1],
+                                                                      Nn[i:i + 1],
+                                                                      r0["step"]).items()}}
+                        for i, r in enumerate(results)],
             "oscillation_median": osc,
             "mean_series": {"t": t.tolist(), "y": np.round(Y.mean(axis=0), 6).tolist(),
                             "n": np.round(Nn.mean(axis=0), 5).tolist()}}
