@@ -18,11 +18,13 @@ The constants are [R], fixed before any experiment-7 run was looked at.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 import numpy as np
 
-__all__ = ["workload_oscillation", "highpass", "HIGHPASS_S", "BAND_S", "SEGMENT_S"]
+__all__ = ["workload_oscillation", "highpass", "eta_section", "HIGHPASS_S", "BAND_S",
+           "SEGMENT_S", "ONSET_JUMP", "ONSET_FLAT", "PERIOD_TOL"]
 
 #: moving-average window removed from every workload series (s).
 HIGHPASS_S = 30.0
@@ -80,3 +82,78 @@ def workload_oscillation(t: np.ndarray, N: np.ndarray, t_ref: np.ndarray, N_ref:
         k = int(np.argmax(ratio))
         out.update(peak_ratio=float(ratio[k]), peak_period_s=float(1.0 / f[k]))
     return out
+
+
+#: experiment 7's rule (fixed before the run): the fluid bound predicts the onset of
+#: oscillation when the median spectral peak ratio at the first factor above 1 is ≥ ONSET_JUMP ×
+#: the one at the last factor below 1, and the latter ≤ ONSET_FLAT × the one at the smallest
+#: factor; the oscillation is the fluid one when, above 1, the median of peak period / fluid
+#: period lies in [1/PERIOD_TOL, PERIOD_TOL].
+ONSET_JUMP, ONSET_FLAT, PERIOD_TOL = 2.0, 1.5, 1.5
+
+
+def _med(vals: list) -> float:
+    v = [x for x in vals if x is not None]
+    return statistics.median(v) if v else float("nan")
+
+
+def eta_section(s: dict | None) -> list[str]:
+    """The markdown lines of claims.md's experiment-7 section (issue-25 design: spectral peaks
+    against the fluid bound) from ``appendix-b-eta/summary.json`` (None: not run)."""
+    if not s:
+        return ["Experiment 7 not run (no summary)."]
+    intro = [
+        "Flow routers (no error aversion) with η = factor × η_crit, η_crit the exact critical "
+        "stepsize of each scenario's fluid model linearised at its equilibrium, with the probe "
+        "period in the feedback delay (τ + δ/2; `lbtheory.stability.critical_stepsize`), vs the "
+        "default rule (η = per-cost constant / (mean one-way delay + δ/2)). **The fluid η_crit "
+        "ignores request-level randomness** (Poisson arrivals, random service times): it bounds "
+        "the mean dynamics only, so the simulated cluster's workloads fluctuate at every "
+        "stepsize. Oscillation is measured on the workloads, against Rand's on the same "
+        "arrivals: workload variation = Σ_j sd of N_j(t) high-passed (30-s moving average "
+        "removed) relative to Rand's; spectral peak = the largest ratio of the two Welch spectra "
+        "over periods 0.4–20 s, and its period against the fluid model's 2π/ω at η_crit.", ""]
+    pts = s["points"]
+    lines = ["| flow policy | stepsize | runs | η/η_crit (median) | workload variation / Rand "
+             "(median) | spectral peak / Rand (median) | peak period / fluid period (median) "
+             "| mean/Rand (mean) |", "|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for pol in sorted({p["policy"] for p in pts}):
+        med: dict[str, float] = {}
+        for rule in sorted({p["rule"] for p in pts if p["policy"] == pol},
+                           key=lambda r: (r == "dlb", float(r) if r != "dlb" else 0)):
+            q = [p for p in pts if p["policy"] == pol and p["rule"] == rule]
+            med[rule] = _med([p["peak_ratio"] for p in q])
+            per = _med([p["peak_period_s"] / p["fluid_period_s"] for p in q
+                        if p["peak_period_s"] and p["fluid_period_s"]])
+            mn = [p["mean_norm"] for p in q if p["mean_norm"] is not None]
+            lines.append(f"| {pol} | {'default rule' if rule == 'dlb' else rule + ' η_crit'} | "
+                         f"{len(q)} | {_med([p['eta_over_crit'] for p in q]):.3g} | "
+                         f"{_med([p['workload_var_rel'] for p in q]):.3g} | {med[rule]:.3g} | "
+                         f"{per:.3g} | {sum(mn) / len(mn) if mn else float('nan'):.3g} |")
+        below = [float(r) for r in med if r != "dlb" and float(r) < 1]
+        above = [float(r) for r in med if r != "dlb" and float(r) > 1]
+        if below and above:
+            b_hi, a_lo, b_lo = max(below), min(above), min(below)
+            jump = med[f"{a_lo:g}"] >= ONSET_JUMP * med[f"{b_hi:g}"]
+            flat = med[f"{b_hi:g}"] <= ONSET_FLAT * med[f"{b_lo:g}"]
+            per = _med([p["peak_period_s"] / p["fluid_period_s"] for p in pts
+                        if p["policy"] == pol and p["rule"] != "dlb" and float(p["rule"]) > 1
+                        and p["peak_period_s"] and p["fluid_period_s"]])
+            same = 1 / PERIOD_TOL <= per <= PERIOD_TOL
+            verdicts.append(
+                f"{pol}: spectral peak ×{med[f'{a_lo:g}'] / med[f'{b_hi:g}']:.2g} from {b_hi:g} "
+                f"to {a_lo:g} η_crit, ×{med[f'{b_hi:g}'] / med[f'{b_lo:g}']:.2g} from {b_lo:g} to "
+                f"{b_hi:g}; peak period / fluid period above η_crit {per:.2g} → the fluid bound "
+                f"{'predicts' if jump and flat else 'does not clearly predict'} the onset"
+                f"{' at the fluid period' if jump and flat and same else ''}")
+    none = sum(1 for c in s.get("eta_crit", []) for v in c.values()
+               if isinstance(v, dict) and v.get("eta_crit") is None)
+    return [*intro, *lines, "",
+            f"Rule (fixed in advance): the bound predicts the onset when the median "
+                    f"spectral peak ratio at the first factor above 1 is ≥ {ONSET_JUMP:g}× the one "
+                    f"at the last factor below 1, and the latter is ≤ {ONSET_FLAT:g}× the one at "
+                    f"the smallest factor; 'at the fluid period' when above 1 the median peak "
+                    f"period is within a factor {PERIOD_TOL:g} of the fluid model's 2π/ω.",
+                    *[f"* {v}" for v in verdicts],
+                    f"* scenario × cost pairs without a finite η_crit (skipped): {none}"]

@@ -124,8 +124,30 @@ def _appendix_b(res: Path) -> None:
     tiny_results(res)
 
 
+def _appendix_b_linear(res: Path) -> None:
+    """Experiment 7's linear-theory summary from its collect step on synthetic runs."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "experiments"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    import appendix_b_linear as E
+    from test_appendix_b_linear import _run
+
+    rows = [({"factor": f, "seed": s}, {**_run(s, 0.1 - 0.1 * f, 1.2 + f, 0.01), "factor": f})
+            for f in (0.5, 1.5) for s in range(3)]
+    out = res / "appendix-b-linear"
+    out.mkdir(parents=True, exist_ok=True)
+    E.collect(rows, out, "quick")
+    tiny_eta = res / "appendix-b-eta"
+    from test_appendix_b import tiny_results  # the issue-25 experiment-7 summary (panel d)
+
+    tiny_results(res)
+    assert (tiny_eta / "summary.json").is_file()
+
+
 DATA = {"appendix_b": _appendix_b, "poa_braess": _poa_braess, "balanceroute": _balanceroute,
-        "stability_chart": _stability_chart, "fluid_six_policies": _fluid_six_policies}
+        "stability_chart": _stability_chart, "fluid_six_policies": _fluid_six_policies,
+        "appendix_b_linear": _appendix_b_linear}
 
 
 def _load_script(path: Path) -> types.ModuleType:
