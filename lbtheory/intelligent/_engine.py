@@ -35,10 +35,8 @@ runs no decodes — the running requests stall — and only an iteration without
 decodes' blocks, preempting the most recently admitted request by recomputation (its KV
 discarded: ``recomputed_tokens`` in the per-request record) until every next token has its
 block; ``max_batch`` is ``max_num_seqs``, ``max_prefill_tokens`` ``max_num_batched_tokens``.
-With chunked prefill the iteration is vLLM's chunked schedule above (running requests first,
-then new prompts in chunks), with the blocks. [R] A request's KV counts its latest sampled
-token from the iteration that samples it (vLLM appends that slot one step later): the block
-boundaries shift by one token. Swap preemption is not modelled (vLLM's default is recompute).
+Chunked prefill: the chunked schedule above, with the blocks. [R] A request's KV counts its
+latest token from the iteration that samples it (vLLM one step later); no swap preemption.
 
 The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
 up to ``t_k`` join the router queue (FCFS), and the router (the one contract of
