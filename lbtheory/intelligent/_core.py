@@ -279,17 +279,22 @@ def _start(ri, rf, mi, gi, gf, m, t):
     b = gi[BLOCK]
     if gi[PRIO] != 0:  # vLLM: prompts first; a prefill iteration runs no decodes
         nr = mi[N_RUN, m]
-        held = 0
+        held = 0  # blocks held now, and with every running request's next token
+        grown = 0
         for i in range(nr):
             v = mi[BATCH0 + i, m]
-            held += (ri[P, v] + ri[GEN, v] + b - 1) // b
+            x = ri[P, v] + ri[GEN, v]
+            h = (x + b - 1) // b
+            held += h
+            grown += h + (1 if x % b == 0 else 0)
         need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, held)
         if na > 0:
             mi[PONLY, m] = 1
             _begin(mi, gf, m, t, need, na, sum_q, sum_q2, 0, 0, b)
             return
-        need, preempted = _preempt(ri, mi, gi, m)
-        _begin(mi, gf, m, t, need, 0, 0.0, 0.0, mi[N_RUN, m], mi[KV_USED, m], b)
+        if grown > gi[TOTAL_BLK]:  # else _preempt would find ``grown`` and preempt nothing
+            grown, preempted = _preempt(ri, mi, gi, m)
+        _begin(mi, gf, m, t, grown, 0, 0.0, 0.0, mi[N_RUN, m], mi[KV_USED, m], b)
         return
     need, preempted = _preempt(ri, mi, gi, m)
     nr = mi[N_RUN, m]
