@@ -135,8 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "the n requests on the instances is closed to new requests (c >= 1; "
                          "0: no cap; default 1.25, none with --action-space paper)")
     tr.add_argument("--action-space", default=None, choices=("paper", "capped"),
-                    help="paper: deferral (a = m) always available, no wait cap, no bounded "
-                         "loads (the default with --setup); capped [R]: waiting only while every "
+                    help="paper: deferral (a = m) always available (a 30 s guard ends an "
+                         "always-waiting episode [R]), no bounded loads (the default with "
+                         "--setup); capped [R]: waiting only while every "
                          "instance is full, at most 2 s, bounded loads 1.25 (the default with "
                          "traces)")
     tr.add_argument("--selection", default="validation", choices=["validation", "last"],
@@ -427,9 +428,10 @@ def _train(args: argparse.Namespace) -> int:
         from .._checks import check_real
 
         check_real(args.balance_factor, "--balance-factor (0: no cap)", low=1.0)
-    # the paper's action space: waiting whenever, for as long as the policy likes (1e6 s)
+    # the paper's action space: waiting whenever; 30 s is only a guard that ends episodes of a
+    # policy that always waits [R] (the seed's routers wait 0.6-4.4 s on average)
     env = EnvConfig(balance_factor=args.balance_factor or None,
-                    **({"wait_only_when_full": False, "max_wait_s": 1e6} if paper else {}))
+                    **({"wait_only_when_full": False, "max_wait_s": 30.0} if paper else {}))
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     n_check = args.episodes + (args.validation_episodes if args.selection == "validation"
                                else 0)
