@@ -82,6 +82,27 @@ def sim_speed(traces, m: int, rate: float, n: int, router: str, reps: int) -> di
             "req_per_s": n / res["compiled"], "iters_per_s": out.iterations.sum() / res["compiled"]}
 
 
+def vllm_speed(setup: str, n: int, router: str, reps: int) -> dict:
+    """The vLLM-faithful model (issue 35) on a Knowl setup's workload: reference vs compiled,
+    and the legacy model's compiled time on the same workload and hardware."""
+    from lbtheory.intelligent._setups import SETUPS, setup_workload
+
+    st = SETUPS[setup]
+    wl = setup_workload(st, 0, n)
+    cfg = st.cluster()
+    old = ClusterConfig(n_instances=cfg.n_instances, kv_budget_tokens=cfg.kv_budget_tokens,
+                        timing=cfg.timing, chunked_prefill=cfg.chunked_prefill,
+                        max_prefill_tokens=cfg.max_prefill_tokens)
+    for c in (cfg, old):
+        simulate(wl, make_router(router, "instances"), c, engine="compiled")  # compile
+    t = {e: _median_time(lambda e=e: simulate(wl, make_router(router, "instances"), cfg,
+                                              engine=e), reps) for e in ("reference", "compiled")}
+    t_old = _median_time(lambda: simulate(wl, make_router(router, "instances"), old,
+                                          engine="compiled"), reps)
+    return {"ref_s": t["reference"], "comp_s": t["compiled"], "old_s": t_old,
+            "ratio": t["reference"] / t["compiled"]}
+
+
 def env_speed(traces, n: int, reps: int) -> dict:
     cfg = ClusterConfig(n_instances=4)
     ec = EnvConfig(guidance="static")
@@ -221,7 +242,21 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller runs (CI smoke)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per timing (median)")
     ap.add_argument("--skip-train", action="store_true", help="skip the training run")
+    ap.add_argument("--vllm-only", action="store_true",
+                    help="only the vLLM-faithful instance model's table (issue 35)")
     args = ap.parse_args()
+    if args.vllm_only:
+        reps = 1 if args.quick else args.reps
+        print("$ .venv/bin/python benchmarks/bench_intelligent.py " + " ".join(sys.argv[1:]))
+        print(f"\nload (1-min average) at start: {load()}; {os.cpu_count()} CPUs\n")
+        print("| setup | requests | router | reference (s) | compiled (s) | ratio | legacy model "
+              "compiled (s) |\n|---|---|---|---|---|---|---|", flush=True)
+        for setup, n in (("k4", 2000), ("k5-chunked", 2000)):
+            for router in ("rr", "heuristic"):
+                r = vllm_speed(setup, n, router, reps)
+                print(f"| {setup} | {n} | {router} | {r['ref_s']:.3f} | {r['comp_s']:.4f} | "
+                      f"{r['ratio']:.0f}× | {r['old_s']:.4f} |", flush=True)
+        return
     reps = 1 if args.quick else args.reps
     traces = [read_trace(p) for p in TRACES]
     cmd = "$ .venv/bin/python benchmarks/bench_intelligent.py " + " ".join(sys.argv[1:])

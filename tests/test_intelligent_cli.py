@@ -41,7 +41,7 @@ def test_json_contract_on_the_azure_mix(capsys):
     assert "warning: the cluster is overloaded" in err
     for r in data["routers"].values():
         assert set(r) == {"requests", "completed", "preemptions", "latency", "ttft",
-                          "router_wait"}
+                          "router_wait", "tbt", "preemptions_per_request"}
         assert set(r["latency"]) == {"mean", "p50", "p90", "p99"}
         assert set(r["ttft"]) == {"mean", "p99"}
         assert set(r["router_wait"]) == {"mean"}

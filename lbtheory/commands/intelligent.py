@@ -20,20 +20,47 @@ HELP = ("Intelligent Router (arXiv 2408.13510, THEORY §10): LLM instances with 
 #: accepted.
 ROUTER_NAMES = ("rr", "jsq", "minmin", "maxcap", "heuristic")
 RL_NAMES = ("rl", "wa-rl", "wg-rl")
-JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_wait")
+JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_wait", "tbt",
+             "preemptions_per_request")
+#: evaluation-only headroom routers (lbtheory.intelligent._headroom): not in the registry,
+#: they drive the simulator's state themselves.
+HEADROOM_NAMES = ("clairvoyant", "oracle-defer")
+SETUP_NAMES = ("k4", "k5", "k5-chunked", "k7", "k8")
+
+
+class _Given(argparse.Action):
+    """Store the value and remember the option was given (``--setup`` fills the others)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace._given = getattr(namespace, "_given", frozenset()) | {self.dest}
 
 
 def _common(p: argparse.ArgumentParser, requests: int) -> None:
-    p.add_argument("trace", nargs="+",
-                   help="trace file(s) lbtheory.workloads reads; several are mixed, task = file")
-    p.add_argument("--instances", type=int, default=4, help="number of instances m")
-    p.add_argument("--requests", type=int, default=requests, help="requests per run/episode")
+    p.add_argument("trace", nargs="*",
+                   help="trace file(s) lbtheory.workloads reads; several are mixed, task = file "
+                        "(none with --setup)")
+    p.add_argument("--setup", default=None, choices=SETUP_NAMES,
+                   help="a Knowl setup of the seed on the vLLM-faithful instance model: its "
+                        "cluster, task mix, rate, requests and operating point (issue 35); "
+                        "--instances/--requests/--rate/--kv-budget/--max-batch override it")
+    p.add_argument("--instance-model", default=None, choices=("legacy", "vllm"),
+                   help="instance model: legacy (token-exact KV, mixed prefill/decode "
+                        "iterations; the default with traces) or vllm (16-token blocks, "
+                        "watermark, prompts first; the default with --setup)")
+    p.add_argument("--instances", type=int, default=4, action=_Given,
+                   help="number of instances m")
+    p.add_argument("--requests", type=int, default=requests, action=_Given,
+                   help="requests per run/episode (with --setup: the setup's unless given)")
     p.add_argument("--seed", type=int, default=0, help="seed of requests, arrivals (and training)")
-    p.add_argument("--rate", type=float, default=20.0,
+    p.add_argument("--rate", type=float, default=20.0, action=_Given,
                    help="Poisson arrival rate (req/s); 0 = the trace timestamps")
-    p.add_argument("--kv-budget", type=int, default=32768,
-                   help="KV-cache budget per instance (tokens)")
-    p.add_argument("--max-batch", type=int, default=256, help="max requests per iteration")
+    p.add_argument("--kv-budget", type=int, default=32768, action=_Given,
+                   help="KV-cache budget per instance (tokens; with --setup: the setup's "
+                        "unless given)")
+    p.add_argument("--max-batch", type=int, default=256, action=_Given,
+                   help="max requests per iteration")
     p.add_argument("--epoch", type=float, default=0.02, help="router decision epoch (s)")
     p.add_argument("--engine", default="auto",
                    help="instance simulator: auto / compiled (numba), or reference (the Python "
@@ -67,7 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option(ev, "--policy", aliases=("--routers",), default=",".join(ROUTER_NAMES),
            help="router or comma-separated routers, each serving the same workload: "
                     + ", ".join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)
-                    + ", or NAME=DIR (NAME one of " + ", ".join(RL_NAMES)
+                    + ", the evaluation-only headroom routers " + ", ".join(HEADROOM_NAMES)
+                    + " (true lengths and future arrivals; slow: decisions × instances × one "
+                    "episode), or NAME=DIR (NAME one of " + ", ".join(RL_NAMES)
                     + ") for a checkpoint of 'lbtheory intelligent train'")
     _predictor_flag(ev)
     ev.add_argument("--output", default=None, metavar="FILE",
@@ -101,10 +130,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="Q-network: monotone (instance-symmetric, an instance's value cannot "
                          "grow with its load), symmetric (without that constraint) or mlp "
                          "(the seed's plain MLP)")
-    tr.add_argument("--balance-factor", type=float, default=1.25,
+    tr.add_argument("--balance-factor", type=float, default=None,
                     help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
                          "the n requests on the instances is closed to new requests (c >= 1; "
-                         "0: no cap; default 1.25)")
+                         "0: no cap; default 1.25, none with --action-space paper)")
+    tr.add_argument("--action-space", default=None, choices=("paper", "capped"),
+                    help="paper: deferral (a = m) always available (a 30 s guard ends an "
+                         "always-waiting episode [R]), no bounded loads (the default with "
+                         "--setup); capped [R]: waiting only while every "
+                         "instance is full, at most 2 s, bounded loads 1.25 (the default with "
+                         "traces)")
     tr.add_argument("--selection", default="validation", choices=["validation", "last"],
                     help="which network to save [R]: validation = the one whose greedy policy "
                          "served held-out episodes (seeds seed + episodes, ...) with the lowest "
@@ -146,6 +181,8 @@ def _parse_routers(spec: str, flag: str = "--policy") -> list[tuple[str, str | N
             if not Path(ckpt).is_dir():
                 raise ParameterError(f"{flag}: checkpoint directory {ckpt!r} of {name} not "
                                      f"found")
+        elif name in HEADROOM_NAMES:
+            pass
         elif name not in INSTANCE_POLICIES or name in RL_NAMES:
             raise ParameterError(f"{flag}: unknown router {name!r}; expected one of "
                                  f"{', '.join(n for n in INSTANCE_POLICIES if n not in RL_NAMES)}"
@@ -158,14 +195,37 @@ def _parse_routers(spec: str, flag: str = "--policy") -> list[tuple[str, str | N
     return out
 
 
+def _knowl(args: argparse.Namespace) -> Any:
+    """The ``--setup`` (a :class:`~lbtheory.intelligent._setups.KnowlSetup`) or None; fills
+    the unset numeric options from it (or from the legacy defaults)."""
+    from ..intelligent._setups import SETUPS
+
+    st = SETUPS[args.setup] if args.setup else None
+    if st is None and not args.trace:
+        raise ParameterError("give trace file(s) or --setup NAME")
+    if st is not None and args.trace:
+        raise ParameterError("--setup NAME draws its own task mix: give no trace files")
+    if args.instance_model is None:
+        args.instance_model = "vllm" if st else "legacy"
+    if st is not None:  # the setup's values unless the option was given
+        given = getattr(args, "_given", frozenset())
+        for k, v in {"instances": st.instances, "requests": st.requests, "rate": st.rate_rps,
+                     "kv_budget": None}.items():
+            if k not in given:
+                setattr(args, k, v)
+    return st
+
+
 def _setup(args: argparse.Namespace):
     """Validated cluster config and traces (raises before anything is written)."""
     from ..intelligent import ClusterConfig
     from ..workloads import read_trace
 
+    st = _knowl(args)
     _positive_int(args.instances, "--instances")
     _positive_int(args.requests, "--requests")
-    _positive_int(args.kv_budget, "--kv-budget")
+    if args.kv_budget is not None:
+        _positive_int(args.kv_budget, "--kv-budget")
     _positive_int(args.max_batch, "--max-batch")
     from .._checks import check_option
     from ..intelligent import Engine
@@ -174,8 +234,23 @@ def _setup(args: argparse.Namespace):
     if not args.rate >= 0:
         raise ParameterError(f"--rate must be >= 0 (req/s), got {args.rate}")
     traces = [read_trace(p) for p in args.trace]
-    cfg = ClusterConfig(n_instances=args.instances, kv_budget_tokens=args.kv_budget,
-                        max_batch=args.max_batch, epoch_s=args.epoch)
+    over = {"max_batch": args.max_batch, "epoch_s": args.epoch}
+    if args.kv_budget is not None:
+        over["kv_budget_tokens"] = args.kv_budget
+    if st is not None:
+        import dataclasses
+
+        st = dataclasses.replace(st, instances=args.instances, rate_rps=args.rate or st.rate_rps)
+        cfg = st.cluster(**over) if args.instance_model == "vllm" else ClusterConfig(
+            n_instances=args.instances, timing=st.cluster().timing,
+            **({"kv_budget_tokens": st.cluster().kv_budget_tokens} | over))
+        args._knowl = st
+    elif args.instance_model == "vllm":
+        from ..intelligent._setups import vllm_cluster
+
+        cfg = vllm_cluster("v100", args.instances, **over)
+    else:
+        cfg = ClusterConfig(n_instances=args.instances, **over)
     return cfg, traces, (args.rate if args.rate > 0 else None)
 
 
@@ -187,8 +262,13 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
     from ..workloads import mix_traces
 
     window = (0.0, 1.0) if args.predictor == "oracle" else (0.5, 1.0)
+    st = getattr(args, "_knowl", None)
 
     def workload_fn(seed: int):
+        if st is not None:
+            from ..intelligent._setups import setup_workload
+
+            return setup_workload(st, seed, args.requests)
         return mix_traces(traces, n_requests=args.requests, seed=seed, rate_rps=rate,
                           window=window)
 
@@ -196,8 +276,13 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
         return workload_fn, None
     from ..intelligent import bucket_spec_for, fit_length_predictor
 
-    half = sum(len(t) // 2 for t in traces)
-    fit = mix_traces(traces, n_requests=max(half, 1), seed=args.seed, window=(0.0, 0.5))
+    if st is not None:  # the classifier fitted on a separate sample of the setup's mix
+        from ..intelligent._setups import setup_workload
+
+        fit = setup_workload(st, 10_000, 20_000)
+    else:
+        half = sum(len(t) // 2 for t in traces)
+        fit = mix_traces(traces, n_requests=max(half, 1), seed=args.seed, window=(0.0, 0.5))
     model = fit_length_predictor(fit.prompt_tokens, fit.task, fit.output_tokens,
                                  spec=bucket_spec_for(workload_fn(args.seed), cfg))
 
@@ -260,14 +345,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     wl = workload_fn(args.seed)
     pred = None if predict_fn is None else predict_fn(wl)
     cfg.check_workload(wl)
-    built = {name: make_router(name, "instances", **({"checkpoint": ck, "cluster": cfg}
-                                                     if ck else {}))
+    built = {name: None if name in HEADROOM_NAMES else
+             make_router(name, "instances", **({"checkpoint": ck, "cluster": cfg} if ck else {}))
              for name, ck in routers}  # checkpoints are read (and checked) before any run
     load = _offered_load(wl, cfg)
     results: dict[str, Any] = {}
     for name, _ in routers:
-        res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed,
-                       engine=args.engine)
+        if name in HEADROOM_NAMES:
+            from ..intelligent._headroom import simulate_headroom
+
+            res = simulate_headroom(wl, cfg, name, predicted_output=pred)
+        else:
+            res = simulate(wl, built[name], cfg, predicted_output=pred, seed=args.seed,
+                           engine=args.engine)
         results[name] = res.summary()
     if target is not None:
         write_json_atomic(target, {"routers": results, "offered_load": load.as_dict(),
@@ -282,7 +372,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                                       for n, r in results.items()},
                           "offered_load": load.as_dict()}))
         return 0
-    tasks = ", ".join(f"{Path(t.path).stem}" for t in traces)
+    tasks = ", ".join(f"{Path(t.path).stem}" for t in traces) or f"setup {args.setup}"
     print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
     print(load.describe())
     print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
@@ -331,11 +421,17 @@ def _train(args: argparse.Namespace) -> int:
                    seed=args.seed, lr=args.lr, eps_decay_steps=args.eps_decay_steps,
                    learning_starts=args.learning_starts, network=args.network,
                    selection=args.selection, validation_episodes=args.validation_episodes)
+    paper = (args.action_space or ("paper" if args.setup else "capped")) == "paper"
+    if args.balance_factor is None:
+        args.balance_factor = 0.0 if paper else 1.25
     if args.balance_factor != 0:
         from .._checks import check_real
 
         check_real(args.balance_factor, "--balance-factor (0: no cap)", low=1.0)
-    env = EnvConfig(balance_factor=args.balance_factor or None)
+    # the paper's action space: waiting whenever; 30 s is only a guard that ends episodes of a
+    # policy that always waits [R] (the seed's routers wait 0.6-4.4 s on average)
+    env = EnvConfig(balance_factor=args.balance_factor or None,
+                    **({"wait_only_when_full": False, "max_wait_s": 30.0} if paper else {}))
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     n_check = args.episodes + (args.validation_episodes if args.selection == "validation"
                                else 0)

@@ -48,8 +48,8 @@ from ._rkernels import CODES, routing_loop, run_builtin
 
 __all__ = ["CompiledClusterSim", "KernelSpec", "BuiltinSpec", "kernel_spec"]
 
-#: bytes per request of the compiled state (19 int64/float64 columns) plus the result arrays.
-_BYTES_PER_REQUEST = 8 * (19 + 12)
+#: bytes per request of the compiled state (20 int64/float64 columns) plus the result arrays.
+_BYTES_PER_REQUEST = 8 * (20 + 12)
 
 
 class BuiltinSpec(NamedTuple):
@@ -287,8 +287,10 @@ class CompiledClusterSim:
         return {"arrival_s": rf[c.ARRIVAL].copy(), "dispatch_s": rf[c.DISPATCH].copy(),
                 "admit_s": rf[c.ADMIT].copy(), "first_token_s": rf[c.FIRST].copy(),
                 "finish_s": rf[c.FINISH].copy(), "tbt_sum_s": rf[c.TBT_SUM].copy(),
-                "tbt_max_s": rf[c.TBT_MAX].copy(), "generated_tokens": ri[c.GEN].copy(),
-                "preempted": ri[c.PREEMPTED].copy(), "instance": ri[c.INSTANCE].copy(),
+                "tbt_max_s": rf[c.TBT_MAX].copy(), "tbt_sq_s2": rf[c.TBT_SQ].copy(),
+                "generated_tokens": ri[c.GEN].copy(),
+                "preempted": ri[c.PREEMPTED].copy(),
+                "recomputed_tokens": ri[c.RECOMP].copy(), "instance": ri[c.INSTANCE].copy(),
                 "peak_kv_tokens": mi[c.PEAK_KV].copy(), "iterations": mi[c.N_ITER].copy()}
 
     @property
@@ -332,10 +334,11 @@ def _new_state(wl: Workload, cfg: ClusterConfig, output: np.ndarray, pred: np.nd
     gi[c.EPOCH_K] = -1
     n_log = _log_size(wl, cfg, output) if record else 0
     gi[[c.BUDGET, c.MAX_BATCH, c.MAX_PREFILL, c.ADMISSION, c.QUEUE_VIEW, c.RECORD, c.HIST0,
-        c.N_LABELS, c.LOG_IDS0, c.CHUNKED]] = [
+        c.N_LABELS, c.LOG_IDS0, c.CHUNKED, c.BLOCK, c.TOTAL_BLK, c.CAP_BLK, c.PRIO]] = [
         cfg.kv_budget_tokens, cfg.max_batch, cfg.max_prefill_tokens,
         int(cfg.admission is Admission.SPF), queue_view, int(record), c.BATCH0 + cap, n_lab,
-        2 * n_log, int(cfg.chunked_prefill)]
+        2 * n_log, int(cfg.chunked_prefill), cfg.block_tokens, cfg.total_blocks,
+        cfg.total_blocks - cfg.watermark_blocks, int(cfg.prefill_priority)]
     gf = np.concatenate([cfg.timing.coefficients(), [0.0, cfg.epoch_s], np.full(m, np.inf)])
     return CoreState(ri, rf, mi, gi, gf, np.zeros(3 * n_log, np.int64),
                      np.zeros(2 * n_log))

@@ -10,19 +10,22 @@ states them; the cross-engine tests check the two bit for bit). The state is a
   (count), ``INSTANCE`` (−1 until dispatched), the links ``NXT`` / ``PRV`` of the instance
   waiting queues (−1: none), the router queue ``RQ`` (``ri[RQ, gi[QH]:gi[QT]]``: request ids,
   head first), with chunked prefill ``LEFT`` (prefill tokens still to compute) and ``CHUNK``
-  (this iteration's chunk), then ``gi[N_LABELS]`` rows of histogram labels from ``LABEL0``;
+  (this iteration's chunk), ``RECOMP`` (KV tokens preemptions discarded, computed again),
+  then ``gi[N_LABELS]`` rows of histogram labels from ``LABEL0``;
 * ``rf[row, v]`` (float64, s): ``ARRIVAL``, ``DISPATCH``, ``ADMIT`` (first admission),
   ``FIRST`` / ``LAST`` (token times), ``FINISH`` (NaN until they happen), ``TBT_SUM`` /
-  ``TBT_MAX`` (gaps between tokens);
+  ``TBT_MAX`` / ``TBT_SQ`` (gaps between tokens: sum, largest, sum of squares);
 * ``mi[row, m]`` (int64, per instance ``m``): ``N_RUN`` running requests and ``N_ADM`` admitted
   into the current iteration (the batch ``mi[BATCH0 + i, m]``, running first), ``N_WAIT``
   waiting requests (a linked list ``WHEAD`` → ``ri[NXT]`` → … ``WTAIL``), ``KV_USED`` (KV of the
   running requests), ``WAIT_TOK`` (prompt + generated tokens of the waiting requests), ``LOAD``
   (Σ prompt + predicted output of the requests on it), ``N_ON`` (requests on it), ``PEAK_KV``,
-  ``N_ITER``; from row ``gi[HIST0]``, how many requests on the instance carry each label (the
+  ``N_ITER``, ``PONLY`` (1: the current iteration is prefill-only, ``prefill_priority``);
+  from row ``gi[HIST0]``, how many requests on the instance carry each label (the
   environment's prompt and decode buckets; none for a plain simulation);
-* ``gi`` (int64) and ``gf`` (float64): counters, clock, configuration, the iteration-time
-  coefficients (``gf[:5]``) and each instance's end of iteration
+* ``gi`` (int64) and ``gf`` (float64): counters, clock, configuration (the KV budget also in
+  blocks: ``BLOCK`` tokens each, ``TOTAL_BLK`` of them, ``CAP_BLK`` = total − watermark),
+  the iteration-time coefficients (``gf[:5]``) and each instance's end of iteration
   ``gf[BUSY0 + m]`` (s; inf when idle);
 * ``log_i`` / ``log_f``: the iteration log when recording (instance, id offsets and ids;
   start and end times).
@@ -48,17 +51,18 @@ __all__ = ["CoreState", "advance", "dispatch", "queue_length", "earliest_complet
            "fewest_left", "waiting_ids"]
 
 # ri rows
-P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LEFT, CHUNK, LABEL0 = range(12)
+P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LEFT, CHUNK, RECOMP, LABEL0 = range(13)
 # rf rows
-ARRIVAL, DISPATCH, ADMIT, FIRST, LAST, FINISH, TBT_SUM, TBT_MAX = range(8)
-N_RF = 8
+ARRIVAL, DISPATCH, ADMIT, FIRST, LAST, FINISH, TBT_SUM, TBT_MAX, TBT_SQ = range(9)
+N_RF = 9
 # mi rows
-N_RUN, N_ADM, N_WAIT, WHEAD, WTAIL, KV_USED, WAIT_TOK, LOAD, N_ON, PEAK_KV, N_ITER, BATCH0 = \
-    range(12)
+(N_RUN, N_ADM, N_WAIT, WHEAD, WTAIL, KV_USED, WAIT_TOK, LOAD, N_ON, PEAK_KV, N_ITER, PONLY,
+ BATCH0) = range(13)
 # gi entries: counters, then configuration
 (NEXT_ARRIVAL, EPOCH_K, N_DONE, PREEMPTIONS, QH, QT, N_LOG_ITER, N_LOG_IDS, BUDGET, MAX_BATCH,
- MAX_PREFILL, ADMISSION, QUEUE_VIEW, RECORD, HIST0, N_LABELS, LOG_IDS0, CHUNKED) = range(18)
-N_GI = 18
+ MAX_PREFILL, ADMISSION, QUEUE_VIEW, RECORD, HIST0, N_LABELS, LOG_IDS0, CHUNKED, BLOCK, TOTAL_BLK,
+ CAP_BLK, PRIO) = range(22)
+N_GI = 22
 # gf entries: the five iteration-time coefficients (so ``gf`` is the ``coef`` argument of
 # :func:`iteration_seconds`), the clock, the epoch, then per-instance busy times
 NOW, EPOCH_S, BUSY0 = 5, 6, 7
@@ -129,18 +133,26 @@ def _preempt(ri, mi, gi, m):
     KV, their next token and the reserved rest of their prefills (chunked prefill; ``LEFT`` is
     0 otherwise) exceed the budget. Returns ``(need, preempted)``: the KV the running requests
     will need, and whether any was preempted."""
-    budget = gi[BUDGET]
+    budget = gi[TOTAL_BLK]
+    b = gi[BLOCK]
     nr = mi[N_RUN, m]
-    need = mi[KV_USED, m] + nr
-    for i in range(nr):
-        need += ri[LEFT, mi[BATCH0 + i, m]]
+    if b == 1:  # token-exact: Σ (P + GEN + 1) = KV + one token each + the reserved prefills
+        need = mi[KV_USED, m] + nr
+        for i in range(nr):
+            need += ri[LEFT, mi[BATCH0 + i, m]]
+    else:
+        need = 0
+        for i in range(nr):
+            v = mi[BATCH0 + i, m]
+            need += (ri[P, v] + ri[GEN, v] + b) // b
     preempted = False
     while need > budget and nr > 0:
         nr -= 1
         v = mi[BATCH0 + nr, m]
         full = ri[P, v] + ri[GEN, v]
         mi[KV_USED, m] -= full - ri[LEFT, v]
-        need -= full + 1
+        ri[RECOMP, v] += full - ri[LEFT, v]
+        need -= (full + b) // b
         ri[LEFT, v] = 0
         _push_front(ri, mi, m, v)
         mi[WAIT_TOK, m] += full
@@ -163,14 +175,15 @@ def _admit_one(ri, rf, mi, m, t, nv, slot):
 
 
 @njit(cache=True)
-def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context):
-    """Start the iteration formed (``na`` admitted), or mark the instance idle."""
+def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context, gi_block):
+    """Start the iteration formed (``na`` admitted; ``need`` blocks of ``gi_block`` tokens),
+    or mark the instance idle."""
     mi[N_ADM, m] = na
     if mi[N_RUN, m] == 0 and na == 0:
         gf[BUSY0 + m] = np.inf
         return
-    if need > mi[PEAK_KV, m]:
-        mi[PEAK_KV, m] = need
+    if need * gi_block > mi[PEAK_KV, m]:
+        mi[PEAK_KV, m] = need * gi_block
     mi[N_ITER, m] += 1
     gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(n_decode), float(context))
 
@@ -203,11 +216,13 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
             sum_q += x
             sum_q2 += x * x + 2.0 * x * o
     na = 0
+    b = gi[BLOCK]
     if not preempted or nr == 0:
         while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH] and tok > 0:
             head = mi[WHEAD, m]
             nv = ri[P, head] + ri[GEN, head]
-            if need + nv + 1 > gi[BUDGET]:
+            nb = (nv + b) // b
+            if need + nb > gi[CAP_BLK]:
                 break
             v = _admit_one(ri, rf, mi, m, t, nv, nr + na)
             na += 1
@@ -215,11 +230,41 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
             c = min(nv, tok)
             ri[CHUNK, v] = c
             tok -= c
-            need += nv + 1
+            need += nb
             x = float(c)
             sum_q += x
             sum_q2 += x * x
-    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_dec, mi[KV_USED, m] - partial_kv)
+    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_dec, mi[KV_USED, m] - partial_kv, gi[BLOCK])
+
+
+@njit(cache=True)
+def _admit_prefills(ri, rf, mi, gi, m, t, need):
+    """Admit waiting requests while the batch has room, the prefill tokens fit
+    ``MAX_PREFILL`` (the first always does) and ``need`` (blocks) plus the request's prompt and
+    first token fit the blocks left above the watermark (the reference's
+    ``_admit_prefills``). Returns ``(need, admitted, Σ q, Σ q²)``."""
+    nr = mi[N_RUN, m]
+    b = gi[BLOCK]
+    na = 0
+    sum_q = 0.0
+    sum_q2 = 0.0
+    qtok = 0
+    while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH]:
+        head = mi[WHEAD, m]
+        nv = ri[P, head] + ri[GEN, head]
+        if na > 0 and qtok + nv > gi[MAX_PREFILL]:
+            break
+        nb = (nv + b) // b
+        if need + nb > gi[CAP_BLK]:
+            break
+        _admit_one(ri, rf, mi, m, t, nv, nr + na)
+        na += 1
+        x = float(nv)
+        sum_q += x
+        sum_q2 += x * x
+        qtok += nv
+        need += nb
+    return need, na, sum_q, sum_q2
 
 
 @njit(cache=True)
@@ -230,28 +275,35 @@ def _start(ri, rf, mi, gi, gf, m, t):
     if gi[CHUNKED] != 0:
         _start_chunked(ri, rf, mi, gi, gf, m, t)
         return
+    mi[PONLY, m] = 0
+    b = gi[BLOCK]
+    if gi[PRIO] != 0:  # vLLM: prompts first; a prefill iteration runs no decodes
+        nr = mi[N_RUN, m]
+        held = 0  # blocks held now, and with every running request's next token
+        grown = 0
+        for i in range(nr):
+            v = mi[BATCH0 + i, m]
+            x = ri[P, v] + ri[GEN, v]
+            h = (x + b - 1) // b
+            held += h
+            grown += h + (1 if x % b == 0 else 0)
+        need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, held)
+        if na > 0:
+            mi[PONLY, m] = 1
+            _begin(mi, gf, m, t, need, na, sum_q, sum_q2, 0, 0, b)
+            return
+        if grown > gi[TOTAL_BLK]:  # else _preempt would find ``grown`` and preempt nothing
+            grown, preempted = _preempt(ri, mi, gi, m)
+        _begin(mi, gf, m, t, grown, 0, 0.0, 0.0, mi[N_RUN, m], mi[KV_USED, m], b)
+        return
     need, preempted = _preempt(ri, mi, gi, m)
     nr = mi[N_RUN, m]
     na = 0
     sum_q = 0.0
     sum_q2 = 0.0
     if not preempted or nr == 0:
-        qtok = 0
-        while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH]:
-            head = mi[WHEAD, m]
-            nv = ri[P, head] + ri[GEN, head]
-            if na > 0 and qtok + nv > gi[MAX_PREFILL]:
-                break
-            if need + nv + 1 > gi[BUDGET]:
-                break
-            _admit_one(ri, rf, mi, m, t, nv, nr + na)
-            na += 1
-            x = float(nv)
-            sum_q += x
-            sum_q2 += x * x
-            qtok += nv
-            need += nv + 1
-    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, nr, mi[KV_USED, m])
+        need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, need)
+    _begin(mi, gf, m, t, need, na, sum_q, sum_q2, nr, mi[KV_USED, m], b)
 
 
 @njit(cache=True)
@@ -269,15 +321,17 @@ def _finish(ri, rf, mi, gi, gf, m):
             c = ri[CHUNK, v]
             kv += c + (1 if ri[LEFT, v] == c else 0)  # a decode token, a chunk, a first token
     else:
-        kv = mi[KV_USED, m] + nr
+        kv = mi[KV_USED, m] + (0 if mi[PONLY, m] != 0 else nr)
         for i in range(nr, nb):
             v = mi[BATCH0 + i, m]
             kv += ri[P, v] + ri[GEN, v] + 1
-    still = 0
+    # a prefill-only iteration (prefill_priority): the running requests stall, emit nothing
+    first = nr if mi[PONLY, m] != 0 else 0
+    still = first
     done = 0
     freed = 0
     hist0 = gi[HIST0]
-    for i in range(nb):
+    for i in range(first, nb):
         v = mi[BATCH0 + i, m]
         if chunked and ri[LEFT, v] > 0:
             ri[LEFT, v] -= ri[CHUNK, v]
@@ -293,6 +347,7 @@ def _finish(ri, rf, mi, gi, gf, m):
         else:
             gap = t - rf[LAST, v]
             rf[TBT_SUM, v] += gap
+            rf[TBT_SQ, v] += gap * gap
             if gap > rf[TBT_MAX, v]:
                 rf[TBT_MAX, v] = gap
         rf[LAST, v] = t

@@ -25,6 +25,19 @@ iteration that completes its prefill. A chunk of ``c`` tokens at offset ``o`` co
 ``a_p c + a_q (c² + 2 c o)`` (the chunks of a prompt sum to ``a_q p²``); the decode terms count
 the decoding requests and their context only. A preempted partial prefill starts over.
 
+**The vLLM-faithful model** (:func:`vllm_cluster`; anchor: vLLM v0's scheduler and block
+manager, the paper's serving engine): ``block_tokens = 16`` — a request with ``x`` tokens of KV
+holds ``ceil(x / 16)`` blocks, so decode grows its KV block by block and a decode needs a new
+block only when its next token starts one; an admission reserves its prompt's blocks (with the
+first token) and must leave ``watermark`` (1 %) of the blocks free; ``prefill_priority``
+(vLLM's default scheduler without chunked prefill): an iteration that admits waiting prompts
+runs no decodes — the running requests stall — and only an iteration without prompts checks the
+decodes' blocks, preempting the most recently admitted request by recomputation (its KV
+discarded: ``recomputed_tokens`` in the per-request record) until every next token has its
+block; ``max_batch`` is ``max_num_seqs``, ``max_prefill_tokens`` ``max_num_batched_tokens``.
+Chunked prefill: the chunked schedule above, with the blocks. [R] A request's KV counts its
+latest token from the iteration that samples it (vLLM one step later); no swap preemption.
+
 The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
 up to ``t_k`` join the router queue (FCFS), and the router (the one contract of
 :mod:`lbtheory.routers`) routes queued requests to instances until it decides to wait or the
@@ -83,6 +96,14 @@ class ClusterConfig:
             still resume first).
         chunked_prefill: split prefills into chunks; ``max_prefill_tokens`` is then the
             iteration's token budget, decodes included (module docstring).
+        block_tokens: KV-cache block size (tokens): a request holds ``ceil(tokens / block)``
+            blocks of the ``kv_budget_tokens // block_tokens`` an instance has (vLLM's paged KV,
+            16; the default 1 is the token-exact legacy model).
+        watermark: fraction of the blocks an admission must leave free (vLLM's
+            ``watermark``, 0.01; default 0: the legacy model). Decoding ignores it.
+        prefill_priority: without chunked prefill, an iteration that admits prefills runs no
+            decodes (vLLM's default scheduler: prompts first, the running requests stall);
+            default False: the legacy model mixes them.
     """
 
     n_instances: int = 4
@@ -93,11 +114,17 @@ class ClusterConfig:
     timing: IterationTimeModel = field(default_factory=IterationTimeModel)
     admission: Admission | str = Admission.FCFS
     chunked_prefill: bool = False
+    block_tokens: int = 1
+    watermark: float = 0.0
+    prefill_priority: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.chunked_prefill, bool):
-            raise ParameterError(f"ClusterConfig.chunked_prefill must be True or False, got "
-                                 f"{self.chunked_prefill!r}")
+        for name in ("chunked_prefill", "prefill_priority"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(f"ClusterConfig.{name} must be True or False, got "
+                                     f"{getattr(self, name)!r}")
+        check_int(self.block_tokens, "ClusterConfig.block_tokens", low=1)
+        check_real(self.watermark, "ClusterConfig.watermark", low=0.0, high=0.5)
         object.__setattr__(self, "admission",
                            check_option(Admission, self.admission, "ClusterConfig.admission"))
         for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens"):
@@ -106,16 +133,34 @@ class ClusterConfig:
         check_memory(2048.0 * self.n_instances, f"a cluster of {self.n_instances:,} instances")
         check_real(self.epoch_s, "ClusterConfig.epoch_s", unit="s", low=0.0, low_open=True)
 
+    @property
+    def total_blocks(self) -> int:
+        """KV-cache blocks of one instance (``kv_budget_tokens // block_tokens``)."""
+        return self.kv_budget_tokens // self.block_tokens
+
+    @property
+    def watermark_blocks(self) -> int:
+        """Blocks an admission leaves free (vLLM's ``int(watermark · blocks)``)."""
+        return int(self.watermark * self.total_blocks)
+
+    def blocks(self, tokens: int) -> int:
+        """Blocks that hold ``tokens`` tokens of KV (``ceil(tokens / block_tokens)``)."""
+        return -(-tokens // self.block_tokens)
+
     def check_workload(self, wl: Workload) -> None:
-        """Raise :class:`ParameterError` if a request cannot fit one instance's KV budget."""
+        """Raise :class:`ParameterError` if a request cannot fit one instance's KV budget
+        (with the block size and the admission watermark)."""
         need = np.maximum(wl.prompt_tokens, 1) + np.maximum(wl.output_tokens, 1)
-        big = np.flatnonzero(need > self.kv_budget_tokens)
+        b = self.block_tokens
+        cap = (self.total_blocks - self.watermark_blocks) * b
+        big = np.flatnonzero(-(-need // b) * b > cap)
         if big.size:
             i = int(big[0])
             raise ParameterError(
                 f"kv_budget_tokens = {self.kv_budget_tokens} is smaller than request {i} "
                 f"(prompt {wl.prompt_tokens[i]} + output {wl.output_tokens[i]} = {need[i]} "
-                f"tokens); expected a budget >= {int(need.max())} tokens")
+                f"tokens); expected a budget >= {int(need.max())} tokens (plus block rounding "
+                f"and the watermark)")
 
 
 @dataclass(frozen=True)
@@ -170,7 +215,7 @@ class InstanceView(IdenticalTargets):
 
 class _Instance:
     __slots__ = ("running", "waiting", "kv_used", "busy_until", "admitted", "peak_kv", "n_iter",
-                 "load_tokens", "wait_tokens", "n_on", "chunks")
+                 "load_tokens", "wait_tokens", "n_on", "chunks", "prefill_only")
 
     def __init__(self) -> None:
         self.running: list[int] = []
@@ -184,6 +229,7 @@ class _Instance:
         self.wait_tokens = 0
         self.n_on = 0
         self.chunks: dict[int, int] = {}
+        self.prefill_only = False
 
 
 class ClusterSim:
@@ -232,7 +278,9 @@ class ClusterSim:
         self.finish_s = [nan] * n
         self.tbt_sum = [0.0] * n
         self.tbt_max = [0.0] * n
+        self.tbt_sq = [0.0] * n
         self.preempted = [0] * n
+        self.recomputed = [0] * n  # KV tokens a preemption discarded (computed again later)
         self.instance_of = [-1] * n
         self.inst = [_Instance() for _ in range(config.n_instances)]
         self.queue: deque[int] = deque()
@@ -254,16 +302,16 @@ class ClusterSim:
         (shortest prompt first: preempted requests, then fresh ones by (prompt, id)). Returns
         ``(need, preempted)``."""
         cfg, p, gen, left = self.cfg, self.p, self.gen, self.left
+        blk = cfg.blocks
         run = ins.running
-        need = ins.kv_used + len(run)
-        for v in run:
-            need += left[v]
+        need = sum(blk(p[v] + gen[v] + 1) for v in run)  # blocks, next token included
         preempted = False
-        while need > cfg.kv_budget_tokens and run:
+        while need > cfg.total_blocks and run:
             v = run.pop()
             full = p[v] + gen[v]
             ins.kv_used -= full - left[v]
-            need -= full + 1
+            self.recomputed[v] += full - left[v]
+            need -= blk(full + 1)
             left[v] = 0
             ins.waiting.appendleft(v)
             ins.wait_tokens += full
@@ -290,37 +338,62 @@ class ClusterSim:
         if not ins.running and not ins.admitted:
             ins.busy_until = math.inf
             return
-        ins.peak_kv = max(ins.peak_kv, need)
+        ins.peak_kv = max(ins.peak_kv, need * self.cfg.block_tokens)
         ins.n_iter += 1
         ins.busy_until = t + self.cfg.timing.seconds(sum_q, sum_q2, n_decode, context)
         if self.iterations_log is not None:
             self.iterations_log.append((m, t, ins.busy_until, (*ins.running, *ins.admitted)))
+
+    def _admit_prefills(self, ins: _Instance, t: float, need: int) -> tuple[int, float, float]:
+        """Admit waiting requests (FCFS order of the queue) while the batch has room, the
+        prefill tokens fit ``max_prefill_tokens`` (the first always does) and ``need`` (blocks)
+        plus the request's prompt and first token plus the watermark fit the blocks. Returns
+        ``(need, Σ q, Σ q²)``."""
+        cfg, p, gen, wait, run = self.cfg, self.p, self.gen, ins.waiting, ins.running
+        cap = cfg.total_blocks - cfg.watermark_blocks
+        sum_q = sum_q2 = 0.0
+        qtok = 0
+        while wait and len(run) + len(ins.admitted) < cfg.max_batch:
+            nv = p[wait[0]] + gen[wait[0]]
+            if ins.admitted and qtok + nv > cfg.max_prefill_tokens:
+                break
+            nb = cfg.blocks(nv + 1)
+            if need + nb > cap:
+                break
+            self._admit_one(ins, t, nv)
+            x = float(nv)
+            sum_q += x
+            sum_q2 += x * x
+            qtok += nv
+            need += nb
+        return need, sum_q, sum_q2
 
     def _start(self, m: int, t: float) -> None:
         """Form and start the next iteration of instance ``m`` at time ``t`` (s)."""
         if self.cfg.chunked_prefill:
             self._start_chunked(m, t)
             return
-        ins, cfg, p, gen = self.inst[m], self.cfg, self.p, self.gen
-        need, preempted = self._preempt(ins)
-        run, wait = ins.running, ins.waiting
+        ins, cfg = self.inst[m], self.cfg
         ins.admitted = []
+        ins.prefill_only = False
+        if cfg.prefill_priority:  # vLLM: prompts first; a prefill iteration runs no decodes
+            if cfg.admission is Admission.SPF and len(ins.waiting) > 1:
+                ins.waiting = deque(self._admission_order(ins))
+            p, gen = self.p, self.gen
+            held = sum(cfg.blocks(p[v] + gen[v]) for v in ins.running)
+            need, sum_q, sum_q2 = self._admit_prefills(ins, t, held)
+            if ins.admitted:
+                ins.prefill_only = True
+                self._begin(m, t, need, sum_q, sum_q2, 0, 0)
+                return
+            need, _ = self._preempt(ins)
+            self._begin(m, t, need, 0.0, 0.0, len(ins.running), ins.kv_used)
+            return
+        need, preempted = self._preempt(ins)
         sum_q = sum_q2 = 0.0
-        if not preempted or not run:
-            qtok = 0
-            while wait and len(run) + len(ins.admitted) < cfg.max_batch:
-                nv = p[wait[0]] + gen[wait[0]]
-                if ins.admitted and qtok + nv > cfg.max_prefill_tokens:
-                    break
-                if need + nv + 1 > cfg.kv_budget_tokens:
-                    break
-                self._admit_one(ins, t, nv)
-                x = float(nv)
-                sum_q += x
-                sum_q2 += x * x
-                qtok += nv
-                need += nv + 1
-        self._begin(m, t, need, sum_q, sum_q2, len(run), ins.kv_used)
+        if not preempted or not ins.running:
+            need, sum_q, sum_q2 = self._admit_prefills(ins, t, need)
+        self._begin(m, t, need, sum_q, sum_q2, len(ins.running), ins.kv_used)
 
     def _start_chunked(self, m: int, t: float) -> None:
         """:meth:`_start` with chunked prefill (module docstring)."""
@@ -346,17 +419,19 @@ class ClusterSim:
                 sum_q += x
                 sum_q2 += x * x + 2.0 * x * o
         ins.admitted = []
+        cap = cfg.total_blocks - cfg.watermark_blocks
         if not preempted or not run:
             while wait and len(run) + len(ins.admitted) < cfg.max_batch and tok > 0:
                 nv = p[wait[0]] + gen[wait[0]]
-                if need + nv + 1 > cfg.kv_budget_tokens:
+                nb = cfg.blocks(nv + 1)
+                if need + nb > cap:
                     break
                 v = self._admit_one(ins, t, nv)
                 left[v] = nv
                 c = min(nv, tok)
                 chunks[v] = c
                 tok -= c
-                need += nv + 1
+                need += nb
                 x = float(c)
                 sum_q += x
                 sum_q2 += x * x
@@ -375,11 +450,12 @@ class ClusterSim:
                 c = chunks.get(v, 0)
                 kv += c + (1 if left[v] == c else 0)  # a decode token, a chunk, a first token
         else:
-            kv = ins.kv_used + len(ins.running)
+            kv = ins.kv_used + (0 if ins.prefill_only else len(ins.running))
             for v in ins.admitted:
                 kv += p[v] + gen[v] + 1
-        still: list[int] = []
-        for v in ins.running + ins.admitted:
+        # a prefill-only iteration (prefill_priority): the running requests stall, emit nothing
+        still: list[int] = list(ins.running) if ins.prefill_only else []
+        for v in ins.admitted if ins.prefill_only else ins.running + ins.admitted:
             if chunked and left[v] > 0:
                 left[v] -= chunks.get(v, 0)
                 if left[v] > 0:  # prefill not complete: no token yet
@@ -391,6 +467,7 @@ class ClusterSim:
             else:
                 gap = t - self.last_token_s[v]
                 self.tbt_sum[v] += gap
+                self.tbt_sq[v] += gap * gap
                 if gap > self.tbt_max[v]:
                     self.tbt_max[v] = gap
             self.last_token_s[v] = t
@@ -428,14 +505,17 @@ class ClusterSim:
     def records(self) -> dict[str, np.ndarray]:
         """Per-request records (workload order) and per-instance counters, as arrays:
         ``arrival_s``, ``dispatch_s``, ``admit_s``, ``first_token_s``, ``finish_s``,
-        ``tbt_sum_s``, ``tbt_max_s`` (s), ``generated_tokens``, ``preempted``, ``instance``;
+        ``tbt_sum_s``, ``tbt_max_s`` (s), ``tbt_sq_s2`` (s²), ``generated_tokens``,
+        ``preempted``, ``recomputed_tokens`` (KV tokens preemptions discarded), ``instance``;
         ``peak_kv_tokens``, ``iterations`` per instance."""
         f = np.array
         return {"arrival_s": f(self.arrival, dtype=float), "dispatch_s": f(self.dispatch_s),
                 "admit_s": f(self.admit_s), "first_token_s": f(self.first_token_s),
                 "finish_s": f(self.finish_s), "tbt_sum_s": f(self.tbt_sum),
-                "tbt_max_s": f(self.tbt_max), "generated_tokens": f(self.gen, dtype=np.int64),
+                "tbt_max_s": f(self.tbt_max), "tbt_sq_s2": f(self.tbt_sq),
+                "generated_tokens": f(self.gen, dtype=np.int64),
                 "preempted": f(self.preempted, dtype=np.int64),
+                "recomputed_tokens": f(self.recomputed, dtype=np.int64),
                 "instance": f(self.instance_of, dtype=np.int64),
                 "peak_kv_tokens": f([i.peak_kv for i in self.inst], dtype=np.int64),
                 "iterations": f([i.n_iter for i in self.inst], dtype=np.int64)}

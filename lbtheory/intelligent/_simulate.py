@@ -60,6 +60,8 @@ class InstanceResult(stats.QueuedRunOutcomes):
     config: ClusterConfig
     status: RunStatus = RunStatus.COMPLETED
     engine: str = "reference"
+    recomputed_tokens: np.ndarray | None = None
+    tbt_var_s2: np.ndarray | None = None
 
     def _router_alias(self) -> str:
         """Deprecated: :attr:`policy`."""
@@ -120,13 +122,24 @@ class InstanceResult(stats.QueuedRunOutcomes):
             status=self.status, latency_s=self.e2e_s[done]) | {
             "engine": self.engine,
             "preemptions": int(self.preempted.sum()),
+            "preemptions_per_request": stats.ratio(self.preempted.sum(), self.arrival_s.size),
             "ttft": {"mean": stats.mean(ttft), "p99": stats.percentile(ttft, 99)},
             "router_wait": {"mean": stats.mean(self.router_wait_s[done])},
-            "tbt": {"mean": stats.mean(tbt), "p99": stats.percentile(tbt, 99)},
+            "tbt": {"mean": stats.mean(tbt), "p99": stats.percentile(tbt, 99)} | _tbt_var(
+                self.tbt_var_s2, done),
             "instance_queue": {"mean": stats.mean(self.instance_queue_s[done])},
             "throughput": {"requests_per_s": stats.ratio(done.sum(), span),
                            "tokens_per_s": stats.ratio(self.generated_tokens.sum(), span)},
         }
+
+
+def _tbt_var(var: np.ndarray | None, done: np.ndarray) -> dict[str, float]:
+    """Percentiles of the per-request TBT variance (s²; Knowl 4's streaming-stability
+    measure) over finished requests with two gaps or more."""
+    if var is None:
+        return {}
+    v = var[done & np.isfinite(var)]
+    return {"var_p50": stats.percentile(v, 50), "var_p99": stats.percentile(v, 99)}
 
 
 def result_of(sim: ClusterSim | CompiledClusterSim, name: str) -> InstanceResult:
@@ -142,7 +155,10 @@ def result_of(sim: ClusterSim | CompiledClusterSim, name: str) -> InstanceResult
         tbt_mean_s=tbt, tbt_max_s=r["tbt_max_s"], generated_tokens=gen,
         preempted=r["preempted"], instance=r["instance"], peak_kv_tokens=r["peak_kv_tokens"],
         iterations=r["iterations"], config=sim.cfg,
-        status=RunStatus.COMPLETED if sim.done else RunStatus.TRUNCATED, engine=sim.engine)
+        status=RunStatus.COMPLETED if sim.done else RunStatus.TRUNCATED, engine=sim.engine,
+        recomputed_tokens=r["recomputed_tokens"],
+        tbt_var_s2=np.where(n_gaps > 1, np.maximum(r["tbt_sq_s2"] / np.maximum(n_gaps, 1)
+                                                   - tbt * tbt, 0.0), np.nan))
 
 
 def run_router(sim: ClusterSim | CompiledClusterSim, router: Any, *, seed: int = 0) -> None:
