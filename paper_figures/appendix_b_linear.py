@@ -2,12 +2,12 @@
 
 Run:  .venv/bin/python paper_figures/appendix_b_linear.py [--results DIR] [--out DIR]
 Reads ``experiments/results/appendix-b-linear/summary.json`` (``experiments/appendix_b_linear.py``)
-and, for the last panel, the issue-25 ``appendix-b-eta/summary.json``; writes
+and, for the last panel, the ``appendix-b-eta/summary.json``; writes
 ``paper_figures/out/appendix_b_linear.png``. Panels: (a) decay rate σ and (b) frequency ω of
 the transient after the weight step against η/η_crit — the linearised model's rightmost root
 (line) and the fits of the mean response over seeds (points, ± jackknife standard error), the
 onset of sustained oscillation where the predicted σ crosses 0; (c) the mean weight response
-at each stepsize beside the predicted mode; (d) the issue-25 oscillation measure (spectral
+at each stepsize beside the predicted mode; (d) the earlier oscillation measure (spectral
 peak of the workloads relative to Rand's, median over the Appendix-B scenarios) against η/η_crit.
 """
 
@@ -54,7 +54,7 @@ def _panel_series(ax, s: dict) -> None:
         t = np.asarray(p["mean_series"]["t"])
         y = np.asarray(p["mean_series"]["y"])
         off = -0.35 * k
-        col = cmap(k / max(1, len(pts) - 1))
+        col = cmap(0.85 * k / max(1, len(pts) - 1))
         ax.plot(t, y + off, color=col, lw=0.8)
         a = s["system"]["step"]
         pr = p["predicted"]
@@ -65,7 +65,7 @@ def _panel_series(ax, s: dict) -> None:
     ax.set_xlabel("time after the step (s)")
     ax.set_ylabel("mean weight deviation y (offset per η)")
     ax.set_ylim(-0.35 * len(pts) + 0.1, 0.3)
-    ax.set_title("(c) mean response (colour) vs predicted mode a·e^{−σt}cos ωt (dashed)",
+    ax.set_title("(c) mean response (colour) vs the predicted mode a·exp(−σt)·cos(ωt) (dashed)",
                  fontsize=9)
 
 
@@ -83,7 +83,7 @@ def _panel_spectral(ax, eta: dict | None, s: dict) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("η / η_crit")
     ax.set_ylabel("spectral peak of workloads / Rand's (median)")
-    ax.set_title("(d) the issue-25 oscillation measure, Appendix-B scenarios (full profile)",
+    ax.set_title("(d) workload oscillation vs Rand on the Appendix-B scenarios (full profile)",
                  fontsize=9)
     ax.legend(fontsize=7)
 
