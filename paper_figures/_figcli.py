@@ -24,16 +24,29 @@ class MissingResults(Exception):
     """A results file a figure needs does not exist."""
 
 
-def require(results: Path, *files: str, sweep: str, minutes: float) -> list[Path]:
-    """``results / f`` for every file; :class:`MissingResults` naming the first missing one,
-    the sweep command that writes it and its wall time (``minutes`` on this project's 2-core
-    machine)."""
+#: where ``lbtheory sweep --quick`` writes (smoke runs never touch the committed results)
+QUICK = ROOT / "out" / "results"
+
+
+def require(results: Path, *files: str, sweep: str, minutes: float,
+            profile: str | None = None) -> list[Path]:
+    """``results / f`` for every file; :class:`MissingResults` naming the first missing one and
+    the sweep command that writes it: the committed profile's (``profile``, default the
+    experiment's own; ``minutes`` of wall time on this project's 2-core machine) for the
+    committed results, the quick one for any other folder."""
     paths = [Path(results) / f for f in files]
     for p in paths:
-        if not p.is_file():
+        if p.is_file():
+            continue
+        if Path(results).resolve() == RESULTS.resolve():
             took = f"~{minutes:g} min" if minutes >= 1 else f"~{60 * minutes:.0f} s"
-            raise MissingResults(f"{p} not found: run `lbtheory sweep {sweep}` ({took} on 2 "
-                                 f"cores) to write it, or pass --results DIR")
+            cmd = f"lbtheory sweep {sweep}" + (f" --profile {profile}" if profile else "")
+            raise MissingResults(f"{p} not found: run `{cmd}` ({took} on 2 cores) to write it, "
+                                 f"or pass --results DIR")
+        out = "" if Path(results).resolve() == QUICK.resolve() else f" --out {results}"
+        raise MissingResults(f"{p} not found: run `lbtheory sweep {sweep} --quick{out}` (a "
+                             f"smoke run, seconds to minutes) to write it, or drop --results "
+                             f"for the committed results")
     return paths
 
 

@@ -264,7 +264,7 @@ def main(results: Path = RESULTS, out: Path = OUT) -> list[Path]:
     """Write every Appendix-B figure from the summaries under ``results`` into ``out``; returns
     the PNGs' paths. Every summary must exist (the group sweep writes all seven)."""
     paths = require(results, *[f"appendix-b-{n}/summary.json" for n in NAMES],
-                    sweep="appendix-b --profile full", minutes=57)
+                    sweep="appendix-b", profile="full", minutes=57)
     S = {n: json.loads(p.read_text(encoding="utf-8")) for n, p in zip(NAMES, paths)}
     out = Path(out)
     return [

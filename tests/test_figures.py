@@ -192,55 +192,35 @@ def test_figure_script_draws_every_figure_from_committed_results(script, tmp_pat
 
 
 def test_missing_results_exit_2_with_one_line(tmp_path):
-    """A figure script whose results are missing: exit 2, one line naming the sweep, no
-    traceback; nothing written."""
+    """A figure script whose results are missing: exit 2, one line naming the sweep that
+    writes them (the quick one for a folder other than the committed results), no traceback;
+    nothing written."""
+    none = tmp_path / "none"
     for script in SCRIPTS:
-        r = subprocess.run([sys.executable, str(script), "--results", str(tmp_path / "none"),
+        r = subprocess.run([sys.executable, str(script), "--results", str(none),
                             "--out", str(tmp_path / "out")], capture_output=True, text=True,
                            cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=120)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2, (script.name, r.stderr)
-        assert len(lines) == 1 and lines[0].startswith("error: ") and "lbtheory sweep " in \
-            lines[0] and "--results DIR" in lines[0], (script.name, r.stderr)
+        assert len(lines) == 1 and lines[0].startswith(f"error: {none}/") and \
+            f"--quick --out {none}`" in lines[0], (script.name, r.stderr)
         assert "Traceback" not in r.stderr and r.stdout == ""
         assert not (tmp_path / "out").exists()
 
 
-def test_equilibrium_plot_unclipped(tmp_path, monkeypatch):
-    """``lbtheory equilibrium --plot`` on the two-cell M/M/1 Pigou network (a short sweep)."""
-    from lbtheory.equilibrium import demand_sweep, price_of_anarchy
-    from lbtheory.instances import mm1_pigou
-    from lbtheory.plotting import plot_equilibria
-
-    net = mm1_pigou(u=1.0, r=0.5)
-    util = net.total_demand / float(net.max_rates.sum())
-    sweep = demand_sweep(net, np.linspace(0.1, 0.9, 4) / util)
-    fig = plot_equilibria(net, price_of_anarchy(net), sweep)
-    png = lbio.save_figure_atomic(fig, tmp_path / "eq.png")
-    assert_not_clipped(fig, png)
-
-
-@pytest.mark.parametrize("mechanism", ["flow", "discrete"])
-def test_fluid_plot_unclipped(tmp_path, mechanism):
-    """``lbtheory fluid --plot`` on a fake three-cell solution (the plotting code only)."""
-    from lbtheory.commands import fluid
-
-    t = np.linspace(0, 10, 50)
-    n = 3
-    routing = np.tile(np.eye(n) * 0.5 + 0.5 / n, (len(t), 1, 1))
-    sol = types.SimpleNamespace(t=t, names=("us-east", "eu-west", "asia-se"),
-                                workload=np.stack([np.sin(t) + 3] * n, 1),
-                                equilibrium_workload=np.array([3.0, 3.0, 3.0]), routing=routing,
-                                mechanism=mechanism)
-    png = tmp_path / "fluid.png"
-    saved = []
-    orig = fluid.save_figure_atomic
-    try:
-        fluid.save_figure_atomic = lambda fig, path: saved.append(fig) or orig(fig, path)
-        fluid._plot(sol, str(png))
-    finally:
-        fluid.save_figure_atomic = orig
-    assert_not_clipped(saved[0], png)
+def test_missing_committed_results_name_the_committed_profile_and_its_time():
+    """For the committed results the line names the profile that made them and its wall time."""
+    figcli = _load_script(ROOT / "paper_figures" / "_figcli.py")
+    with pytest.raises(figcli.MissingResults) as err:
+        figcli.require(figcli.RESULTS, "appendix-b-baseline/summary.json", "no/such.json",
+                       sweep="appendix-b", profile="full", minutes=57)
+    assert str(err.value) == (f"{COMMITTED / 'no/such.json'} not found: run `lbtheory sweep "
+                              f"appendix-b --profile full` (~57 min on 2 cores) to write it, "
+                              f"or pass --results DIR")
+    with pytest.raises(figcli.MissingResults, match=r"`lbtheory sweep poa-braess` \(~18 s on"):
+        figcli.require(COMMITTED, "no.json", sweep="poa-braess", minutes=0.3)
+    with pytest.raises(figcli.MissingResults, match=r"`lbtheory sweep x --quick` \(a smoke"):
+        figcli.require(figcli.QUICK, "no.json", sweep="x", minutes=1)
 
 
 # ----------------------------------------------------------------------------- backends
