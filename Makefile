@@ -32,11 +32,14 @@ SWEEP ?=
 experiments: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/lbtheory sweep --all --scheduler local $(SWEEP)
 
-# Figures only read results: an experiment runs only when it has no results at all (no
-# experiments/results/<name>/sweep_<profile>.json); cached cells are never recomputed.
+# Figures only read results: every paper figure from the committed summaries under
+# experiments/results (a fresh clone: under a minute, no sweep). RESULTS=out/results draws the
+# figures of `lbtheory sweep NAME --quick` runs instead. A script whose results are missing
+# stops with exit code 2 and one line naming the sweep that writes them.
+RESULTS ?= experiments/results
+
 figures: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/lbtheory sweep --all --if-missing --scheduler local $(SWEEP)
-	@for f in paper_figures/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for f in paper_figures/[!_]*.py; do echo "== $$f"; $(BIN)/python $$f --results $(RESULTS) || exit $$?; done
 
 # Executed copies of the notebooks, with outputs, for reading on the repository page
 # (docs/notebooks/); the sources in notebooks/ stay without outputs.
@@ -51,7 +54,7 @@ docs: $(STAMP)
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; OPENBLAS_NUM_THREADS=1 $(BIN)/python $$f || exit 1; done
 
-# keeps the committed experiments/results/claims.md and intelligent_router.md
+# keeps every committed result (summaries, claims.md); removes the per-cell sweep caches
 clean:
 	rm -rf out paper_figures/out site .cache .pytest_cache .ruff_cache
-	if [ -d experiments/results ]; then find experiments/results -mindepth 1 -maxdepth 1 ! -name claims.md ! -name intelligent_router.md -exec rm -rf {} +; fi
+	if [ -d experiments/results ]; then find experiments/results -mindepth 2 -maxdepth 2 -name cells -type d -exec rm -rf {} +; fi

@@ -116,7 +116,7 @@ def eta_section(s: dict | None) -> list[str]:
     pts = s["points"]
     lines = ["| flow policy | stepsize | runs | η/η_crit (median) | workload variation / Rand "
              "(median) | spectral peak / Rand (median) | peak period / fluid period (median) "
-             "| mean/Rand (mean) |", "|---|---|---|---|---|---|---|---|"]
+             "| mean latency / Rand's (median) |", "|---|---|---|---|---|---|---|---|"]
     verdicts = []
     for pol in sorted({p["policy"] for p in pts}):
         med: dict[str, float] = {}
@@ -126,11 +126,10 @@ def eta_section(s: dict | None) -> list[str]:
             med[rule] = _med([p["peak_ratio"] for p in q])
             per = _med([p["peak_period_s"] / p["fluid_period_s"] for p in q
                         if p["peak_period_s"] and p["fluid_period_s"]])
-            mn = [p["mean_norm"] for p in q if p["mean_norm"] is not None]
             lines.append(f"| {pol} | {'default rule' if rule == 'dlb' else rule + ' η_crit'} | "
                          f"{len(q)} | {_med([p['eta_over_crit'] for p in q]):.3g} | "
                          f"{_med([p['workload_var_rel'] for p in q]):.3g} | {med[rule]:.3g} | "
-                         f"{per:.3g} | {sum(mn) / len(mn) if mn else float('nan'):.3g} |")
+                         f"{per:.3g} | {_med([p['mean_norm'] for p in q]):.3g} |")
         below = [float(r) for r in med if r != "dlb" and float(r) < 1]
         above = [float(r) for r in med if r != "dlb" and float(r) > 1]
         if below and above:

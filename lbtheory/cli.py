@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import textwrap
@@ -95,12 +96,22 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
     print(f"warning: {message}", file=sys.stderr)
 
 
+def _non_interactive_backend() -> None:
+    """The command writes figures to files and never shows a window: matplotlib's Agg backend,
+    unless the user chose one (``MPLBACKEND``) or the host process has already imported
+    matplotlib (a notebook calling :func:`main` keeps its own backend). Setting the variable,
+    not calling ``matplotlib.use``, keeps matplotlib out of commands that draw nothing."""
+    if "matplotlib" not in sys.modules:
+        os.environ.setdefault("MPLBACKEND", "Agg")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 a check failed, 2 bad input or a
     failed solve). Warnings print as one ``warning:`` line each; they never change the exit
     code."""
     import warnings
 
+    _non_interactive_backend()
     parser = build_parser()
     args = parser.parse_args(argv)
     shown = warnings.showwarning

@@ -48,22 +48,39 @@ def policy_color(name: str) -> str:
 
 @contextlib.contextmanager
 def style() -> Iterator[None]:
-    """Context manager applying lbtheory's plot style (restores rcParams afterwards)."""
+    """Context manager applying lbtheory's plot style (restores rcParams afterwards).
+
+    Matplotlib's interactive mode is the one exception: a backend that starts inside the block
+    (Jupyter's inline backend starts with the first figure and turns interactive mode on) keeps
+    it, or no later figure of the session would show."""
     import matplotlib
 
-    with matplotlib.rc_context(STYLE):
-        yield
+    interactive = None
+    try:
+        with matplotlib.rc_context(STYLE):
+            try:
+                yield
+            finally:
+                interactive = matplotlib.is_interactive()
+    finally:
+        if interactive is not None:
+            matplotlib.interactive(interactive)
 
 
 def figure(*, nrows: int = 1, ncols: int = 1, width: float = 6.0, height: float = 3.6,
-           **kwargs: Any):
-    """A new (figure, axes) pair in lbtheory's style, using the non-interactive Agg backend."""
-    import matplotlib
+           mosaic: list[list[str]] | None = None, **kwargs: Any):
+    """A new (figure, axes) pair in lbtheory's style (sizes in inches); with ``mosaic`` (rows
+    of panel names, ``"."`` for an empty slot, as :func:`matplotlib.pyplot.subplot_mosaic`)
+    the axes are a dict by name.
 
-    matplotlib.use("Agg", force=False)
+    The figure is made on whatever backend the caller's matplotlib uses (inline in Jupyter, a
+    window in an interactive session): library code never switches the backend; the ``lbtheory``
+    command chooses a non-interactive one itself (:func:`lbtheory.cli.main`)."""
     import matplotlib.pyplot as plt
 
-    with matplotlib.rc_context(STYLE):
+    with style():
+        if mosaic is not None:
+            return plt.subplot_mosaic(mosaic, figsize=(width, height), **kwargs)
         fig, ax = plt.subplots(nrows, ncols, figsize=(width, height), **kwargs)
     return fig, ax
 

@@ -1,10 +1,11 @@
 """Figures of the DLB Appendix-B experiments 1–7 (reads results only; never simulates).
 
 Run:  .venv/bin/python paper_figures/appendix_b.py [--results DIR] [--out DIR]
-Reads ``experiments/results/appendix-b-*/summary.json`` (written by ``experiments/appendix_b.py``)
-and writes ``paper_figures/out/appendix_b_{baseline,utilisation,noise,y,events,homogeneous,
-eta}.png``; a figure whose summary is missing is skipped (named on stderr). Every figure's title
-names the profile it was computed with (quick / reduced / full = DLB's protocol). Colours are
+Reads ``appendix-b-*/summary.json`` under the results root (default the committed
+``experiments/results``; written by ``experiments/appendix_b.py``) and writes
+``appendix_b_{baseline,utilisation,noise,y,events,homogeneous,eta}.png`` into ``--out`` (default
+``paper_figures/out``); a missing summary ends it with exit code 2 and one line. Every figure's
+title names the profile it was computed with (quick / reduced / full = DLB's protocol). Colours are
 :func:`lbtheory.plotting.policy_color` (the same in every figure of the project); Rand is the
 normaliser, so in normalised panels it is the dotted line at 1, not a series; an interval is
 drawn only where at least two scenarios give one.
@@ -12,7 +13,6 @@ drawn only where at least two scenarios give one.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import textwrap
@@ -20,27 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from lbtheory.io import save_figure_atomic
-from lbtheory.plotting import figure, policy_color
-from lbtheory.sim import EVENT_WINDOW
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _figcli, also when loaded by path
+from _figcli import OUT, RESULTS, require, run, save  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results"
-OUT = ROOT / "paper_figures" / "out"
+from lbtheory.plotting import figure, policy_color  # noqa: E402
+from lbtheory.sim import EVENT_WINDOW  # noqa: E402
 
 ORDER = ("rand", "mnlb", "rr", "jsq", "p2c", "disc-rif", "disc-lat", "disc-grad", "flow-rif",
          "flow-lat", "flow-grad")
 MARKERS = {"rand": "o", "mnlb": "D", "rr": "v", "jsq": "^", "p2c": "<", "disc-rif": "s",
            "disc-lat": "s", "disc-grad": "s", "flow-rif": "o", "flow-lat": "o",
            "flow-grad": "o"}
-
-
-def _load(results: Path, name: str) -> dict | None:
-    p = results / f"appendix-b-{name}" / "summary.json"
-    if not p.is_file():
-        sys.stderr.write(f"skip {name}: {p} not found (run `lbtheory sweep appendix-b`)\n")
-        return None
-    return json.loads(p.read_text(encoding="utf-8"))
 
 
 def _subtitle(s: dict, ci: bool = True, spread: str | None = None) -> str:
@@ -80,7 +70,7 @@ def _error_axis(ax, values: list[float]) -> None:
     ax.set_ylim(0.0, 1.15 * top if top > 0 else 0.1)
 
 
-def fig_bars(s: dict, title: str, level_key: str, path: Path) -> None:
+def fig_bars(s: dict, title: str, level_key: str, path: Path) -> Path:
     """Fig 6-style: normalised mean and p90 per policy (bars, 95 % CI), one panel per level."""
     groups = sorted(s["groups"], key=lambda g: g["level"][level_key])
     fig, axes = figure(ncols=len(groups), width=4.8 * len(groups) + 2.0, height=4.4,
@@ -112,11 +102,11 @@ def fig_bars(s: dict, title: str, level_key: str, path: Path) -> None:
                        title_fontsize=7)
     fig.suptitle(f"{title}\n{_subtitle(s)}", fontsize=9)
     fig.tight_layout()
-    print(save_figure_atomic(fig, path))
+    return save(fig, path)
 
 
 def fig_lines(s: dict, title: str, key: str, xlabel: str, path: Path, *,
-              logx: bool = False) -> None:
+              logx: bool = False) -> Path:
     """Fig 7 / Fig 10-style: normalised mean and p90 (Rand = 1) and the error rate (%, Rand
     included) against a swept level."""
     groups = sorted(s["groups"], key=lambda g: g["level"][key])
@@ -162,10 +152,10 @@ def fig_lines(s: dict, title: str, key: str, xlabel: str, path: Path, *,
                     title="bars: 95 % CI over scenarios", title_fontsize=7)
     fig.suptitle(f"{title}\n{_subtitle(s)}", fontsize=9)
     fig.tight_layout()
-    print(save_figure_atomic(fig, path))
+    return save(fig, path)
 
 
-def fig_events(s: dict, path: Path) -> None:
+def fig_events(s: dict, path: Path) -> Path:
     """Burst / outage time series: mean latency of the requests completed in each bin (averaged
     over cells), overflow errors per bin (summed over cells)."""
     events = [e for e in ("burst", "outage") if e in s["series"]]
@@ -203,7 +193,7 @@ def fig_events(s: dict, path: Path) -> None:
                  f"{T / len(s['series'][events[0]]['t_mid_s']):g} s)\n{_subtitle(s, ci=False)}",
                  fontsize=9)
     fig.tight_layout()
-    print(save_figure_atomic(fig, path))
+    return save(fig, path)
 
 
 #: η/η_crit range shown by the experiment-7 figure; default-rule points outside it are drawn
@@ -211,7 +201,7 @@ def fig_events(s: dict, path: Path) -> None:
 ETA_RANGE = (0.05, 6.0)
 
 
-def fig_eta(s: dict, path: Path) -> None:
+def fig_eta(s: dict, path: Path) -> Path:
     """η/η_crit against the workload variation relative to Rand, the spectral peak relative to
     Rand, and the normalised mean latency: points per scenario × trial, medians per factor."""
     pts = [p for p in s["points"] if p["eta_over_crit"] is not None]
@@ -263,48 +253,37 @@ def fig_eta(s: dict, path: Path) -> None:
                  + _subtitle(s, spread="dots: each scenario × trial, lines: medians"),
                  fontsize=9)
     fig.tight_layout()
-    print(save_figure_atomic(fig, path))
+    return save(fig, path)
 
 
-def main(results: Path | None = None, out: Path | None = None) -> int:
-    """Write every Appendix-B figure whose summary exists under ``results`` (default
-    :data:`RES`) into ``out`` (default :data:`OUT`); returns 0."""
-    a = argparse.Namespace(results=RES if results is None else Path(results),
-                           out=OUT if out is None else Path(out))
-    s = _load(a.results, "baseline")
-    if s:
-        fig_bars(s, "Exp 1 (Fig 6-style): latency relative to Rand at 80 % utilisation",
-                 "utilisation", a.out / "appendix_b_baseline.png")
-    s = _load(a.results, "utilisation")
-    if s:
-        fig_lines(s, "Exp 2 (Fig 7-style): utilisation sweep", "utilisation",
+#: the seven experiments of the ``appendix-b`` sweep group, in figure order
+NAMES = ("baseline", "utilisation", "noise", "y", "events", "homogeneous", "eta")
+
+
+def main(results: Path = RESULTS, out: Path = OUT) -> list[Path]:
+    """Write every Appendix-B figure from the summaries under ``results`` into ``out``; returns
+    the PNGs' paths. Every summary must exist (the group sweep writes all seven)."""
+    paths = require(results, *[f"appendix-b-{n}/summary.json" for n in NAMES],
+                    sweep="appendix-b", profile="full", minutes=57)
+    S = {n: json.loads(p.read_text(encoding="utf-8")) for n, p in zip(NAMES, paths)}
+    out = Path(out)
+    return [
+        fig_bars(S["baseline"], "Exp 1 (Fig 6-style): latency relative to Rand at 80 % "
+                 "utilisation", "utilisation", out / "appendix_b_baseline.png"),
+        fig_lines(S["utilisation"], "Exp 2 (Fig 7-style): utilisation sweep", "utilisation",
                   "utilisation Λ / Σμ̄ (mean demand / capacity)",
-                  a.out / "appendix_b_utilisation.png")
-    s = _load(a.results, "noise")
-    if s:
-        fig_lines(s, "Exp 3 (Fig 10-style): latency-model noise ε", "noise_eps",
+                  out / "appendix_b_utilisation.png"),
+        fig_lines(S["noise"], "Exp 3 (Fig 10-style): latency-model noise ε", "noise_eps",
                   "noise ε: every fitted parameter of cell j\n× (1 + εξ_j), ξ_j ~ U[−1, 1]",
-                  a.out / "appendix_b_noise.png")
-    s = _load(a.results, "y")
-    if s:
-        fig_lines(s, "Exp 4: processing-time scaling y (token times ÷ y, rates × y)", "y",
-                  "y (large = short 'sand' requests)", a.out / "appendix_b_y.png", logx=True)
-    s = _load(a.results, "events")
-    if s:
-        fig_events(s, a.out / "appendix_b_events.png")
-    s = _load(a.results, "homogeneous")
-    if s:
-        fig_bars(s, "Exp 6: homogeneous cells, small delays", "utilisation",
-                 a.out / "appendix_b_homogeneous.png")
-    s = _load(a.results, "eta")
-    if s:
-        fig_eta(s, a.out / "appendix_b_eta.png")
-    return 0
+                  out / "appendix_b_noise.png"),
+        fig_lines(S["y"], "Exp 4: processing-time scaling y (token times ÷ y, rates × y)", "y",
+                  "y (large = short 'sand' requests)", out / "appendix_b_y.png", logx=True),
+        fig_events(S["events"], out / "appendix_b_events.png"),
+        fig_bars(S["homogeneous"], "Exp 6: homogeneous cells, small delays", "utilisation",
+                 out / "appendix_b_homogeneous.png"),
+        fig_eta(S["eta"], out / "appendix_b_eta.png"),
+    ]
 
 
 if __name__ == "__main__":
-    _ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    _ap.add_argument("--results", type=Path, default=RES, help="results root")
-    _ap.add_argument("--out", type=Path, default=OUT, help="figure directory")
-    _a = _ap.parse_args()
-    sys.exit(main(_a.results, _a.out))
+    run(main, __doc__)

@@ -1,33 +1,34 @@
 """Figures for BalanceRoute from ``experiments/results/`` (reads results only).
 
-Run:  .venv/bin/python paper_figures/balanceroute.py
-Reads ``balanceroute/{scaling,load_traces,horizon}.json`` (``experiments/balanceroute.py``) and,
+Run:  .venv/bin/python paper_figures/balanceroute.py [--results DIR] [--out DIR]
+Reads, under the results root (default the committed ``experiments/results``),
+``balanceroute/{scaling,load_traces,horizon}.json`` (``experiments/balanceroute.py``) and,
 when present, ``balanceroute-tables/tables.json`` and ``balanceroute-ablation/ablation.json``
-(``experiments/balanceroute_tables.py``, ``experiments/balanceroute_ablation.py``). Writes
-``paper_figures/out/balanceroute_scaling.png``, ``balanceroute_load_traces.png``,
-``balanceroute_horizon.png``, ``balanceroute_tables.png`` and ``balanceroute_ablation.png``.
+(``experiments/balanceroute_tables.py``, ``experiments/balanceroute_ablation.py``; a missing one
+is skipped with one line on stderr). Writes ``balanceroute_scaling.png``,
+``balanceroute_load_traces.png``, ``balanceroute_horizon.png``, ``balanceroute_tables.png`` and
+``balanceroute_ablation.png`` into ``--out`` (default ``paper_figures/out``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import matplotlib.ticker
 import numpy as np
 
-from lbtheory.io import save_figure_atomic
-from lbtheory.plotting import POLICY_COLORS, figure
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _figcli, also when loaded by path
+from _figcli import OUT, RESULTS, MissingResults, require, run, save  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results" / "balanceroute"
-TABLES = ROOT / "experiments" / "results" / "balanceroute-tables" / "tables.json"
-ABLATION = ROOT / "experiments" / "results" / "balanceroute-ablation" / "ablation.json"
-OUT = ROOT / "paper_figures" / "out"
+from lbtheory.plotting import POLICY_COLORS, figure  # noqa: E402
 
-
-def _load(name: str) -> dict:
-    return json.loads((RES / name).read_text())
+#: results files under the results root: (files, sweep, minutes on 2 cores)
+MAIN = (("balanceroute/scaling.json", "balanceroute/load_traces.json",
+         "balanceroute/horizon.json"), "balanceroute", 1.5)
+TABLES = (("balanceroute-tables/tables.json",), "balanceroute-tables", 20)
+ABLATION = (("balanceroute-ablation/ablation.json",), "balanceroute-ablation", 15)
 
 
 #: marker and line style per policy: baselines dashed with distinct markers, BalanceRoute solid
@@ -38,8 +39,8 @@ STYLES: dict[str, tuple[str, str]] = {
 }
 
 
-def scaling() -> None:
-    res = _load("scaling.json")["results"]
+def scaling(path: Path, out: Path) -> Path:
+    res = json.loads(path.read_text())["results"]
     Gs = sorted(int(g) for g in res)
     fig, ax = figure(width=6.8)
     for pol in res[str(Gs[0])]:
@@ -54,11 +55,11 @@ def scaling() -> None:
     ax.set_title("Azure conv trace, saturation replay")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
               title="policy (dashed: baselines)", title_fontsize=8)
-    save_figure_atomic(fig, OUT / "balanceroute_scaling.png")
+    return save(fig, out / "balanceroute_scaling.png")
 
 
-def load_traces() -> None:
-    res = _load("load_traces.json")["results"]
+def load_traces(path: Path, out: Path) -> Path:
+    res = json.loads(path.read_text())["results"]
     fig, axes = figure(nrows=1, ncols=2, width=10, height=3.6, sharey=True)
     lines = []
     for ax, pol in zip(axes, ("jsq", "br0")):
@@ -71,7 +72,7 @@ def load_traces() -> None:
     axes[0].set_ylabel(r"KV load $L_g(k)$ (thousand tokens)")
     fig.legend(lines, [f"replica {g}" for g in range(len(lines))], loc="lower center",
                bbox_to_anchor=(0.5, -0.1), ncol=len(lines), fontsize=8)
-    save_figure_atomic(fig, OUT / "balanceroute_load_traces.png")
+    return save(fig, out / "balanceroute_load_traces.png")
 
 
 def _horizon_caption(res: dict, Hs: list[int]) -> str:
@@ -94,8 +95,8 @@ def _horizon_caption(res: dict, Hs: list[int]) -> str:
     return "\n".join(lines)
 
 
-def horizon() -> None:
-    res = _load("horizon.json")["results"]
+def horizon(path: Path, out: Path) -> Path:
+    res = json.loads(path.read_text())["results"]
     Hs = sorted(int(h) for h in res)
     fig, ax = figure()
     for pol in ("brh-oracle", "brh-survival"):
@@ -110,12 +111,12 @@ def horizon() -> None:
     ax.legend(fontsize=8)
     fig.text(0.5, -0.02, _horizon_caption(res, Hs), ha="center", va="top", fontsize=8,
              color="0.3")
-    save_figure_atomic(fig, OUT / "balanceroute_horizon.png")
+    return save(fig, out / "balanceroute_horizon.png")
 
 
-def tables() -> None:
+def tables(path: Path, out: Path) -> Path:
     """Mean imbalance vs G on both traces: whole trace (markers) and 95 % CI over windows."""
-    table = json.loads(TABLES.read_text())["table"]
+    table = json.loads(path.read_text())["table"]
     fig, axes = figure(nrows=1, ncols=len(table), width=10.5, height=3.8, sharey=True)
     axes = np.atleast_1d(axes)
     for ax, (trace, by_g) in zip(axes, table.items()):
@@ -141,12 +142,12 @@ def tables() -> None:
     fig.text(0.5, -0.04, f"markers: whole trace; bars: mean ± 95 % t-interval over {n} disjoint "
              "request windows (clipped at the axis)", ha="center", va="top", fontsize=8,
              color="0.3")
-    save_figure_atomic(fig, OUT / "balanceroute_tables.png")
+    return save(fig, out / "balanceroute_tables.png")
 
 
-def ablation() -> None:
+def ablation(path: Path, out: Path) -> Path:
     """BR-H(Oracle) / BR-0 mean imbalance per factor value, one factor at a time, both traces."""
-    data = json.loads(ABLATION.read_text())
+    data = json.loads(path.read_text())
     cells = [c for c in data["cells"] if c["config"]["min_output"] is None]
     base = data["config"]["base"]
     traces = list(dict.fromkeys(c["config"]["trace"] for c in cells))
@@ -179,20 +180,25 @@ def ablation() -> None:
     fig.text(0.5, -0.04, "G = 8, whole traces; below the dotted line BR-H beats BR-0; other "
              "factors at the seed's defaults (H = 80, γ = 1, β = G, α = 1)", ha="center",
              va="top", fontsize=8, color="0.3")
-    save_figure_atomic(fig, OUT / "balanceroute_ablation.png")
+    return save(fig, out / "balanceroute_ablation.png")
+
+
+def main(results: Path = RESULTS, out: Path = OUT) -> list[Path]:
+    """Draw every figure whose results exist under ``results`` into ``out``; returns the PNGs'
+    paths. The three ``balanceroute`` files must exist; tables and ablation are optional."""
+    files, sweep, minutes = MAIN
+    sc, lt, hz = require(results, *files, sweep=sweep, minutes=minutes)
+    out = Path(out)
+    written = [scaling(sc, out), load_traces(lt, out), horizon(hz, out)]
+    for (files, sweep, minutes), draw in ((TABLES, tables), (ABLATION, ablation)):
+        try:
+            (path,) = require(results, *files, sweep=sweep, minutes=minutes)
+        except MissingResults as exc:
+            print(f"skipped: {exc}", file=sys.stderr)
+            continue
+        written.append(draw(path, out))
+    return written
 
 
 if __name__ == "__main__":
-    scaling()
-    load_traces()
-    horizon()
-    written = ["balanceroute_scaling.png", "balanceroute_load_traces.png",
-               "balanceroute_horizon.png"]
-    if TABLES.exists():
-        tables()
-        written.append("balanceroute_tables.png")
-    if ABLATION.exists():
-        ablation()
-        written.append("balanceroute_ablation.png")
-    for name in written:
-        print(OUT / name)
+    run(main, __doc__)

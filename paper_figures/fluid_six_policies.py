@@ -1,30 +1,33 @@
 """Figure: the six DLB policies in the delayed fluid model, flow converging vs discrete herding.
 
-Reads ``experiments/results/fluid-six-policies/results.json`` only (run the experiment first) and
-writes ``paper_figures/out/fluid_six_policies.png``: N_c1(t) − N*_c1 for every delay, one panel per
-(mechanism, cost), and the late oscillation amplitude against the delay.
+Reads ``fluid-six-policies/results.json`` under the results root (default the committed
+``experiments/results``) and writes ``fluid_six_policies.png``: N_c1(t) − N*_c1 for every delay,
+one panel per (mechanism, cost), and the late oscillation amplitude against the delay.
 
-Run:  .venv/bin/python paper_figures/fluid_six_policies.py
+Run:  .venv/bin/python paper_figures/fluid_six_policies.py [--results DIR] [--out DIR]
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from lbtheory.io import save_figure_atomic
-from lbtheory.plotting import figure
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _figcli, also when loaded by path
+from _figcli import OUT, RESULTS, require, run, save  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results" / "fluid-six-policies" / "results.json"
-OUT = ROOT / "paper_figures" / "out"
+from lbtheory.plotting import figure  # noqa: E402
+
 WINDOW_S = 30.0
 
 
-def main() -> Path:
-    data = json.loads(RES.read_text())
+def main(results: Path = RESULTS, out: Path = OUT) -> Path:
+    """Draw the figure from ``results`` into ``out``; returns the PNG's path."""
+    (res,) = require(results, "fluid-six-policies/results.json", sweep="fluid-six-policies",
+                     minutes=0.3)
+    data = json.loads(res.read_text())
     runs = data["runs"]
     costs = list(dict.fromkeys(r["cost"] for r in runs))
     delays = sorted({r["delay"] for r in runs})
@@ -63,8 +66,8 @@ def main() -> Path:
     fig.suptitle("Delayed fluid model: flow routing converges, discrete routing herds "
                  "(amplitude ∝ delay)", fontsize=10)
     fig.tight_layout()
-    return save_figure_atomic(fig, OUT / "fluid_six_policies.png")
+    return save(fig, Path(out) / "fluid_six_policies.png")
 
 
 if __name__ == "__main__":
-    print(main())
+    run(main, __doc__)

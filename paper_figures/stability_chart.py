@@ -1,30 +1,34 @@
 """Figure: stability chart of flow routing — stepsize vs mean network delay (reads results only).
 
-Run:  .venv/bin/python paper_figures/stability_chart.py
-Reads ``experiments/results/stability-chart/stability_chart.json``; writes
-``paper_figures/out/stability_chart.png``.
+Run:  .venv/bin/python paper_figures/stability_chart.py [--results DIR] [--out DIR]
+Reads ``stability-chart/stability_chart.json`` under the results root (default the committed
+``experiments/results``); writes ``stability_chart.png`` into ``--out`` (default
+``paper_figures/out``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from lbtheory.io import save_figure_atomic
-from lbtheory.plotting import figure
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _figcli, also when loaded by path
+from _figcli import OUT, RESULTS, require, run, save  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results" / "stability-chart" / "stability_chart.json"
-OUT = ROOT / "paper_figures" / "out"
+from lbtheory.plotting import figure  # noqa: E402
+
 #: η is in 1/(cost unit·s); the gradient cost here is in seconds, so 1/s² (as ``stepsize --help``)
 ETA_LABEL = "stepsize η (1/(cost unit·s) = 1/s²)"
 
 
-def main() -> None:
-    data = json.loads(RES.read_text())
+def main(results: Path = RESULTS, out: Path = OUT) -> Path:
+    """Draw the figure from ``results`` into ``out``; returns the PNG's path."""
+    (res,) = require(results, "stability-chart/stability_chart.json", sweep="stability-chart",
+                     minutes=0.5)
+    data = json.loads(res.read_text())
     fig, (ax1, ax2, ax3) = figure(ncols=3, width=13.0, height=3.8)
     fig.subplots_adjust(wspace=0.4)  # room for the y labels; legends sit below each panel
     sym = data["symmetric"]
@@ -72,10 +76,8 @@ def main() -> None:
     ax3.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.2))
     for ax in (ax1, ax2, ax3):
         ax.xaxis.set_minor_formatter(NullFormatter())
-    OUT.mkdir(parents=True, exist_ok=True)
-    save_figure_atomic(fig, OUT / "stability_chart.png")
-    print(f"wrote {OUT / 'stability_chart.png'}")
+    return save(fig, Path(out) / "stability_chart.png")
 
 
 if __name__ == "__main__":
-    main()
+    run(main, __doc__)

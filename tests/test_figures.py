@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -27,7 +30,9 @@ from lbtheory import io as lbio  # noqa: E402
 from lbtheory.plotting import STYLE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((ROOT / "paper_figures").glob("*.py"))
+#: the figure scripts (``_figcli.py`` is their shared command line, not a figure)
+SCRIPTS = sorted(p for p in (ROOT / "paper_figures").glob("*.py") if not p.name.startswith("_"))
+COMMITTED = ROOT / "experiments" / "results"
 
 
 def assert_not_clipped(fig, png: Path) -> None:
@@ -36,6 +41,10 @@ def assert_not_clipped(fig, png: Path) -> None:
         assert matplotlib.rcParams["savefig.bbox"] == "tight"
         dpi = matplotlib.rcParams["savefig.dpi"]
         fig.set_dpi(dpi)  # measure text at the dpi it was saved at
+        if not hasattr(fig.canvas, "get_renderer"):  # closed after saving: an Agg canvas again
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+            FigureCanvasAgg(fig)
         renderer = fig.canvas.get_renderer()
         fig.draw(renderer)
         region = fig.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])
@@ -157,15 +166,17 @@ def _load_script(path: Path) -> types.ModuleType:
     return mod
 
 
-def _record_saves(monkeypatch, module) -> list:
+def _record_saves(monkeypatch) -> list:
+    """Every (figure, path) the scripts save (they all save through :mod:`lbtheory.io`)."""
     saved = []
+    orig = lbio.save_figure_atomic
 
     def save(fig, path, **kw):
-        out = lbio.save_figure_atomic(fig, path, **kw)
+        out = orig(fig, path, **kw)
         saved.append((fig, Path(path)))
         return out
 
-    monkeypatch.setattr(module, "save_figure_atomic", save)
+    monkeypatch.setattr(lbio, "save_figure_atomic", save)
     return saved
 
 
@@ -177,57 +188,139 @@ def test_every_script_has_tiny_data():
 def test_figure_script_renders_unclipped(script, tmp_path, monkeypatch):
     res, out = tmp_path / "results", tmp_path / "out"
     DATA[script.stem](res)
-    mod = _load_script(script)
-    rel = {"RES": None}
-    for name in ("RES",):
-        old = getattr(mod, name)
-        parts = old.relative_to(ROOT / "experiments" / "results").parts
-        rel[name] = res.joinpath(*parts)
-        monkeypatch.setattr(mod, name, rel[name])
-    monkeypatch.setattr(mod, "OUT", out)
-    saved = _record_saves(monkeypatch, mod)
-    entry = [getattr(mod, n) for n in ("main", "scaling", "load_traces", "horizon")
-             if hasattr(mod, n)]
-    for fn in entry:
-        fn()
+    saved = _record_saves(monkeypatch)
+    _load_script(script).main(res, out)
     assert saved, f"{script.name} saved no figure"
     for fig, png in saved:
         assert png.parent == out and png.exists()
         assert_not_clipped(fig, png)
 
 
-def test_equilibrium_plot_unclipped(tmp_path, monkeypatch):
-    """``lbtheory equilibrium --plot`` on the two-cell M/M/1 Pigou network (a short sweep)."""
-    from lbtheory.equilibrium import demand_sweep, price_of_anarchy
-    from lbtheory.instances import mm1_pigou
-    from lbtheory.plotting import plot_equilibria
-
-    net = mm1_pigou(u=1.0, r=0.5)
-    util = net.total_demand / float(net.max_rates.sum())
-    sweep = demand_sweep(net, np.linspace(0.1, 0.9, 4) / util)
-    fig = plot_equilibria(net, price_of_anarchy(net), sweep)
-    png = lbio.save_figure_atomic(fig, tmp_path / "eq.png")
-    assert_not_clipped(fig, png)
+#: the PNGs each script draws from the committed results (every figure of ``make figures``)
+FIGURES = {"appendix_b": 7, "balanceroute": 5, "fluid_six_policies": 1, "poa_braess": 1,
+           "stability_chart": 1}
 
 
-@pytest.mark.parametrize("mechanism", ["flow", "discrete"])
-def test_fluid_plot_unclipped(tmp_path, mechanism):
-    """``lbtheory fluid --plot`` on a fake three-cell solution (the plotting code only)."""
-    from lbtheory.commands import fluid
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_figure_script_draws_every_figure_from_committed_results(script, tmp_path, monkeypatch):
+    """``make figures`` on a fresh clone: every figure from the committed results, no sweep."""
+    saved = _record_saves(monkeypatch)
+    paths = _load_script(script).main(COMMITTED, tmp_path)
+    paths = paths if isinstance(paths, list) else [paths]
+    assert len(paths) == len(saved) == FIGURES[script.stem]
+    for fig, png in saved:
+        assert png.parent == tmp_path and png.stat().st_size > 10_000
+        assert_not_clipped(fig, png)
 
-    t = np.linspace(0, 10, 50)
-    n = 3
-    routing = np.tile(np.eye(n) * 0.5 + 0.5 / n, (len(t), 1, 1))
-    sol = types.SimpleNamespace(t=t, names=("us-east", "eu-west", "asia-se"),
-                                workload=np.stack([np.sin(t) + 3] * n, 1),
-                                equilibrium_workload=np.array([3.0, 3.0, 3.0]), routing=routing,
-                                mechanism=mechanism)
-    png = tmp_path / "fluid.png"
+
+def test_missing_results_exit_2_with_one_line(tmp_path):
+    """A figure script whose results are missing: exit 2, one line naming the sweep that
+    writes them (the quick one for a folder other than the committed results), no traceback;
+    nothing written."""
+    none = tmp_path / "none"
+    for script in SCRIPTS:
+        r = subprocess.run([sys.executable, str(script), "--results", str(none),
+                            "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                           cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=120)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2, (script.name, r.stderr)
+        assert len(lines) == 1 and lines[0].startswith(f"error: {none}/") and \
+            f"--quick --out {none}`" in lines[0], (script.name, r.stderr)
+        assert "Traceback" not in r.stderr and r.stdout == ""
+        assert not (tmp_path / "out").exists()
+
+
+def test_missing_committed_results_name_the_committed_profile_and_its_time():
+    """For the committed results the line names the profile that made them and its wall time."""
+    figcli = _load_script(ROOT / "paper_figures" / "_figcli.py")
+    with pytest.raises(figcli.MissingResults) as err:
+        figcli.require(figcli.RESULTS, "appendix-b-baseline/summary.json", "no/such.json",
+                       sweep="appendix-b", profile="full", minutes=57)
+    assert str(err.value) == (f"{COMMITTED / 'no/such.json'} not found: run `lbtheory sweep "
+                              f"appendix-b --profile full` (~57 min on 2 cores) to write it, "
+                              f"or pass --results DIR")
+    with pytest.raises(figcli.MissingResults, match=r"`lbtheory sweep poa-braess` \(~18 s on"):
+        figcli.require(COMMITTED, "no.json", sweep="poa-braess", minutes=0.3)
+    with pytest.raises(figcli.MissingResults, match=r"`lbtheory sweep x --quick` \(a smoke"):
+        figcli.require(figcli.QUICK, "no.json", sweep="x", minutes=1)
+
+
+# ----------------------------------------------------------------------------- backends
+def _backend_after(code: str, env: dict[str, str]) -> str:
+    base = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env=base | {"PYTHONPATH": str(ROOT)} | env, timeout=120, check=True)
+    return r.stdout.strip().lower()
+
+
+def test_figure_keeps_the_callers_backend():
+    """``lbtheory.plotting`` never switches the backend (it broke inline plots in Jupyter):
+    after ``figure()`` and a save, the backend a session chose is still its own."""
+    code = ("import matplotlib; matplotlib.use('svg'); import lbtheory.plotting as p; "
+            "from lbtheory.io import save_figure_atomic; import tempfile, pathlib; "
+            "fig, ax = p.figure(); ax.plot([0, 1]); "
+            "save_figure_atomic(fig, pathlib.Path(tempfile.mkdtemp()) / 'f.png'); "
+            "print(matplotlib.get_backend())")
+    assert _backend_after(code, {}) == "svg"
+
+
+@pytest.mark.parametrize(("env", "expected"), [({}, "agg"), ({"MPLBACKEND": "svg"}, "svg")])
+def test_cli_chooses_a_non_interactive_backend_unless_told(env, expected):
+    """The ``lbtheory`` command (not the library) picks Agg; ``MPLBACKEND`` wins."""
+    code = ("from lbtheory import cli; cli._non_interactive_backend(); import matplotlib; "
+            "print(matplotlib.get_backend())")
+    assert _backend_after(code, env) == expected
+
+
+def test_simulate_plot_keeps_every_legend_with_many_policies(tmp_path):
+    """``simulate --plot`` with 4 policies × 5 cells (it used to drop the workload legend above
+    12 lines and draw 20 lines in one panel): one workload panel per policy, one legend entry
+    per policy in the CDF panel, one per cell and event below, nothing clipped."""
+    from lbtheory.commands import simulate
+
+    rng = np.random.default_rng(0)
+    t = np.linspace(0.0, 60.0, 121)
+    pols, cells = ["rand", "jsq", "flow-grad", "disc-lat"], [f"c{j}" for j in range(5)]
+    results = [types.SimpleNamespace(
+        policy=p, latency_s=rng.exponential(1.0 + 0.1 * k, 400), done=np.ones(400, bool),
+        names=cells, series_t=t, series_workload=rng.uniform(0, 50, (t.size, len(cells))))
+        for k, p in enumerate(pols)]
+    ev = types.SimpleNamespace(start_s=20.0, end_s=40.0, cell=1)
+    sc = types.SimpleNamespace(bursts=[ev], outages=[], network=types.SimpleNamespace(names=cells))
     saved = []
-    orig = fluid.save_figure_atomic
+    orig = simulate.save_figure_atomic
     try:
-        fluid.save_figure_atomic = lambda fig, path: saved.append(fig) or orig(fig, path)
-        fluid._plot(sol, str(png))
+        simulate.save_figure_atomic = lambda fig, path: saved.append(fig) or orig(fig, path)
+        simulate._plot(results, str(tmp_path / "sim.png"), sc)
     finally:
-        fluid.save_figure_atomic = orig
-    assert_not_clipped(saved[0], png)
+        simulate.save_figure_atomic = orig
+    fig = saved[0]
+    titles = [ax.get_title() for ax in fig.axes]
+    assert [p for p in pols if any(tt.startswith(f"{p}:") for tt in titles)] == pols
+    cdf = next(ax for ax in fig.axes if ax.get_title() == "latency distribution")
+    assert [x.get_text() for x in cdf.get_legend().get_texts()] == pols
+    (below,) = fig.legends
+    assert [x.get_text() for x in below.get_texts()] == [f"cell {c}" for c in cells] + \
+        ["burst at c1"]
+    assert_not_clipped(fig, tmp_path / "sim.png")
+
+
+def test_style_keeps_an_interactive_mode_turned_on_inside():
+    """Jupyter's inline backend starts with the first figure, inside :func:`style`, and turns
+    interactive mode on; restoring every rcParam afterwards turned it off again, so no later
+    figure of the notebook showed. Every other rcParam is restored."""
+    from lbtheory.plotting import style
+
+    was, dpi = matplotlib.is_interactive(), matplotlib.rcParams["savefig.dpi"]
+    try:
+        matplotlib.interactive(False)
+        with style():
+            assert matplotlib.rcParams["savefig.dpi"] == STYLE["savefig.dpi"]
+            matplotlib.interactive(True)  # what the inline backend's activation does
+        assert matplotlib.is_interactive()
+        assert matplotlib.rcParams["savefig.dpi"] == dpi
+        with style():
+            matplotlib.interactive(False)
+        assert not matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(was)

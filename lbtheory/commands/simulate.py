@@ -123,13 +123,19 @@ def _fmt(v: float, width: int = 8, digits: int = 4) -> str:
 
 
 def _plot(results: list, path: str, sc=None) -> None:
-    """Three panels: latency CDFs; each policy's latency quantiles relative to the first
-    policy's (the gain the CDFs hide when they overlap); per-cell workloads N_j(t), with burst
-    and outage windows shaded."""
+    """Latency CDFs, and each policy's latency quantiles relative to the first policy's (the
+    gain the CDFs hide when they overlap); below, one workload panel per policy: N_j(t) of every
+    cell (one colour per cell, the same in every panel; one legend below), burst and outage
+    windows shaded. Every policy keeps its legend entry however many policies and cells."""
     from ..plotting import figure, policy_color
     from ..stats import percentile
 
-    fig, (ax1, ax2, ax3) = figure(nrows=3, height=8.4)
+    cols = 2 if len(results) > 1 else 1
+    work = [f"w{k}" for k in range(len(results))]
+    work += ["."] * (-len(work) % cols)
+    mosaic = [["cdf", "ratio"][:cols]] + [work[k:k + cols] for k in range(0, len(work), cols)]
+    fig, axes = figure(mosaic=mosaic, width=5.2 * cols + 1.0, height=3.4 * len(mosaic))
+    ax1, ax2 = axes["cdf"], axes.get("ratio")
     base = results[0]
     q = np.linspace(1.0, 99.0, 99)
     lat0 = base.latency_s[base.done]
@@ -142,31 +148,37 @@ def _plot(results: list, path: str, sc=None) -> None:
             ratio = np.array([percentile(lat, x) for x in q]) / qb
             ax2.plot(q, ratio, color=policy_color(r.policy),
                      label=f"{r.policy} / {base.policy}")
-    ax1.set_xlabel("end-to-end latency (s)")
-    ax1.set_ylabel("CDF")
-    ax1.legend(fontsize=8)
-    ax2.axhline(1.0, color="0.4", lw=0.8, ls=":")
-    ax2.set_xlabel("latency percentile")
-    ax2.set_ylabel(f"latency / {base.policy}'s")
-    if len(results) > 1:
-        ax2.legend(fontsize=8)
+    ax1.set(xlabel="end-to-end latency (s)", ylabel="CDF (fraction of completed requests)",
+            title="latency distribution")
+    ax1.legend(fontsize=8, loc="lower right", title="policy", title_fontsize=8)
+    if ax2 is not None:
+        ax2.axhline(1.0, color="0.4", lw=0.8, ls=":")
+        ax2.set(xlabel="latency percentile (%)", ylabel=f"latency / {base.policy}'s (ratio)",
+                title=f"each percentile relative to {base.policy}")
+        ax2.legend(fontsize=8, title="policy", title_fontsize=8)
     styles = ("-", "--", ":", "-.")
-    for r in results:
-        for j in range(len(r.names)):
-            ax3.plot(r.series_t, r.series_workload[:, j], lw=0.8, color=policy_color(r.policy),
-                     ls=styles[j % 4], label=f"{r.policy}: {r.names[j]}"
-                     if len(results) * len(r.names) <= 12 else None)
-    if sc is not None:
-        for items, colour, what in ((sc.bursts, "tab:orange", "burst"),
-                                    (sc.outages, "tab:red", "outage")):
-            for k, ev in enumerate(items):
-                ax3.axvspan(ev.start_s, ev.end_s, color=colour, alpha=0.12,
-                            label=f"{what} at {sc.network.names[ev.cell]}" if k < 3 else None)
-    ax3.set_xlabel("t (s)")
-    ax3.set_ylabel("requests at cell N_j")
-    if len(results) * len(results[0].names) <= 12:
-        ax3.legend(ncol=3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    first = axes["w0"]
+    for k, r in enumerate(results):
+        ax = axes[f"w{k}"]
+        if ax is not first:
+            ax.sharex(first)
+            ax.sharey(first)
+        for j, name in enumerate(r.names):  # ten colours, then the next line style
+            ax.plot(r.series_t, r.series_workload[:, j], lw=0.9, color=f"C{j % 10}",
+                    ls=styles[(j // 10) % 4], label=f"cell {name}")
+        if sc is not None:
+            for items, colour, what in ((sc.bursts, "tab:orange", "burst"),
+                                        (sc.outages, "tab:red", "outage")):
+                for e, ev in enumerate(items):
+                    ax.axvspan(ev.start_s, ev.end_s, color=colour, alpha=0.12,
+                               label=f"{what} at {sc.network.names[ev.cell]}" if e < 3 else None)
+        ax.set_title(f"{r.policy}: requests at each cell", fontsize=9, color=policy_color(r.policy))
+        ax.set(xlabel="t (s)", ylabel="requests at the cell N_j(t)")
     fig.tight_layout()
+    handles, labels = first.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(len(labels), 6), fontsize=8,
+               title="workload panels: one colour per cell", title_fontsize=8)
     save_figure_atomic(fig, path)
 
 

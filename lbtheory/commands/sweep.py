@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="run every experiment")
     parser.add_argument("--if-missing", action="store_true",
                         help="skip an experiment that already has results under --out (a "
-                             "sweep_<profile>.json of any profile): `make figures` uses this to "
-                             "read results and compute only what was never run")
+                             "sweep_<profile>.json of any profile): compute only the experiments "
+                             "that were never run")
     add_run_arguments(parser, default_scheduler="local")
     parser.add_argument("--experiments-dir", type=Path, default=Path("experiments"),
                         metavar="DIR", help="folder of experiment files *.py (default "

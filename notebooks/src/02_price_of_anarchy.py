@@ -80,7 +80,8 @@ poa = [price_of_anarchy(braess(float(d))).ratio for d in demands]
 fig, ax = figure()
 ax.plot(demands, poa, color=POLICY_COLORS["wardrop"])
 ax.axhline(4 / 3, ls="--", color="0.5", lw=0.8, label="affine bound 4/3")
-ax.set_xlabel("demand 1 → 2"); ax.set_ylabel("PoA"); ax.legend()
+ax.set_xlabel("demand 1 → 2 (vehicles per unit time)")
+ax.set_ylabel("PoA = TSTT(UE) / TSTT(SO)"); ax.legend()
 print(f"largest PoA on this grid: {max(poa):.4f} at demand {demands[int(np.argmax(poa))]:.2f}")
 """),
 ]

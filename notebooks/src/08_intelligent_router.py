@@ -129,7 +129,8 @@ res = train_dqn(small_wl, cfg, DQNConfig(router="wg-rl", episodes=3, seed=0, hid
 print("calibration:", res.calibration)
 fig, ax = figure(width=5, height=2.6)
 ax.plot([h["episode"] for h in res.history], [h["mean_e2e_s"] for h in res.history], "o-")
-ax.set_xlabel("episode"); ax.set_ylabel("mean E2E (s)")
+ax.set_xticks([h["episode"] for h in res.history])
+ax.set_xlabel("training episode"); ax.set_ylabel("mean E2E (s)")
 env = RoutingEnv(small_wl, cfg, res.env_config, predict)
 r = greedy_rollout(res.net, env, 99, "wg-rl")
 print("greedy wg-rl on a new episode:", round(mean(r.e2e_s), 2), "s;  rr:",
