@@ -17,7 +17,7 @@ from lbtheory.stats import mean_ci
 
 NAMES = ("baseline", "utilisation", "noise", "y", "events", "homogeneous", "eta", "linear")
 #: error rates of two policies that differ by more than this factor make latency over completed
-#: requests flatter the one that drops more (issue 36): such comparisons use a goodput-aware
+#: requests flatter the one that drops more: such comparisons use a goodput-aware
 #: latency when the summary has one (fixed before any run that has one).
 ERROR_RATIO = 1.5
 #: summary keys of a goodput-aware normalised latency, in order of preference (issue 36 item 2

@@ -129,7 +129,7 @@ def _baseline(s: dict | None) -> list[tuple]:
                      "p90 vs Rand)",
                      "p90/Rand: " + "; ".join(f"{p} {_fmt(_v(g, p, 'p90_norm'))}" for p in DLB),
                      _three(len(tail_r) >= 4, bool(tail_r)),
-                     f"rule (issue 36): ≥ 4 of 6 with p90/Rand CI < 1 (partly: ≥ 1); here "
+                     f"rule: ≥ 4 of 6 with p90/Rand CI < 1 (partly: ≥ 1); here "
                      f"{len(tail_r)}/6", g, DLB))
     dm = {p: _paired(g, p, "mnlb", "p90_norm") for p in DLB}
     tail_m = [p for p, c in dm.items() if _below(c)]
@@ -137,7 +137,7 @@ def _baseline(s: dict | None) -> list[tuple]:
                      f"MNLB p90/Rand {_fmt(_v(g, 'mnlb', 'p90_norm'))}; policy − MNLB (paired): "
                      + "; ".join(f"{p} {_fmt(c)}" for p, c in dm.items()),
                      _three(len(tail_m) >= 4, bool(tail_m)),
-                     f"rule (issue 36): ≥ 4 of 6 with paired p90 − MNLB's CI < 0 (partly: ≥ 1); "
+                     f"rule: ≥ 4 of 6 with paired p90 − MNLB's CI < 0 (partly: ≥ 1); "
                      f"here {len(tail_m)}/6", g, (*DLB, "mnlb")))
     return rows
 
@@ -167,7 +167,7 @@ def _utilisation(s: dict | None) -> list[tuple]:
                      f"margin MNLB − best DLB: {m_lo:.3g} at {u_lo:g}, {m_mid:.3g} at "
                      f"{u_mid:g}; margin at {u_mid:g} − margin at {u_lo:g} (paired) {_fmt(dm)}",
                      _sig(dm, lower=False),
-                     "rule (issue 36): the paired margin difference's CI > 0 (partly: mean > 0)",
+                     "rule: the paired margin difference's CI > 0 (partly: mean > 0)",
                      lo_g, (b_lo, "mnlb")))
     diffs = {r: S.paired_vs_mean(lo_g, r, MODEL) for r in RIF}
     n_sig = sum(_above(c) for c in diffs.values())
@@ -201,7 +201,7 @@ def _utilisation(s: dict | None) -> list[tuple]:
                          f"at {u_hi:g}: error rate {b} {_fmt(_v(hi_g, b, 'error_rate'), True)}, "
                          f"{other} {_fmt(_v(hi_g, other, 'error_rate'), True)}; paired "
                          f"{b} − {other} {_fmt(de, True, False)}", _sig(de),
-                         f"rule (issue 36 split): best DLB − {other} error rate paired CI < 0 "
+                         f"rule (split): best DLB − {other} error rate paired CI < 0 "
                          "(partly: mean < 0)", hi_g, (b, other)))
     high = [u for u in us if u >= 0.9]
     gaps = {u: S.paired(_group(s, utilisation=u), _best(_group(s, utilisation=u), RIF),
@@ -212,7 +212,7 @@ def _utilisation(s: dict | None) -> list[tuple]:
                      "; ".join(f"util {u:g}: best RIF − best DLB (paired) {_fmt(c)}"
                                for u, c in gaps.items()) or "no level ≥ 0.9",
                      _three(bool(high) and len(ok) == len(high), bool(ok)),
-                     f"rule (issue 36): at every utilisation ≥ 0.9 the best RIF policy's mean gap "
+                     f"rule: at every utilisation ≥ 0.9 the best RIF policy's mean gap "
                      f"to the best DLB policy ≤ {COMPETITIVE} (partly: at some)", hi_g,
                      (_best(hi_g, RIF), b)))
     return rows
@@ -323,13 +323,13 @@ def _events(s: dict | None) -> list[tuple]:
                          f"{metric} {other} {_fmt(_v(go, other, metric), pct)}, {bo} "
                          f"{_fmt(_v(go, bo, metric), pct)}; paired {other} − {bo} "
                          f"{_fmt(de, pct, False)}", _sig(de, lower=False),
-                         f"rule (issue 36 split): {other} − best DLB {metric} paired CI > 0 "
+                         f"rule (split): {other} − best DLB {metric} paired CI > 0 "
                          "(partly: mean > 0)", go, (bo, other)))
     return rows
 
 
 def _summary_sentences(s: dict | None) -> list[tuple]:
-    """§1.2's and §5.4's summary sentences on bursts and outages (issue 36)."""
+    """§1.2's and §5.4's summary sentences on bursts and outages."""
     gb = _group(s, burst=True) if s else None
     go = _group(s, outage=True) if s else None
     if not (s and gb and go) or not S.has(s, (*DLB, "mnlb")):
@@ -351,7 +351,7 @@ def _summary_sentences(s: dict | None) -> list[tuple]:
                          f"routing under … demand bursts, and capacity outages\" (§1.2): {ev}",
                          f"best DLB {b} − other (paired): " + "; ".join(parts),
                          _three(held == 6, held > 0),
-                         f"rule (issue 36): all 6 paired differences (mean, p90, errors × MNLB, "
+                         f"rule: all 6 paired differences (mean, p90, errors × MNLB, "
                          f"Rand) with CI < 0 (partly: ≥ 1); here {held}/6", g, (b, "mnlb")))
     for tag, ev, g in (("a", "bursts", gb), ("b", "outages", go)):
         b = _best(g, DLB)
@@ -362,7 +362,7 @@ def _summary_sentences(s: dict | None) -> list[tuple]:
                          f"best DLB {b} − mnlb (paired): p90 {_fmt(dp)}, errors "
                          f"{_fmt(de, True, False)}",
                          _three(_below(dp) and _below(de), _below(dp) or _below(de)),
-                         "rule (issue 36): paired p90 and error-rate differences both with CI < 0 "
+                         "rule: paired p90 and error-rate differences both with CI < 0 "
                          "(partly: one)", g, (b, "mnlb")))
     return rows
 
@@ -394,7 +394,7 @@ def _noise(s: dict | None) -> list[tuple]:
                              f"{p} {_m(g0, p, metric):.3g}→{_m(g1, p, metric):.3g} (paired Δ "
                              f"{_fmt(d[p])})" for p in MODEL), _three(small and comp,
                                                                      small or comp),
-                         f"rule{' (issue 36)' if tag == 'N3' else ''}: every lat/grad policy's "
+                         f"rule{'' if tag == 'N3' else ''}: every lat/grad policy's "
                          f"paired increase ≤ {GRACEFUL} ({small}) and its {word}/Rand at "
                          f"ε = {es[-1]:g} ≤ 1 ({comp}) (partly: one of the two)", g1, (worst,)))
     de = {p: _paired(g1, p, "rand", "error_rate") for p in MODEL}
@@ -403,7 +403,7 @@ def _noise(s: dict | None) -> list[tuple]:
                      f"at ε = {es[-1]:g}, error rate − Rand's (paired): "
                      + "; ".join(f"{p} {_fmt(c, True, False)}" for p, c in de.items()),
                      _three(len(ok) == len(MODEL), bool(ok)),
-                     f"rule (issue 36): at the largest ε every lat/grad policy's error rate not "
+                     f"rule: at the largest ε every lat/grad policy's error rate not "
                      f"significantly above Rand's (paired CI of p − Rand not > 0; partly: some); "
                      f"here {len(ok)}/{len(MODEL)}", g1, MODEL))
     return rows
@@ -460,7 +460,7 @@ def write_claims(root: Path) -> Path:
         "",
         *prof_lines,
         "",
-        "Protocol (issue 25): time-varying Poisson arrivals per source (per-minute rate path "
+        "Protocol: time-varying Poisson arrivals per source (per-minute rate path "
         "with the Azure conversation trace's variation), each cell's latency model fitted to "
         "the simulator's own (N, latency) measurements, per-cost flow stepsizes derived from "
         "the fluid model's critical stepsize (flow weights start at Rand's), latency-model "
@@ -493,7 +493,7 @@ def write_claims(root: Path) -> Path:
         text += [f"* {k}: **{v}** ({', '.join(parts)})" for k, (v, parts) in sv.items()]
     text += ["", "## Experiment 7: theory meets practice (not a paper claim)", "",
              *eta_section(summ.get("eta")), "",
-             "## Experiment 7 as a test of the linear theory (issue 36)", "",
+             "## Experiment 7 as a test of the linear theory", "",
              *linear_section(summ.get("linear")), ""]
     path = Path(root) / "claims.md"
     write_text_atomic(path, "\n".join(text))
