@@ -460,7 +460,7 @@ class _Progress:
 
     def tick(self, phase: str, done: int, total: int) -> None:
         self.phase(f"validation episode {done + 1}/{total}" if phase == "validation" else
-                   f"{done:,} decisions", force=False)
+                   f"{done:,} decisions", force=phase == "validation" and done == 0)
 
     def episode(self, k: int, stats: dict[str, float]) -> None:
         post = f"e2e {stats['mean_e2e_s']:.2f}s, return {stats['return']:.1f}"
