@@ -140,3 +140,41 @@ def test_appendix_b_y_range_is_the_one_the_cells_accept():
     for y in (lo * 0.99, hi * 1.01):
         with pytest.raises(ParameterError, match=r"^appendix_b\.y must be in"):
             appendix_b_scenario(1, y=y, fit_latency=False)
+
+
+def _short_trace(tmp: Path) -> str:
+    path = tmp / "t.csv"
+    path.write_text("".join(CODE.read_text().splitlines(keepends=True)[:61]))
+    return str(path)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--epoch", "1e308"], "--epoch must be in (0, 3600]"),
+    (["--rate", "inf"], "--rate must be finite"),
+    (["--lr", "1e30", "--learning-starts", "10", "--selection", "last"],
+     "training diverged (non-finite loss or parameters at episode 0) and kept no finite "
+     "network: nothing saved"),
+])
+def test_train_refusals_found_by_fuzzing_are_one_line(tmp_path, capsys, extra, match):
+    """--epoch 1e308 named EnvConfig.horizon_s, --rate inf named rate_rps; a diverged training
+    (lr 1e30) saved a NaN network that evaluate then ran as if trained."""
+    out = tmp_path / "ck"
+    rc = main(["intelligent", "train", _short_trace(tmp_path), "--requests", "20", "--episodes",
+               "1", "--instances", "2", "--json", "--out", str(out), *extra])
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines()
+           if not ln.startswith("warning:")]
+    assert rc == 2 and len(err) == 1 and match in err[0], err
+    assert not out.exists()
+
+
+def test_train_refuses_a_symlinked_checkpoint_folder(tmp_path, capsys):
+    """Renaming over a symbolic link replaces the link (the target keeps the old checkpoint and
+    a stray link is left behind): refused, naming the folder it points to."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    rc = main(["intelligent", "train", _short_trace(tmp_path), "--requests", "20", "--out",
+               str(tmp_path / "link"), "--overwrite"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "is a symbolic link" in err[0] and str(real) in err[0]
+    assert (tmp_path / "link").is_symlink() and list(real.iterdir()) == []

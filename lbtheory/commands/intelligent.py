@@ -180,17 +180,20 @@ def _setup(args: argparse.Namespace):
     from ..intelligent import Engine
 
     args.engine = check_option(Engine, args.engine, "--engine").value
-    if not args.rate >= 0:
-        raise ParameterError(f"--rate must be >= 0 (req/s), got {args.rate}")
-    traces = [read_trace(p) for p in args.trace]
     from .._checks import check_real
 
-    check_real(args.epoch, "--epoch", unit="s", low=0.0, low_open=True)
+    check_real(args.rate, "--rate", unit="req/s", low=0.0)
+    check_real(args.epoch, "--epoch", unit="s", low=0.0, high=MAX_EPOCH_S, low_open=True)
+    traces = [read_trace(p) for p in args.trace]
     cfg = ClusterConfig(n_instances=args.instances, kv_budget_tokens=args.kv_budget,
                         max_batch=args.max_batch, epoch_s=args.epoch,
                         chunked_prefill=bool(args.chunked_prefill))
     return cfg, traces, (args.rate if args.rate > 0 else None)
 
+
+#: the longest router decision epoch the commands take (s) [R]: an hour, far beyond any
+#: request's service time; beyond it the environment's derived horizons overflow.
+MAX_EPOCH_S = 3600.0
 
 #: the cluster settings a command sets by a flag (the others a checkpoint carries alone).
 CLUSTER_FLAGS = {"n_instances": ("instances", "--instances"),
@@ -497,6 +500,7 @@ def _train_run(args: argparse.Namespace, bar: _Progress) -> int:
     bar.phase("calibrating the environment")
     result = train_dqn(workload_fn, cfg, dq, env_config=env, predict_fn=predict_fn,
                        progress=bar.episode, engine=args.engine, tick=bar.tick)
+    _check_trained(result)
     bar.phase("saving the checkpoint")
     out = save_checkpoint(result, args.out, overwrite=args.overwrite, run=_manifest(args))
     bar.close()
@@ -514,6 +518,22 @@ def _train_run(args: argparse.Namespace, bar: _Progress) -> int:
                   f"{result.history[k]['validation_e2e_s']:.3f} s on {args.validation_episodes}"
                   f" held-out episode(s); --selection last keeps the final one)")
     return 0
+
+
+def _check_trained(result: Any) -> None:
+    """Refuse to save a network with non-finite parameters (a diverged training that kept
+    no earlier network): it would route as if trained; nothing is written."""
+    import jax
+    import numpy as np
+
+    leaves = jax.tree_util.tree_leaves(result.net)
+    if all(np.all(np.isfinite(np.asarray(x))) for x in leaves if hasattr(x, "dtype")):
+        return
+    from ..errors import SolverError
+
+    k = result.history[-1]["episode"] if result.history else 0
+    raise SolverError(f"training diverged (non-finite loss or parameters at episode {k}) and "
+                      f"kept no finite network: nothing saved; try a smaller --lr")
 
 
 def _check_workloads(cfg: Any, traces: list, workload_fn: Any, seed: int, n: int) -> None:

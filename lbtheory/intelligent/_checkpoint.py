@@ -101,7 +101,10 @@ def checkpoint_state(path: str | Path) -> str:
             that is a folder) — never replaced, whatever the caller allows.
     """
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
+    if p.is_symlink():  # renaming over it would replace the link, not the folder it names
+        raise ParameterError(f"{p} is a symbolic link; give the folder it points to "
+                             f"({os.path.realpath(p)})")
+    if not p.exists():
         return "absent"
     if not p.is_dir():
         raise ParameterError(f"{p} exists and is not a folder; give another checkpoint folder")
