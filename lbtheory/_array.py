@@ -38,6 +38,8 @@ def is_concrete(*values: Any) -> bool:
             return False
         try:
             np.asarray(v, dtype=float)
+        except OverflowError:  # an int beyond float: concrete, and refused by the range checks
+            continue
         except (TypeError, ValueError):
             return False
     return True

@@ -101,7 +101,8 @@ def check_real(value: Any, name: str, *, unit: str = "", low: float | None = Non
         3.0
     """
     rule = range_text(low, high, low_open=low_open, high_open=high_open)
-    if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+    if isinstance(value, (bool, np.bool_, str, bytes, np.str_, np.bytes_)) \
+            or np.ndim(value) != 0:  # '1.25' is text, not a number (files parse their own)
         raise error(_message(name, rule, unit, value, 'type'))
     try:
         v = float(value)
@@ -126,6 +127,12 @@ def check_reals(values: Any, name: str, *, unit: str = "", low: float | None = N
         ``values`` as a float array of the same shape.
     """
     rule = range_text(low, high, low_open=low_open, high_open=high_open)
+    try:
+        kind = np.asarray(values).dtype.kind
+    except (TypeError, ValueError):
+        kind = "O"
+    if kind in "USV":  # text is not a number (files parse their own)
+        raise error(_message(name, rule, unit, values, 'type'))
     try:
         v = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
@@ -219,6 +226,8 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
         raise error(msg)
     if (low is not None and v < low) or (high is not None and v > high):
         raise error(msg)
+    if abs(v) > MAX_SEED:  # beyond 64-bit integers: no kernel, array or JSON file holds it
+        raise error(f"{msg} (beyond the 64-bit integers, |value| <= {MAX_SEED})")
     return v
 
 
@@ -300,6 +309,17 @@ def validate_stepsize(value: Any, name: str = "stepsize") -> float:
     """A stepsize: a positive finite float, or :class:`StepsizeError` naming ``name`` (the
     stability check itself is :func:`lbtheory.stability.check_stepsize`)."""
     return check_real(value, name, low=0.0, low_open=True, error=StepsizeError)
+
+
+def check_path(value: Any, name: str, *, error: ErrorFactory = ParameterError) -> Any:
+    """``value`` as a :class:`pathlib.Path` if it is a ``str`` or ``os.PathLike`` (a number,
+    ``None`` or bytes is refused naming ``name``)."""
+    import os
+    from pathlib import Path
+
+    if isinstance(value, (str, os.PathLike)) and not isinstance(os.fspath(value), bytes):
+        return Path(value)
+    raise error(f"{name} must be a file path (str or os.PathLike), got {value!r}")
 
 
 def check_bool(value: Any, name: str, *, error: ErrorFactory = ParameterError) -> bool:

@@ -357,7 +357,9 @@ def read_config_file(path: str | os.PathLike, what: str) -> Any:
     """
     import yaml
 
-    p = Path(path)
+    from ._checks import check_path
+
+    p = check_path(path, f"{what} path")
     kind = "JSON" if p.suffix.lower() == ".json" else "YAML"
     if p.is_dir():
         raise DataFormatError(f"expected a {what} file (.yaml/.yml/.json), got a directory",
@@ -404,6 +406,14 @@ def _no_alias_loader() -> Any:
                                            problem_mark=event.start_mark)
             return super().compose_node(parent, index)
 
+    # YAML 1.2 floats: PyYAML (YAML 1.1) reads ``1e-3`` (no dot) as the text "1e-3"; a number
+    # check then refuses text, so the file's number is read as the number it is
+    import re
+
+    NoAliasLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"))
     return NoAliasLoader
 
 

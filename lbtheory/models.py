@@ -154,6 +154,9 @@ def service_model(cls: type | None = None, *, replace: bool = False) -> Any:
             orig_post(self)
         names = [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]
         vals = [getattr(self, f) for f in names]
+        for f, v in zip(names, vals):  # neither a number, an array nor a tracer
+            if isinstance(v, (str, bytes, dict, set, type(None))):
+                _real(v, f"{type(self).__name__}.{f}")
         if is_concrete(*vals) and all(np.ndim(v) == 0 for v in vals):
             for f, v in zip(names, vals):
                 _real(v, f"{type(self).__name__}.{f}")

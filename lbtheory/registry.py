@@ -342,6 +342,8 @@ def policy_entry(name: str, simulator: Simulator | str | None = None) -> PolicyE
             message lists the valid names).
     """
     sim = None if simulator is None else check_option(Simulator, simulator, "simulator")
+    if not isinstance(name, str):
+        raise ParameterError(f"policy name must be a string, got {name!r}")
     entry = POLICIES.get(name)
     if entry is None or (sim is not None and sim not in entry.simulators):
         valid = policy_names(sim)

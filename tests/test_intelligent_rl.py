@@ -330,10 +330,13 @@ def test_training_is_seeded_and_saves_a_loadable_checkpoint(tmp_path):
     np.testing.assert_array_equal(q_values(back.net, obs), q_values(a.net, obs))
     assert back.config == a.config and back.env_config == a.env_config
     # a checkpoint written before the bounded-loads cap was trained without it: loads as None
+    # (such a checkpoint predates manifest.json: it loads unverified, with a warning)
+    (tmp_path / "ck" / "manifest.json").unlink()
     cf = json.loads((tmp_path / "ck" / "config.json").read_text())
     del cf["env"]["balance_factor"]
     (tmp_path / "ck" / "config.json").write_text(json.dumps(cf))
-    assert load_checkpoint(tmp_path / "ck", cfg).env_config.balance_factor is None
+    with pytest.warns(UserWarning, match="no manifest.json"):
+        assert load_checkpoint(tmp_path / "ck", cfg).env_config.balance_factor is None
     with pytest.raises(ModelError, match="n_instances = 2, expected 3"):
         load_checkpoint(tmp_path / "ck", ClusterConfig(n_instances=3, kv_budget_tokens=2000,
                                                        max_batch=16, timing=SIMPLE))
@@ -373,10 +376,12 @@ def test_validation_selection_keeps_the_best_held_out_network_and_leaves_trainin
     # the checkpoint keeps which episode was kept; older checkpoints load as "last"
     save_checkpoint(val, tmp_path / "ck")
     assert load_checkpoint(tmp_path / "ck", cfg).selected_episode == val.selected_episode
+    (tmp_path / "ck" / "manifest.json").unlink()  # older checkpoints had none
     cf = json.loads((tmp_path / "ck" / "config.json").read_text())
     del cf["dqn"]["selection"], cf["selected_episode"]
     (tmp_path / "ck" / "config.json").write_text(json.dumps(cf))
-    back = load_checkpoint(tmp_path / "ck", cfg)
+    with pytest.warns(UserWarning, match="not verified"):
+        back = load_checkpoint(tmp_path / "ck", cfg)
     assert back.config.selection is Selection.LAST and back.selected_episode is None
     cf["selected_episode"] = -1
     (tmp_path / "ck" / "config.json").write_text(json.dumps(cf))

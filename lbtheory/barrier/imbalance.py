@@ -40,7 +40,13 @@ def as_load_matrix(loads: np.ndarray) -> np.ndarray:
     Raises:
         ModelError: not 1-D/2-D, zero replicas, negative or non-finite loads.
     """
-    arr = np.asarray(loads, dtype=float)
+    try:
+        arr = np.asarray(loads, dtype=float) if np.asarray(loads).dtype.kind in "iuf" else None
+    except (TypeError, ValueError, OverflowError):
+        arr = None
+    if arr is None:  # text, bools, dicts, ragged lists, ints beyond float
+        raise ParameterError(f"loads must be numbers of tokens (an array of shape (G,) or "
+                             f"(K, G)), got {loads!r:.80}")
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] < 1:

@@ -28,40 +28,32 @@ HEADROOM_NAMES = ("clairvoyant", "oracle-defer")
 SETUP_NAMES = ("k4", "k5", "k5-chunked", "k7", "k8")
 
 
-class _Given(argparse.Action):
-    """Store the value and remember the option was given (``--setup`` fills the others)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        namespace._given = getattr(namespace, "_given", frozenset()) | {self.dest}
-
-
 def _common(p: argparse.ArgumentParser, requests: int) -> None:
     p.add_argument("trace", nargs="*",
                    help="trace file(s) lbtheory.workloads reads; several are mixed, task = file "
                         "(none with --setup)")
     p.add_argument("--setup", default=None, choices=SETUP_NAMES,
-                   help="a Knowl setup of the seed on the vLLM-faithful instance model: its "
-                        "cluster, task mix, rate, requests and operating point (issue 35); "
-                        "--instances/--requests/--rate/--kv-budget/--max-batch override it")
+                   help="a Knowl setup of the Intelligent Router paper on the vLLM-faithful "
+                        "instance model: its cluster, task mix, rate, requests and operating "
+                        "point; --instances/--requests/--rate/--kv-budget/--max-batch override it")
     p.add_argument("--instance-model", default=None, choices=("legacy", "vllm"),
                    help="instance model: legacy (token-exact KV, mixed prefill/decode "
                         "iterations; the default with traces) or vllm (16-token blocks, "
                         "watermark, prompts first; the default with --setup)")
-    p.add_argument("--instances", type=int, default=4, action=_Given,
-                   help="number of instances m")
-    p.add_argument("--requests", type=int, default=requests, action=_Given,
-                   help="requests per run/episode (with --setup: the setup's unless given)")
+    option(p, "--instances", type=int, default=4, help="number of instances m")
+    option(p, "--requests", type=int, default=requests,
+           help="requests per run/episode (with --setup: the setup's unless given)")
     p.add_argument("--seed", type=int, default=0, help="seed of requests, arrivals (and training)")
-    p.add_argument("--rate", type=float, default=20.0, action=_Given,
-                   help="Poisson arrival rate (req/s); 0 = the trace timestamps")
-    p.add_argument("--kv-budget", type=int, default=32768, action=_Given,
-                   help="KV-cache budget per instance (tokens; with --setup: the setup's "
-                        "unless given)")
-    p.add_argument("--max-batch", type=int, default=256, action=_Given,
-                   help="max requests per iteration")
-    p.add_argument("--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    option(p, "--rate", type=float, default=20.0,
+           help="Poisson arrival rate (req/s); 0 = the trace timestamps")
+    option(p, "--kv-budget", type=int, default=32768,
+           help="KV-cache budget per instance (tokens; with --setup: the setup's unless given)")
+    option(p, "--max-batch", type=int, default=256, help="max requests per iteration")
+    option(p, "--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    p.add_argument("--chunked-prefill", action="store_true",
+                   help="split prefills into chunks (the iteration's token budget covers "
+                        "decodes too); evaluate takes it, and the other cluster settings, from "
+                        "a checkpoint unless given")
     p.add_argument("--engine", default="auto",
                    help="instance simulator: auto / compiled (numba), or reference (the Python "
                         "engine: same results, slower)")
@@ -149,7 +141,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR",
                     help="checkpoint folder (params.eqx, config.json, history.json, "
-                         "manifest.json)")
+                         "manifest.json), written atomically; absent or empty unless "
+                         "--overwrite")
+    tr.add_argument("--overwrite", action="store_true",
+                    help="replace the checkpoint already in --out (only a checkpoint: a folder "
+                         "holding anything else is never replaced); the old one stays intact "
+                         "until the new one is complete")
     tr.set_defaults(_action=_train)
 
 
@@ -208,7 +205,7 @@ def _knowl(args: argparse.Namespace) -> Any:
     if args.instance_model is None:
         args.instance_model = "vllm" if st else "legacy"
     if st is not None:  # the setup's values unless the option was given
-        given = getattr(args, "_given", frozenset())
+        given = getattr(args, "_spelling", {})  # the options the user typed
         for k, v in {"instances": st.instances, "requests": st.requests, "rate": st.rate_rps,
                      "kv_budget": None}.items():
             if k not in given:
@@ -231,12 +228,16 @@ def _setup(args: argparse.Namespace):
     from ..intelligent import Engine
 
     args.engine = check_option(Engine, args.engine, "--engine").value
-    if not args.rate >= 0:
-        raise ParameterError(f"--rate must be >= 0 (req/s), got {args.rate}")
+    from .._checks import check_real
+
+    check_real(args.rate, "--rate", unit="req/s", low=0.0)
+    check_real(args.epoch, "--epoch", unit="s", low=0.0, high=MAX_EPOCH_S, low_open=True)
     traces = [read_trace(p) for p in args.trace]
     over = {"max_batch": args.max_batch, "epoch_s": args.epoch}
     if args.kv_budget is not None:
         over["kv_budget_tokens"] = args.kv_budget
+    if args.chunked_prefill:  # (a setup's own chunked prefill stays unless asked for)
+        over["chunked_prefill"] = True
     if st is not None:
         import dataclasses
 
@@ -254,6 +255,67 @@ def _setup(args: argparse.Namespace):
     return cfg, traces, (args.rate if args.rate > 0 else None)
 
 
+#: the longest router decision epoch the commands take (s) [R]: an hour, far beyond any
+#: request's service time; beyond it the environment's derived horizons overflow.
+MAX_EPOCH_S = 3600.0
+
+#: the cluster settings a command sets by a flag (the others a checkpoint carries alone).
+CLUSTER_FLAGS = {"n_instances": ("instances", "--instances"),
+                 "kv_budget_tokens": ("kv_budget", "--kv-budget"),
+                 "max_batch": ("max_batch", "--max-batch"), "epoch_s": ("epoch", "--epoch"),
+                 "chunked_prefill": ("chunked_prefill", "--chunked-prefill")}
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the user gave the flag of ``dest`` (not its default)."""
+    if dest == "chunked_prefill":
+        return bool(args.chunked_prefill)
+    return dest in getattr(args, "_spelling", {})
+
+
+def _checkpoint_cluster(args: argparse.Namespace, cfg: Any,
+                        routers: list[tuple[str, str | None]], flag: str) -> Any:
+    """The cluster evaluate runs: the checkpoints' own settings (chunked prefill, timing, ...)
+    replace the defaults of flags not given; a flag given with another value, or two
+    checkpoints trained for different clusters, are errors naming both. Each checkpoint is
+    loaded and checked here (manifest, kind, finite parameters) before any run."""
+    import dataclasses
+    import sys
+
+    from ..intelligent import load_checkpoint
+    from ..intelligent._checkpoint import CLUSTER_FIELDS
+
+    fixed: dict[str, tuple[Any, str]] = {}
+    for name, ck in routers:
+        if ck is None:
+            continue
+        saved = load_checkpoint(ck, kind=name).cluster
+        for field in CLUSTER_FIELDS:
+            value = getattr(saved, field)
+            if field in fixed and fixed[field][0] != value:
+                raise ParameterError(f"{flag}: checkpoints {fixed[field][1]} and {ck} were "
+                                     f"trained for different clusters ({field} = "
+                                     f"{fixed[field][0]} and {value})")
+            fixed.setdefault(field, (value, ck))
+    if not fixed:
+        return cfg
+    taken = []
+    for field, (value, ck) in fixed.items():
+        dest, cli_flag = CLUSTER_FLAGS.get(field, (None, None))
+        if dest is not None and _given(args, dest) and getattr(cfg, field) != value:
+            raise ParameterError(f"{cli_flag}: checkpoint {ck} was trained with {field} = "
+                                 f"{value}, expected {getattr(cfg, field)} (from {cli_flag}); "
+                                 f"drop {cli_flag} to use the checkpoint's value")
+        if getattr(cfg, field) != value:
+            taken.append(f"{field} = {value}")
+    for field, (dest, _) in CLUSTER_FLAGS.items():  # the run manifest records what ran
+        setattr(args, dest, fixed[field][0])
+    if taken:
+        print(f"note: cluster settings from the checkpoint: {', '.join(taken)}",
+              file=sys.stderr)
+    return dataclasses.replace(cfg, **{f: v for f, (v, _) in fixed.items()})
+
+
 def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: Any):
     """``(seed -> workload, predict_fn or None)``: with ``--predictor histogram`` the
     histogram classifier (completion-time buckets at the cluster's decode speed,
@@ -263,6 +325,10 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
 
     window = (0.0, 1.0) if args.predictor == "oracle" else (0.5, 1.0)
     st = getattr(args, "_knowl", None)
+    total = sum(len(t) for t in traces)
+    if st is None and args.predictor == "oracle" and args.requests > total:
+        raise ParameterError(f"--requests {args.requests} exceeds the {total} request(s) the "
+                             f"trace(s) hold")
 
     def workload_fn(seed: int):
         if st is not None:
@@ -281,6 +347,7 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
 
         fit = setup_workload(st, 10_000, 20_000)
     else:
+        _check_histogram_split(args, traces)
         half = sum(len(t) // 2 for t in traces)
         fit = mix_traces(traces, n_requests=max(half, 1), seed=args.seed, window=(0.0, 0.5))
     model = fit_length_predictor(fit.prompt_tokens, fit.task, fit.output_tokens,
@@ -289,6 +356,22 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
     def predict_fn(wl: Any):
         return model.predict(wl.prompt_tokens, wl.task, wl.output_tokens)[1]
     return workload_fn, predict_fn
+
+
+def _check_histogram_split(args: argparse.Namespace, traces: list) -> None:
+    """``--predictor histogram`` splits each trace in halves (by position, as
+    :func:`~lbtheory.workloads.mix_traces`'s ``window``): the classifier is fitted on the first
+    halves and the ``--requests`` of a run are drawn from the second; both must hold enough."""
+    first = sum(round(0.5 * len(t)) for t in traces)
+    second = sum(len(t) - round(0.5 * len(t)) for t in traces)
+    if first < 1 or second < args.requests:
+        total = sum(len(t) for t in traces)
+        raise ParameterError(
+            f"--predictor histogram fits its classifier on the first half of each trace and "
+            f"draws the --requests {args.requests} of a run from the second half: the traces "
+            f"hold {total} request(s), {first} in their first halves and {second} in their "
+            f"second; expected at least 1 and {args.requests} (fewer --requests, a longer "
+            f"trace, or --predictor oracle)")
 
 
 def _offered_load(wl: Any, cfg: Any) -> Any:
@@ -341,6 +424,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     routers = _parse_routers(args.policy, spelling(args, "policy", "--policy"))
     target, legacy = _results_file(args)
     cfg, traces, rate = _setup(args)
+    cfg = _checkpoint_cluster(args, cfg, routers, spelling(args, "policy", "--policy"))
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     wl = workload_fn(args.seed)
     pred = None if predict_fn is None else predict_fn(wl)
@@ -398,10 +482,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from ..intelligent import DQNConfig, EnvConfig, save_checkpoint, train_dqn
-
     flag = spelling(args, "policy", "--policy")
     if "," in args.policy:
         raise ParameterError(f"{flag}: train trains one router, got {args.policy!r}; run train "
@@ -414,6 +494,70 @@ def _train(args: argparse.Namespace) -> int:
     from ..io import check_output_path
 
     check_output_path(Path(args.out) / "config.json", what="checkpoint", flag="--out")
+    _check_out(args)
+    bar = _Progress(args)  # on screen before any slow step (reading traces, checks, calibration)
+    try:
+        return _train_run(args, bar)
+    finally:
+        bar.close()
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse ``--out`` before any work: a checkpoint there without ``--overwrite``, or
+    anything that is not a checkpoint (never replaced)."""
+    from ..intelligent._checkpoint import checkpoint_state
+
+    try:
+        state = checkpoint_state(args.out)
+    except ParameterError as exc:
+        raise ParameterError(f"--out: {exc}") from None
+    if state == "checkpoint" and not args.overwrite:
+        raise ParameterError(f"--out: {args.out} already holds a checkpoint; pass --overwrite "
+                             f"to replace it (or give another folder)")
+
+
+class _Progress:
+    """The train command's progress bar on stderr (tqdm; off with ``--json`` or when stderr is
+    not a terminal): episodes done, and within an episode what is running (setup, decisions,
+    validation episode j/n), refreshed at most 5 times a second."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import sys
+        import time
+
+        from tqdm import tqdm
+
+        self._time = time.monotonic
+        self._last = 0.0
+        self.bar = tqdm(total=args.episodes if isinstance(args.episodes, int) else None,
+                        desc=f"train {args.policy}", unit="episode", file=sys.stderr,
+                        disable=True if args.json else None, dynamic_ncols=True)
+        self.phase("reading traces")
+
+    def phase(self, text: str, force: bool = True) -> None:
+        now = self._time()
+        if force or now - self._last >= 0.2:
+            self._last = now
+            self.bar.set_postfix_str(text)
+
+    def tick(self, phase: str, done: int, total: int) -> None:
+        self.phase(f"validation episode {done + 1}/{total}" if phase == "validation" else
+                   f"{done:,} decisions", force=phase == "validation" and done == 0)
+
+    def episode(self, k: int, stats: dict[str, float]) -> None:
+        post = f"e2e {stats['mean_e2e_s']:.2f}s, return {stats['return']:.1f}"
+        if "validation_e2e_s" in stats:
+            post += f", validation e2e {stats['validation_e2e_s']:.2f}s"
+        self.bar.set_postfix_str(post, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _train_run(args: argparse.Namespace, bar: _Progress) -> int:
+    from ..intelligent import DQNConfig, EnvConfig, save_checkpoint, train_dqn
+
     cfg, traces, rate = _setup(args)
     _positive_int(args.episodes, "--episodes")
     _positive_int(args.validation_episodes, "--validation-episodes")
@@ -429,31 +573,22 @@ def _train(args: argparse.Namespace) -> int:
 
         check_real(args.balance_factor, "--balance-factor (0: no cap)", low=1.0)
     # the paper's action space: waiting whenever; 30 s is only a guard that ends episodes of a
-    # policy that always waits [R] (the seed's routers wait 0.6-4.4 s on average)
+    # policy that always waits [R] (the paper's routers wait 0.6-4.4 s on average)
     env = EnvConfig(balance_factor=args.balance_factor or None,
                     **({"wait_only_when_full": False, "max_wait_s": 30.0} if paper else {}))
+    bar.phase("checking the workloads")
     workload_fn, predict_fn = _episodes(args, traces, rate, cfg)
     n_check = args.episodes + (args.validation_episodes if args.selection == "validation"
                                else 0)
-    for k in range(n_check):  # every episode's workload must fit (checked up front)
-        cfg.check_workload(workload_fn(args.seed + k))
+    _check_workloads(cfg, traces, workload_fn, args.seed, n_check)
     load = _offered_load(workload_fn(args.seed), cfg)
-
-    bar = tqdm(total=args.episodes, desc=f"train {args.policy}", unit="episode",
-               disable=args.json)
-
-    def progress(k: int, stats: dict[str, float]) -> None:
-        post = {"e2e": f"{stats['mean_e2e_s']:.2f}s", "ret": f"{stats['return']:.1f}"}
-        if "validation_e2e_s" in stats:
-            post["val_e2e"] = f"{stats['validation_e2e_s']:.2f}s"
-        bar.set_postfix(post)
-        bar.update(1)
-
+    bar.phase("calibrating the environment")
     result = train_dqn(workload_fn, cfg, dq, env_config=env, predict_fn=predict_fn,
-                       progress=progress, engine=args.engine)
+                       progress=bar.episode, engine=args.engine, tick=bar.tick)
+    _check_trained(result)
+    bar.phase("saving the checkpoint")
+    out = save_checkpoint(result, args.out, overwrite=args.overwrite, run=_manifest(args))
     bar.close()
-    out = save_checkpoint(result, args.out)
-    write_json_atomic(out / "manifest.json", _manifest(args))
     if args.json:
         print(dumps_json({"out": str(out), "history": result.history,
                           "selected_episode": result.selected_episode,
@@ -468,3 +603,33 @@ def _train(args: argparse.Namespace) -> int:
                   f"{result.history[k]['validation_e2e_s']:.3f} s on {args.validation_episodes}"
                   f" held-out episode(s); --selection last keeps the final one)")
     return 0
+
+
+def _check_trained(result: Any) -> None:
+    """Refuse to save a network with non-finite parameters (a diverged training that kept
+    no earlier network): it would route as if trained; nothing is written."""
+    import jax
+    import numpy as np
+
+    leaves = jax.tree_util.tree_leaves(result.net)
+    if all(np.all(np.isfinite(np.asarray(x))) for x in leaves if hasattr(x, "dtype")):
+        return
+    from ..errors import SolverError
+
+    k = result.history[-1]["episode"] if result.history else 0
+    raise SolverError(f"training diverged (non-finite loss or parameters at episode {k}) and "
+                      f"kept no finite network: nothing saved; try a smaller --lr")
+
+
+def _check_workloads(cfg: Any, traces: list, workload_fn: Any, seed: int, n: int) -> None:
+    """Every episode's workload must fit one instance's KV budget, checked before training:
+    once on the traces when every request of them fits (episodes draw from them), else
+    episode by episode (the first that does not fit is named)."""
+    import numpy as np
+
+    need = max((int(np.max(np.maximum(t.prompt_tokens, 1) + np.maximum(t.output_tokens, 1)))
+                for t in traces if len(t)), default=0)
+    if need <= cfg.kv_budget_tokens:
+        return
+    for k in range(n):
+        cfg.check_workload(workload_fn(seed + k))

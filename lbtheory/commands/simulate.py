@@ -103,9 +103,23 @@ def _scenario(args: argparse.Namespace):
                                  f"--appendix-b scenario; a scenario file sets its own cells, "
                                  f"rates and events")
         return load_scenario(args.scenario)
-    return appendix_b_scenario(args.appendix_b, n_cells=args.cells, utilisation=args.utilisation,
-                               duration_s=args.duration, burst=args.burst, outage=args.outage,
-                               noise_eps=args.noise, y=args.y)
+    try:
+        return appendix_b_scenario(args.appendix_b, n_cells=args.cells,
+                                   utilisation=args.utilisation, duration_s=args.duration,
+                                   burst=args.burst, outage=args.outage, noise_eps=args.noise,
+                                   y=args.y)
+    except ParameterError as exc:  # name the flag the user typed beside the parameter
+        text = str(exc)
+        flag = next((f for name, f in _GENERATOR_FLAGS.items()
+                     if text.startswith(f"appendix_b.{name}")), None)
+        if flag is None:
+            raise
+        raise ParameterError(f"{flag}: {text}") from None
+
+
+#: appendix_b_scenario's parameters -> the simulate flag that sets each.
+_GENERATOR_FLAGS = {"seed": "--appendix-b", "n_cells": "--cells", "utilisation": "--utilisation",
+                    "duration_s": "--duration", "noise_eps": "--noise", "y": "--y"}
 
 
 #: options that shape only a generated --appendix-b scenario, with their defaults.

@@ -53,6 +53,11 @@ def _solve(net: CellNetwork | RoutingGame, cost: CostKind, objective: Objective,
            solver: str | None, tol: float | None, throw: bool,
            options: dict[str, Any]) -> EquilibriumResult | GameResult:
     """Dispatch one verb on the problem's type (the one place that does)."""
+    from .._checks import check_bool, check_real
+
+    if tol is not None:
+        check_real(tol, "tol", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_bool(throw, "throw")
     if isinstance(net, RoutingGame):
         extra = {} if tol is None else {"tol": tol}
         return solve_game(net, objective, solver=solver, throw=throw, **extra, **options)

@@ -132,7 +132,14 @@ def as_stepsize(stepsize: Any, n: int, mechanism: str) -> np.ndarray:
     if stepsize is None:
         raise ParameterError("stepsize: flow routing needs a stepsize η > 0 (1/(cost unit·s)), "
                              "a scalar or one value per source cell")
-    eta = np.asarray(stepsize, dtype=float)
+    try:
+        kind = np.asarray(stepsize).dtype.kind
+        eta = np.asarray(stepsize, dtype=float) if kind in "iuf" else None
+    except (TypeError, ValueError, OverflowError):
+        eta = None
+    if eta is None:  # text, a bool, a dict, an int beyond float: not a stepsize
+        raise ParameterError(f"stepsize: expected a real number or one per source cell "
+                             f"(1/(cost unit·s)), got {stepsize!r}")
     if eta.ndim == 0:
         eta = np.full(n, float(eta))
     if eta.shape != (n,):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_int, check_option, check_real
+from .._checks import check_bool, check_int, check_option, check_real
 from ..errors import ModelError, ParameterError, SolverError, SolveStatus, warn_deprecated
 from ..network import arc_incidence
 from ._bush import BushState, bush_assignment
@@ -296,6 +296,9 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
     solver = check_solver(solver)
     check_real(tol, "tol", low=0.0, high=1.0, low_open=True, high_open=True)
     check_int(threads, "threads", low=1)
+    check_real(time_limit, "time_limit", unit="s", low=0.0, low_open=True)
+    check_bool(throw, "throw")
+    check_bool(polish, "polish")
     routes, skipped = _attempts(game, method, solver, tol)
     outcomes: list[str] = []
     best: GameResult | None = None

@@ -362,7 +362,8 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
               env_config: EnvConfig | None = None,
               predict_fn: Callable[[Any], np.ndarray] | None = None,
               progress: Callable[[int, dict[str, float]], None] | None = None,
-              engine: str = "auto") -> TrainResult:
+              engine: str = "auto",
+              tick: Callable[[str, int, int], None] | None = None) -> TrainResult:
     """Train a Double-DQN router on ``RoutingEnv(workload_fn, cluster)``.
 
     Args:
@@ -376,6 +377,9 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
         progress: called after each episode with ``(k, stats)`` (a command's progress bar).
         engine: the environment's simulator (``"auto"``/``"compiled"`` or ``"reference"``;
             the same episodes and parameters either way).
+        tick: called as work goes on within an episode, ``(phase, done, total)``: ``("step",
+            decisions so far, 0)`` every 256 decisions of a training episode, ``("validation",
+            j, n)`` after each held-out episode (a command's sign of life on long episodes).
     """
     ec, cal = calibrate_env(workload_fn(config.seed), cluster, config.env_config(env_config),
                             predict_fn, engine=engine)
@@ -415,6 +419,8 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
                 writer.flush(obs2, done, info["action_mask"])
             mask = info["action_mask"]
             obs, ret, steps = obs2, ret + r, steps + 1
+            if tick is not None and env.steps % 256 == 0:
+                tick("step", env.steps, 0)
             if buf.size >= config.learning_starts and steps % config.train_every == 0:
                 params, opt_state, loss = update(static, params, target, opt_state,
                                                  *buf.sample(rng, config.batch_size))
@@ -435,7 +441,7 @@ def train_dqn(workload_fn: Callable[[int], Any], cluster: ClusterConfig, config:
                  "max_share": float(share.max() * m)}
         diverged = bool(losses and not np.all(np.isfinite(losses))) or not _finite_params(net)
         if val_seeds and not diverged:
-            v_e2e, v_share = _validate(net, env, val_seeds)
+            v_e2e, v_share = _validate(net, env, val_seeds, tick)
             stats.update(validation_e2e_s=v_e2e, validation_max_share=v_share)
             if v_e2e <= best[0]:  # ties: the later network (trained longer)
                 best = (v_e2e, k, params)
@@ -460,12 +466,16 @@ def _validation_seeds(config: DQNConfig) -> list[int]:
     return [s0 + j for j in range(config.validation_episodes)]
 
 
-def _validate(net: Any, env: RoutingEnv, seeds: list[int]) -> tuple[float, float]:
+def _validate(net: Any, env: RoutingEnv, seeds: list[int],
+              tick: Callable[[str, int, int], None] | None = None) -> tuple[float, float]:
     """(mean E2E in s, largest instance share × m) of ``net``'s greedy policy over the held-out
-    episodes ``seeds``; E2E ``inf`` when a request did not finish."""
+    episodes ``seeds``; E2E ``inf`` when a request did not finish. ``tick``: see
+    :func:`train_dqn`."""
     e2e, share = [], 0.0
     m = env.cfg.n_instances
-    for s in seeds:
+    for j, s in enumerate(seeds):
+        if tick is not None:
+            tick("validation", j, len(seeds))
         res = greedy_rollout(net, env, s, "validation")
         e2e.append(float(np.mean(res.e2e_s)) if res.completed == len(res.e2e_s) else np.inf)
         routed = res.instance[res.instance >= 0]

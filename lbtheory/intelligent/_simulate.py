@@ -217,6 +217,9 @@ def simulate_instances(workload: Workload, router: Any, config: ClusterConfig | 
     cfg = config or ClusterConfig()
     seed = as_seed(seed)
     sim = make_sim(workload, cfg, predicted_output, engine=engine)
+    from ..routers._drive import check_router_object
+
+    check_router_object(router)
     name = getattr(router, "name", "router")
     spec = kernel_spec(router, cfg) if isinstance(sim, CompiledClusterSim) else None
     if spec is not None:

@@ -61,6 +61,18 @@ def observe_all(router: Any, state: Any, views: Sequence[Any]) -> Any:
     return state
 
 
+def check_router_object(router: Any) -> None:
+    """Refuse what is not a router (a policy's name, ``None``, a number) with a
+    :class:`~lbtheory.errors.ParameterError` naming it, before any attribute is used."""
+    if isinstance(router, (str, bytes, int, float, type(None))) or not callable(
+            getattr(router, "init", None)):
+        from ..errors import ParameterError
+
+        hint = f": build it with make_router({router!r}, ...)" if isinstance(router, str) else ""
+        raise ParameterError(f"router must be a router object (with init/route, the contract "
+                             f"of lbtheory.routers), got {router!r}{hint}")
+
+
 class Driver:
     """A router, its state and its random stream during one run (module docstring).
 
@@ -74,6 +86,7 @@ class Driver:
 
     def __init__(self, router: Any, seed: int | np.random.SeedSequence = 0, *,
                  target: str = "target", queue: str = "queue") -> None:
+        check_router_object(router)
         if isinstance(seed, np.random.SeedSequence):
             init_seed = int(seed.generate_state(1)[0])
         else:

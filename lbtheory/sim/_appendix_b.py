@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from .._checks import check_int, check_memory, check_real, check_seed
+from ..errors import ParameterError
 from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
 from ..routers import perturb_model
@@ -122,6 +123,7 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     EP, ED = proto.prompt_tokens.mean, proto.output_tokens.mean
     mu_server = np.array([s.max_rate(EP, ED) for s in servers])
     cap = k * mu_server
+    _check_y_scale(y, cap, EP * tp + ED * td, utilisation, seed)
     lam = rng.dirichlet(np.ones(n)) * utilisation * cap.sum()
     noise = 1.0 + noise_eps * rng.uniform(-1.0, 1.0, size=n)
     names = [f"{REGION_NAMES[cell_region[j]]}-{j}" for j in range(n)]
@@ -161,6 +163,27 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         outages = tuple(Outage(j, t0, t1, r) for j, r in sorted(out.items()))
     return dataclasses.replace(proto, network=net, bursts=bursts, outages=outages,
                                name=f"appendix-b-{seed}", rate_variation=rate_variation)
+
+
+def _check_y_scale(y: float, cap: np.ndarray, theta0: np.ndarray, utilisation: float,
+                   seed: int) -> None:
+    """Refuse a ``y`` that scales a cell's capacity or its arrival rate (∝ y) or its zero-load
+    latency (∝ 1/y) out of :data:`lbtheory.network.LIMITS` (a cell's rate is at most the total
+    ``utilisation · Σ cap``), naming ``y`` and the range this seed accepts
+    (rather than the generated cell the limit would otherwise name)."""
+    from ..network import LIMITS
+
+    r_lo, r_hi, _ = LIMITS["max_rate"]
+    l_lo, l_hi, _ = LIMITS["latency_at_zero"]
+    cap1, th1 = cap / y, theta0 * y  # the same cells at y = 1
+    lo = max(r_lo / float(cap1.min()), float(th1.max()) / l_hi)
+    hi = min(r_hi / float(cap1.max()), float(th1.min()) / l_lo,
+             LIMITS["arrival_rate"][1] / (utilisation * float(cap1.sum())))
+    if not lo <= y <= hi:
+        raise ParameterError(f"appendix_b.y must be in [{lo:.3g}, {hi:.3g}] for seed {seed} "
+                             f"(cell capacities scale with y, zero-load latencies with 1/y, "
+                             f"within [{r_lo:g}, {r_hi:g}] req/s and [{l_lo:g}, {l_hi:g}] s), "
+                             f"got {y:g}")
 
 
 def _dummy_network() -> CellNetwork:

@@ -51,7 +51,6 @@ import enum
 import math
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from .._checks import check_int, check_memory, check_option, check_real, check_ticks
@@ -291,6 +290,7 @@ class Scenario:
         than the clock resolves, or arrivals needing more memory than
         :func:`lbtheory._checks.memory_limit_bytes` (at :data:`BYTES_PER_REQUEST`, 5 σ above
         the mean count)."""
+        check_real(duration_s, "duration_s", unit="s", low=0.0, low_open=True)
         check_ticks(duration_s, min(self.probe_period_s, duration_s), "simulation duration")
         rounds = duration_s / self.probe_period_s
         if rounds > MAX_PROBE_ROUNDS:
@@ -530,6 +530,8 @@ def _estimation(path: str, spec: Any) -> Estimation | None:
 
 def load_scenario(path: str | os.PathLike) -> Scenario:
     """Read a scenario file (YAML or JSON; :func:`lbtheory.io.read_config_file`)."""
-    p = Path(path)
+    from .._checks import check_path
+
+    p = check_path(path, "scenario path")
     sc = scenario_from_dict(read_config_file(p, "scenario"), path=str(p))
     return sc if sc.name else dataclasses.replace(sc, name=p.stem)

@@ -79,6 +79,8 @@ def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: 
     engine = check_option(Engine, engine, "engine")
     every = check_int(record_routing_every, "record_routing_every", low=0)
     scenario.check_horizon(T)
+    if record_period_s is not None:
+        check_real(record_period_s, "record_period_s", unit="s", low=0.0, low_open=True)
     period = record_period_s or T / DEFAULT_SERIES_POINTS
     check_real(period, "record_period_s", unit="s", low=0.0, low_open=True)
     scenario.check_run(T)

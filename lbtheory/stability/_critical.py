@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_real, validate_stepsize
+from .._checks import check_int, check_real, validate_stepsize
 from ..costs import CostKind
 from ..errors import (
     ParameterError,
@@ -279,6 +279,8 @@ def critical_stepsize(net: CellNetwork, cost: CostKind | str = "gradient", *,
     Raises:
         BoundaryEquilibriumError, InfeasibleDemandError, StepsizeError: see :func:`linearise`.
     """
+    check_real(rtol, "rtol", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_int(max_doublings, "max_doublings", low=1, high=1000)
     net = with_probe_period(net, probe_period_s)
     lin = linearisation or linearise(net, cost, weights=weights, equilibrium=equilibrium)
     rule, per = empirical_rule(net, lin.point, lin.weights)

@@ -230,6 +230,10 @@ def rightmost_roots(dde: LinearDDE, *, n_nodes: int = 16, count: int = 6, refine
         SolverError: the eigenvalue computation failed (names LAPACK's message).
     """
     n_nodes = check_int(n_nodes, "n_nodes", low=2, unit="Chebyshev degree", integral_float=True)
+    from .._checks import check_memory
+
+    side = float(dde.dim) * (n_nodes + 1)  # the collocation matrix (complex eigenproblem)
+    check_memory(3 * 16.0 * side * side, f"a collocation matrix of n_nodes = {n_nodes}")
     if dde.dim == 0:
         return RootSet(np.zeros(0, complex), np.zeros(0), n_nodes, 0)
     k0 = structural_zero_count(dde) if structural_zeros is None else int(structural_zeros)

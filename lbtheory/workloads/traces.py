@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import DataFormatError
+from ..errors import DataFormatError, ParameterError
 from ._workload import MAX_TOKENS, TraceOrderWarning, Workload, workload_from_arrays
 
 __all__ = ["read_trace", "trace_from_arrays", "COLUMN_ALIASES", "MAX_TOKENS",
@@ -189,7 +189,11 @@ def read_trace(path: str | os.PathLike, *,
             file, or unsorted timestamps with ``on_unsorted="error"``.
         FileNotFoundError: ``path`` does not exist.
     """
-    p = Path(path)
+    from .._checks import check_path
+
+    p = check_path(path, "read_trace: path")
+    if on_unsorted not in ("sort", "error"):
+        raise ParameterError(f"on_unsorted must be 'sort' or 'error', got {on_unsorted!r}")
     names, rows = _rows(p)
     cols = {}
     for field in ("arrival", "prompt", "output"):
