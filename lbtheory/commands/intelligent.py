@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ParameterError
 from ..io import dumps_json, write_json_atomic
-from ._help import option, spelling
+from ._help import number, option, spelling
 
 NAME = "intelligent"
 HELP = ("Intelligent Router (arXiv 2408.13510, THEORY §10): LLM instances with continuous "
@@ -26,15 +26,15 @@ JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_
 def _common(p: argparse.ArgumentParser, requests: int) -> None:
     p.add_argument("trace", nargs="+",
                    help="trace file(s) lbtheory.workloads reads; several are mixed, task = file")
-    p.add_argument("--instances", type=int, default=4, help="number of instances m")
-    p.add_argument("--requests", type=int, default=requests, help="requests per run/episode")
-    p.add_argument("--seed", type=int, default=0, help="seed of requests, arrivals (and training)")
-    p.add_argument("--rate", type=float, default=20.0,
-                   help="Poisson arrival rate (req/s); 0 = the trace timestamps")
-    p.add_argument("--kv-budget", type=int, default=32768,
-                   help="KV-cache budget per instance (tokens)")
-    p.add_argument("--max-batch", type=int, default=256, help="max requests per iteration")
-    p.add_argument("--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    number(p, "--instances", kind=int, default=4, help="number of instances m")
+    number(p, "--requests", kind=int, default=requests, help="requests per run/episode")
+    number(p, "--seed", kind=int, default=0, help="seed of requests, arrivals (and training)")
+    number(p, "--rate", default=20.0,
+           help="Poisson arrival rate (req/s); 0 = the trace timestamps")
+    number(p, "--kv-budget", kind=int, default=32768,
+           help="KV-cache budget per instance (tokens)")
+    number(p, "--max-batch", kind=int, default=256, help="max requests per iteration")
+    number(p, "--epoch", default=0.02, help="router decision epoch (s)")
     p.add_argument("--engine", default="auto",
                    help="instance simulator: auto / compiled (numba), or reference (the Python "
                         "engine: same results, slower)")
@@ -90,27 +90,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--reading", default="hurl",
                     help="λ_k of wg-rl: hurl = 1 − exp(−β k) (guidance vanishes); literal = "
                          "exp(−β k) (THEORY §10 ambiguity)")
-    tr.add_argument("--episodes", type=int, default=20, help="training episodes")
-    tr.add_argument("--lr", type=float, default=3e-4, help="Adam learning rate")
-    tr.add_argument("--eps-decay-steps", type=int, default=None,
-                    help="env steps of the linear ε-greedy decay (default: half of the "
-                         "training's decisions)")
-    tr.add_argument("--learning-starts", type=int, default=500,
-                    help="transitions before the first update")
+    number(tr, "--episodes", kind=int, default=20, help="training episodes")
+    number(tr, "--lr", default=3e-4, help="Adam learning rate")
+    number(tr, "--eps-decay-steps", kind=int, default=None,
+           help="env steps of the linear ε-greedy decay (default: half of the "
+                "training's decisions)")
+    number(tr, "--learning-starts", kind=int, default=500,
+           help="transitions before the first update")
     tr.add_argument("--network", default="monotone",
                     help="Q-network: monotone (instance-symmetric, an instance's value cannot "
                          "grow with its load), symmetric (without that constraint) or mlp "
                          "(the seed's plain MLP)")
-    tr.add_argument("--balance-factor", type=float, default=1.25,
-                    help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
-                         "the n requests on the instances is closed to new requests (c >= 1; "
-                         "0: no cap; default 1.25)")
+    number(tr, "--balance-factor", default=1.25,
+           help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
+                "the n requests on the instances is closed to new requests (c >= 1; "
+                "0: no cap; default 1.25)")
     tr.add_argument("--selection", default="validation", choices=["validation", "last"],
                     help="which network to save [R]: validation = the one whose greedy policy "
                          "served held-out episodes (seeds seed + episodes, ...) with the lowest "
                          "mean E2E, checked after every episode; last = after the last episode")
-    tr.add_argument("--validation-episodes", type=int, default=2,
-                    help="held-out episodes per validation (with --selection validation)")
+    number(tr, "--validation-episodes", kind=int, default=2,
+           help="held-out episodes per validation (with --selection validation)")
     _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR",
                     help="checkpoint folder (params.eqx, config.json, history.json, "

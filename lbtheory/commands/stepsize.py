@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ._help import number
+
 NAME = "stepsize"
 HELP = ("Exact critical stepsize of flow routing with delays, the empirical rule, and a "
         "stable/unstable verdict for a given stepsize.")
@@ -25,12 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topology", help="cell network (.yaml/.yml/.json)")
     parser.add_argument("--cost", default="gradient", choices=["gradient", "latency", "rif"],
                         help="cost signal routed on (default gradient)")
-    parser.add_argument("--stepsize", type=float, default=None,
-                        help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
-                             "and gradient costs, whose unit is s); same for every source "
-                             "(default: the empirical rule)")
-    parser.add_argument("--nodes", type=int, default=16,
-                        help="Chebyshev degree of the collocation (default 16)")
+    number(parser, "--stepsize", default=None, low=0.0, low_open=True,
+           help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
+                "and gradient costs, whose unit is s); same for every source "
+                "(default: the empirical rule)")
+    number(parser, "--nodes", kind=int, default=16,
+           help="Chebyshev degree of the collocation (default 16)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

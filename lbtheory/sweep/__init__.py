@@ -29,6 +29,7 @@ from ._experiment import (
 )
 from ._runner import (
     CONNECT_TIMEOUT_S,
+    SweepInterrupted,
     SweepResult,
     cell_path,
     dask_client,
@@ -46,6 +47,7 @@ from ._script import (
 __all__ = [
     "Experiment",
     "SweepResult",
+    "SweepInterrupted",
     "run_sweep",
     "pending_cells",
     "script_main",
