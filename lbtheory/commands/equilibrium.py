@@ -40,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 f"warning; default 1e-10; TNTP networks only)")
     number(parser, "--threads", kind=int, default=None, low=1,
            help="threads of the bush solver on a TNTP network (default: every "
-                "core numba sees; 1 is deterministic, more vary the flows in the "
-                "last bits, every answer certified to --gap; TNTP networks only)")
+                "core numba sees, and at most that, with a warning; 1 is "
+                "deterministic, more vary the flows in the last bits, every answer "
+                "certified to --gap; TNTP networks only)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="write a figure (.png/.pdf/.svg): per-cell load and PoA as demand "
                              "grows (cell networks only)")
@@ -50,9 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 #: Default of ``--tol`` (relative Definition-1 residual).
 DEFAULT_TOL = 1e-6
 
-#: The relative gaps ``--gap`` certifies [measured: below 1e-12 float64 round-off in the total
-#: travel time stalls the gap on the bundled Braess network; above 1e-3 an answer is certified,
-#: but it is a rough one (flows off by about the gap's share)].
+#: The relative gaps ``--gap`` certifies: the range README and BENCHMARKS (bench_tntp_cli)
+#: measured on networks up to the Chicago-Sketch size. Below it a target may be unreachable —
+#: the certificate's own float64 round-off is ~1e-16 of the travel time on the 5-arc Braess
+#: network and grows with the network — and the solvers ran past 60 s (1e-16, 1e-300); above
+#: it an answer is certified but rough (flows off by about the gap's share of travel time).
 GAP_RANGE = (1e-12, 1e-3)
 
 
@@ -65,8 +68,8 @@ def check_gap(gap: float) -> float:
     low, high = GAP_RANGE
     if gap < low:
         raise ParameterError(f"--gap {gap:g} is below {low:g}: the solvers certify relative gaps "
-                             f"in [{low:g}, {high:g}] (float64 round-off stops them near "
-                             f"{low:g}); pass a gap in that range")
+                             f"in [{low:g}, {high:g}] (below, float64 round-off can keep a "
+                             f"solve from ever certifying); pass a gap in that range")
     if gap > high:
         warn(f"--gap {gap:g} certifies little: a relative gap above {high:g} leaves flows off by "
              f"up to about that share of the travel time (the solvers certify [{low:g}, "
