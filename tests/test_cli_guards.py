@@ -45,6 +45,8 @@ def test_utilisation_as_a_percentage_is_an_error_suggesting_the_fraction(flag, t
                          (flag, "80", "fraction", "did you mean 0.80?"), tmp_path, capsys)
     check_one_error_line(f"{flag} 250", ["simulate", "--appendix-b", "1", flag, "250"],
                          (flag, "250", "accepted up to 2"), tmp_path, capsys)
+    check_one_error_line(f"{flag} 80%", ["simulate", "--appendix-b", "1", f"{flag}=80%"],
+                         (flag, "80%", "did you mean 0.80?"), tmp_path, capsys)
 
 
 def test_utilisation_above_one_warns_and_at_most_one_does_not(capsys):
@@ -82,6 +84,24 @@ NUMERIC = {
     "--gap 1e-16 --method fw": (["equilibrium", *BRAESS_ARGS, "--gap", "1e-16", "--method", "fw"],
                                 ("--gap 1e-16 is below 1e-12", "[1e-12, 0.001]")),
     "--gap 1": (["equilibrium", *BRAESS_ARGS, "--gap", "1"], ("--gap must be in (0, 1)",)),
+    # found by fuzzing: a 7.28-TiB allocation (traceback), numpy overflow warnings, errors
+    # naming a generated cell or appendix_b.* instead of the flag
+    "--horizon 1e12": (["barrier", str(TRACE), "--horizon", str(10**12)],
+                       ("--horizon must be an integer <= 1000000",)),
+    "--step-a 1e308": (["barrier", str(TRACE), "--step-a", "1e308"],
+                       ("--step-a must be in [0, 1]", "s per token")),
+    "--y 1e-300": (["simulate", "--appendix-b", "1", "--y", "1e-300"],
+                   ("--y must be in [0.001, 1000]",)),
+    "--noise 1": (["simulate", "--appendix-b", "1", "--noise", "1"],
+                  ("--noise must be in [0, 1)",)),
+    "--cells 0": (["simulate", "--appendix-b", "1", "--cells", "0"],
+                  ("--cells must be an integer >= 1",)),
+    "--nodes 1e6": (["stepsize", str(EXAMPLE), "--nodes", str(10**6)],
+                    ("--nodes must be an integer <= 256",)),
+    "stepsize --stepsize 1e308": (["stepsize", str(EXAMPLE), "--stepsize", "1e308"],
+                                  ("--stepsize 1e+308 is beyond 1e+06",)),
+    "--rate 1e308": (["intelligent", "evaluate", str(TRACE), "--rate", "1e308"],
+                     ("--rate must be <= 1e+09", "req/s")),
 }
 
 
@@ -108,6 +128,16 @@ def test_gap_that_certifies_little_warns_and_threads_are_capped(capsys):
     assert rep["requested_gap"] == 0.5 and rep["relative_gaps"]["wardrop"] <= 0.5
     # Braess at demand 6 (THEORY's closed values): optimum 498 ≤ any feasible total travel time
     assert rep["equilibria"]["wardrop"]["total_travel_time"] >= 498 - 1e-6
+
+
+def test_collocation_refuses_a_matrix_beyond_the_memory_limit():
+    """The library's own guard (an API call, not the CLI): 10^6 nodes asked for 7.28 TiB."""
+    from lbtheory.errors import ParameterError
+    from lbtheory.instances import symmetric_two_cell
+    from lbtheory.stability import critical_stepsize
+
+    with pytest.raises(ParameterError, match="collocation of degree 1000000.*GiB"):
+        critical_stepsize(symmetric_two_cell(), "gradient", n_nodes=10**6)
 
 
 # ----------------------------------------------------------------------------- delays
@@ -268,10 +298,15 @@ def _interrupt(cmd: list[str], ready, *, cwd: Path, env: dict, timeout: float = 
     return proc.returncode, out, err
 
 
+#: policies enough for a run of about a minute (one policy ended in ~10 s: a SIGINT after the
+#: end is no test)
+LONG = "rand,flow-grad,flow-lat,jsq,flow-rif"
+
+
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
 @pytest.mark.parametrize(("argv", "after_s"), [
-    (["simulate", "--appendix-b", "1", "--duration", "3000", "--policy", "rand"], 0.3),
-    (["simulate", "--appendix-b", "1", "--duration", "3000", "--policy", "rand"], 8.0),
+    (["simulate", "--appendix-b", "1", "--duration", "3000", "--policy", LONG], 0.3),
+    (["simulate", "--appendix-b", "1", "--duration", "3000", "--policy", LONG], 8.0),
     (["fluid", str(EXAMPLE), "--stepsize", "0.1", "--duration", "1e4", "--dt", "1e-4"], 3.0),
     (["barrier", str(TRACE), "--policy", "brh-oracle"], 0.3),
 ], ids=["simulate-starting", "simulate-running", "fluid", "barrier"])

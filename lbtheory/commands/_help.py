@@ -150,8 +150,10 @@ class Utilisation(Number):
         from .._checks import check_real
         from ..errors import ParameterError
 
-        value = check_real(text, flag, low=0.0, low_open=True)
-        if value > UTILISATION_ERROR:
+        percent = text.strip().endswith("%")  # "80%": a percentage, said so below
+        value = check_real(text.strip().rstrip("%") if percent else text, flag, low=0.0,
+                           low_open=True)
+        if percent or value > UTILISATION_ERROR:
             hint = (f"; did you mean {value / 100:.2f}?" if value <= 100 else "")
             raise ParameterError(f"{flag} {text} is not a utilisation: it is the fraction "
                                  f"Λ/Σμ̄ of capacity (1 = demand equals capacity), accepted up "

@@ -17,6 +17,11 @@ HELP = ("BalanceRoute step-barrier simulation: mean imbalance, idle fraction, th
 DEFAULT_POLICIES = "random,rr,p2c,jsq,br0,brh-oracle,brh-survival"
 
 
+#: Longest BR-H horizon ``--horizon`` takes (steps) [R]: 12,500× the paper's H = 80; its
+#: discount table is one float per step (1e12 asked for 7.28 TiB).
+MAX_HORIZON = 10**6
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory barrier``."""
     parser.add_argument("trace", help="CSV/JSONL trace (Azure TIMESTAMP,ContextTokens,"
@@ -37,15 +42,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     number(parser, "--requests", aliases=("--limit",), kind=int, default=None, metavar="N",
            help="use the first N requests of the trace (N ≥ 1; default: all)")
     number(parser, "--seed", kind=int, default=0, help="seed of the random baselines")
-    number(parser, "--horizon", kind=int, default=80, help="BR-H horizon H (steps)")
+    number(parser, "--horizon", kind=int, default=80, high=MAX_HORIZON,
+           help="BR-H horizon H (steps)")
     number(parser, "--gamma", default=1.0, help="BR-H discount")
     number(parser, "--s-greedy", kind=int, default=None, help="Stage-1 threshold (default G)")
     number(parser, "--r-max", kind=int, default=4, help="Stage-2 candidates")
     number(parser, "--max-wait", kind=int, default=2000,
            help="age guard in ticks (negative: off)")
-    number(parser, "--step-a", default=StepTimeModel.a_s_per_token,
+    number(parser, "--step-a", low=0.0, high=1.0, unit="s per token",
+           default=StepTimeModel.a_s_per_token,
            help="step time a (s per bottleneck KV token)")
-    number(parser, "--step-b", default=StepTimeModel.b_s,
+    number(parser, "--step-b", low=0.0, high=100.0, unit="s", default=StepTimeModel.b_s,
            help="step time b (s)")
     parser.add_argument("--unsorted", choices=("sort", "error"), default="sort",
                         help="unsorted timestamps: sort with a warning (default) or refuse")

@@ -29,7 +29,7 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
     number(p, "--instances", kind=int, default=4, help="number of instances m")
     number(p, "--requests", kind=int, default=requests, help="requests per run/episode")
     number(p, "--seed", kind=int, default=0, help="seed of requests, arrivals (and training)")
-    number(p, "--rate", default=20.0,
+    number(p, "--rate", high=1e9, unit="req/s", default=20.0,
            help="Poisson arrival rate (req/s); 0 = the trace timestamps")
     number(p, "--kv-budget", kind=int, default=32768,
            help="KV-cache budget per instance (tokens)")

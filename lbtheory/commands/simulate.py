@@ -19,6 +19,11 @@ HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, A
         "requests, errors, utilisation and mean workload.")
 
 
+#: ``--y`` accepted [R]: two decades beyond the Appendix-B experiment's levels (0.1–10) on each
+#: side; far outside, the generated cells' rates leave the accepted model ranges.
+Y_RANGE = (1e-3, 1e3)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory simulate``."""
     from ..registry import POLICY_NAMES
@@ -28,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     number(parser, "--appendix-b", kind=int, default=None, metavar="SEED",
            help="generate DLB's Appendix-B scenario with this seed instead of a file "
            "(latency models fitted to the simulated cells, time-varying arrivals)")
-    number(parser, "--cells", kind=int, default=None,
+    number(parser, "--cells", kind=int, low=1, default=None,
            help="number of cells of the Appendix-B scenario (default: U{2..10})")
     utilisation(parser, "--utilisation", "--utilization", default=0.8,
                 help="Appendix-B target utilisation Λ/Σμ̄, a fraction of capacity (either "
@@ -37,9 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Appendix-B: demand burst to 95%% in [0.3, 0.7]·duration")
     parser.add_argument("--outage", action="store_true",
                         help="Appendix-B: capacity outage to >95%% in [0.3, 0.7]·duration")
-    number(parser, "--y", default=1.0,
+    number(parser, "--y", default=1.0, low=Y_RANGE[0], high=Y_RANGE[1],
            help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
-    number(parser, "--noise", default=0.0,
+    number(parser, "--noise", default=0.0, low=0.0, high=1.0, high_open=True,
            help="Appendix-B: latency-model noise ε (every fitted parameter of "
                 "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
     parser.add_argument("--policy", default="flow-grad",

@@ -23,6 +23,15 @@ HELP = ("Exact critical stepsize of flow routing with delays, the empirical rule
         "stable/unstable verdict for a given stepsize.")
 
 
+#: Largest ``--nodes`` [R]: THEORY §7.6 reports 30–40 nodes for 8 digits; 256 leaves room,
+#: and the dense eigenvalue problem grows as (cells × nodes)³.
+MAX_NODES = 256
+#: Largest ``--stepsize`` [R]: 10^4–10^6× the critical stepsizes of the bundled topologies
+#: (1–100); far beyond, the collocation overflows (1e308 printed numpy warnings and a garbage
+#: root), while the verdict there is UNSTABLE anyway.
+MAX_STEPSIZE = 1e6
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topology", help="cell network (.yaml/.yml/.json)")
     parser.add_argument("--cost", default="gradient", choices=["gradient", "latency", "rif"],
@@ -31,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
            help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
                 "and gradient costs, whose unit is s); same for every source "
                 "(default: the empirical rule)")
-    number(parser, "--nodes", kind=int, default=16,
+    number(parser, "--nodes", kind=int, default=16, high=MAX_NODES,
            help="Chebyshev degree of the collocation (default 16)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -43,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.stepsize is not None:
         validate_stepsize(args.stepsize, "--stepsize")
+        if args.stepsize > MAX_STEPSIZE:
+            from ..errors import StepsizeError
+
+            raise StepsizeError(f"--stepsize {args.stepsize:g} is beyond {MAX_STEPSIZE:g} "
+                                f"1/(cost unit·s), where the analysis overflows (critical "
+                                f"stepsizes are ~1–100): it is UNSTABLE")
     net = load_topology(args.topology)
     rep = check_stepsize(net, args.cost, args.stepsize, n_nodes=args.nodes)
     closed = symmetric_threshold(net, rep.critical.linearisation.point)
