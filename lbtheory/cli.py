@@ -10,18 +10,22 @@ Flags follow one vocabulary across subcommands (:mod:`lbtheory.commands._help`):
 
 Exit codes: 0 success; 1 the command ran and a check it performs failed (``stepsize``: the verdict
 is UNSTABLE); 2 bad input (a malformed file, an invalid option, an output that cannot be written)
-or a failed solve.
+or a failed solve; 130 interrupted (Ctrl-C: one ``interrupted`` line on stderr, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
 import sys
 import textwrap
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from .errors import LBTheoryError
 
@@ -105,28 +109,112 @@ def _non_interactive_backend() -> None:
         os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+#: Exit code of a run ended by Ctrl-C (128 + SIGINT, the shell's convention).
+EXIT_INTERRUPTED = 130
+
+
+def interrupted_line(exc: KeyboardInterrupt) -> str:
+    """The one line a Ctrl-C prints: ``interrupted``, and for a sweep how many cells are cached
+    where and that a rerun resumes (:attr:`lbtheory.sweep.SweepInterrupted.resume_hint`)."""
+    hint = getattr(exc, "resume_hint", "")
+    return f"interrupted: {hint}" if hint else "interrupted"
+
+
+#: Seconds a Ctrl-C may wait for the main thread to raise KeyboardInterrupt before the process
+#: ends anyway: a JAX scan (``fluid``) runs in native code and does not return to Python until
+#: it ends, so the interpreter's own handler would wait for the whole run.
+HARD_EXIT_AFTER_S = 3.0
+#: Seconds the cleanup after a raised KeyboardInterrupt may take (closing a Dask cluster)
+#: before the process ends anyway (a KeyboardInterrupt raised inside a callback is swallowed).
+HARD_EXIT_CLEANUP_S = 30.0
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[threading.Event]:
+    """Ctrl-C ends the run promptly even inside native code: SIGINT raises KeyboardInterrupt as
+    usual (the caller prints its one line, then sets the yielded event), and also wakes a
+    watcher thread (``signal.set_wakeup_fd``) that prints ``interrupted`` and exits with
+    :data:`EXIT_INTERRUPTED` when no KeyboardInterrupt was raised within
+    :data:`HARD_EXIT_AFTER_S`, or it was but not handled within :data:`HARD_EXIT_CLEANUP_S`.
+    Main thread only; elsewhere only the event is yielded."""
+    import os
+    import signal
+    import socket
+
+    handled = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield handled
+        return
+    raised, swallowed = threading.Event(), threading.Event()
+    unraisable = sys.unraisablehook
+
+    def hook(info: Any) -> None:  # a KeyboardInterrupt raised in a callback: no traceback
+        if issubclass(info.exc_type, KeyboardInterrupt):
+            swallowed.set()
+        else:
+            unraisable(info)
+
+    def on_sigint(signum: int, frame: object) -> None:
+        raised.set()
+        raise KeyboardInterrupt
+
+    def watch(sock: socket.socket) -> None:
+        try:
+            while signal.SIGINT not in (data := sock.recv(64)):
+                if not data:  # closed: the command ended
+                    return
+        except OSError:  # closed: the command ended
+            return
+        if raised.wait(HARD_EXIT_AFTER_S):
+            end = time.monotonic() + HARD_EXIT_CLEANUP_S
+            while not (handled.wait(0.1) or swallowed.is_set() or time.monotonic() > end):
+                pass
+        if not handled.is_set():
+            print("interrupted", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(EXIT_INTERRUPTED)
+
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    old_handler = signal.signal(signal.SIGINT, on_sigint)
+    sys.unraisablehook = hook
+    old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    threading.Thread(target=watch, args=(r,), daemon=True, name="lbtheory-ctrl-c").start()
+    try:
+        yield handled
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGINT, old_handler)
+        sys.unraisablehook = unraisable
+        r.shutdown(socket.SHUT_RDWR)
+        r.close()
+        w.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 a check failed, 2 bad input or a
-    failed solve). Warnings print as one ``warning:`` line each; they never change the exit
-    code."""
+    failed solve, 130 interrupted by Ctrl-C: one ``interrupted`` line, no traceback).
+    Warnings print as one ``warning:`` line each; they never change the exit code."""
     import warnings
 
     _non_interactive_backend()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    shown = warnings.showwarning
-    warnings.showwarning = _one_line_warning
-    try:
-        return int(args._run(args) or 0)
-    except LBTheoryError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # missing file, a directory, no permission, disk full, ...
-        where = f": {exc.filename}" if exc.filename else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 2
-    finally:
-        warnings.showwarning = shown
+    with warnings.catch_warnings(), _interruptible() as handled:
+        warnings.showwarning = _one_line_warning
+        try:
+            parser = build_parser()
+            args = parser.parse_args(argv)  # a numeric flag's error is raised while parsing
+            return int(args._run(args) or 0)
+        except KeyboardInterrupt as exc:
+            print(interrupted_line(exc), file=sys.stderr)
+            handled.set()
+            return EXIT_INTERRUPTED
+        except LBTheoryError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:  # missing file, a directory, no permission, disk full, ...
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,6 +25,7 @@ __all__ = [
     "BoundaryEquilibriumError",
     "SweepError",
     "ParameterError",
+    "SuspiciousInputWarning",
     "SolveStatus",
     "RunStatus",
     "RequestOutcome",
@@ -148,6 +149,12 @@ class SweepError(LBTheoryError, ValueError):
     """An experiment sweep is malformed or cannot run (empty grid, duplicate or non-JSON config,
     unknown profile or experiment, unreachable scheduler, a failed cell); names the experiment and
     the field, profile or address."""
+
+
+class SuspiciousInputWarning(UserWarning):
+    """An input lbtheory accepts but that is probably a mistake of units (an arc delay of 15 s:
+    milliseconds written where seconds are read). Issued with :func:`warnings.warn`; the CLI
+    prints each as one ``warning:`` line."""
 
 
 class SolveStatus(enum.StrEnum):

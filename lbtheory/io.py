@@ -333,9 +333,33 @@ def topology_from_dict(data: Any, *, path: str = ""):
         # replicas, arrival rates and delays are checked by CellNetwork (the one validator)
         arcs.append(Arc(source=a["from"], target=a["to"], delay=a.get("delay", 0.0)))
     try:
-        return CellNetwork(cells, arcs)
+        net = CellNetwork(cells, arcs)
     except (TopologyError, ModelError) as exc:
         raise type(exc)(f"{path}: {exc}" if path else str(exc)) from None
+    _warn_long_delays(net, path)
+    return net
+
+
+#: An arc delay above this (s) is probably milliseconds written as seconds: a warning.
+LONG_DELAY_S = 10.0
+
+
+def _warn_long_delays(net: Any, path: str) -> None:
+    """One :class:`~lbtheory.errors.SuspiciousInputWarning` when arcs have one-way delays above
+    :data:`LONG_DELAY_S` (delays are read in seconds; ``delay: 15`` meant as 15 ms is 15 s)."""
+    import warnings
+
+    from .errors import SuspiciousInputWarning
+
+    long = [a for a in net.arcs if a.delay > LONG_DELAY_S]
+    if not long:
+        return
+    a = max(long, key=lambda arc: arc.delay)
+    more = f" (and {len(long) - 1} more arc{'s' if len(long) > 2 else ''} above " \
+           f"{LONG_DELAY_S:g} s)" if len(long) > 1 else ""
+    warnings.warn(f"{path + ': ' if path else ''}delays are in seconds; {a.delay:g} s read from "
+                  f"arc {a.source}→{a.target}{more}; write milliseconds as e.g. 0.015",
+                  SuspiciousInputWarning, stacklevel=3)
 
 
 #: Largest configuration file read (bytes): topology and scenario files are hand-written.

@@ -38,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"simplex"},
     {"stats", "plotting"},
     {"registry"},  # data: names every implementation by dotted path, imports none of them
-    {"errors", "_array", "_checks"},
+    {"errors", "_array", "_checks", "_jit"},
 ]
 
 

@@ -97,7 +97,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
     "appendix-b 5000 cells": (lambda t: SIM + ["--appendix-b", "1", "--cells", "5000"],
                               ("5000 cells", "GiB")),
     "appendix-b utilisation 1e6": (lambda t: SIM + ["--appendix-b", "1", "--utilisation", "1e6"],
-                                   ("expected requests", "GiB")),
+                                   ("--utilisation 1e6", "fraction", "accepted up to 2")),
     "generator option with a scenario file": (lambda t: SIM + [str(SCENARIO), "--cells", "3"],
                                               ("--cells", "--appendix-b")),
     "duplicate policy": (lambda t: SIM + [str(SCENARIO), "--policy", "rand,rand"],

@@ -120,7 +120,9 @@ def test_old_spelling_parses_to_the_same_namespace(path, old, new):
     by_old, by_new = parsed(old), parsed(new)
     assert by_old == by_new
     act = COMMANDS[path]._option_string_actions[new]
-    assert by_new[act.dest] == (act.type or str)(value)  # the value typed, converted
+    number = getattr(act, "number", None)  # a numeric flag: read by its Number rule
+    typed = number.parse(value, new) if number is not None else (act.type or str)(value)
+    assert by_new[act.dest] == typed  # the value typed, converted
     # neither spelling: the new option's default (the hidden alias adds no default of its own)
     assert vars(parser.parse_args(BASE_ARGV[path]))[act.dest] == act.default != by_new[act.dest]
 
@@ -129,6 +131,9 @@ def test_both_spellings_of_utilisation_parse_to_the_same_namespace():
     parser = build_parser()
     a = parser.parse_args([*BASE_ARGV["simulate",], "--utilisation", "0.55"])
     b = parser.parse_args([*BASE_ARGV["simulate",], "--utilization", "0.55"])
+    assert a._spelling["utilisation"] == "--utilisation"  # an error names the spelling typed
+    assert b._spelling["utilisation"] == "--utilization"
+    del a._spelling, b._spelling
     assert vars(a) == vars(b) and a.utilisation == 0.55
     assert parser.parse_args(BASE_ARGV["simulate",]).utilisation == 0.8
 

@@ -8,7 +8,7 @@ from ..barrier import BRParams, DecodeConfig, StepTimeModel, summary_table
 from ..io import dumps_json
 from ..registry import BARRIER_POLICIES, compare_policies, parse_policies
 from ..workloads import read_trace
-from ._help import option, spelling
+from ._help import number, option, spelling
 
 NAME = "barrier"
 HELP = ("BalanceRoute step-barrier simulation: mean imbalance, idle fraction, throughput and TPOT "
@@ -17,36 +17,43 @@ HELP = ("BalanceRoute step-barrier simulation: mean imbalance, idle fraction, th
 DEFAULT_POLICIES = "random,rr,p2c,jsq,br0,brh-oracle,brh-survival"
 
 
+#: Longest BR-H horizon ``--horizon`` takes (steps) [R]: 12,500× the paper's H = 80; its
+#: discount table is one float per step (1e12 asked for 7.28 TiB).
+MAX_HORIZON = 10**6
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory barrier``."""
     parser.add_argument("trace", help="CSV/JSONL trace (Azure TIMESTAMP,ContextTokens,"
                                       "GeneratedTokens, arrival/prompt/output columns, or "
                                       "Mooncake JSONL with hash_ids)")
-    parser.add_argument("--replicas", "-G", type=int, default=8, help="decode replicas G")
+    number(parser, "--replicas", "-G", kind=int, default=8, help="decode replicas G")
     option(parser, "--policy", aliases=("--policies",), default=DEFAULT_POLICIES,
            help=f"policy or comma-separated policies, each run on the same trace, from: "
                 f"{', '.join(BARRIER_POLICIES)}")
-    parser.add_argument("--slots", type=int, default=32, help="decode slots per replica")
-    parser.add_argument("--window", type=int, default=128,
-                        help="saturation replay: prompt-pool size (requests)")
-    parser.add_argument("--time-scale", type=float, default=None,
-                        help="replay timestamps compressed by this factor (default: saturation "
-                             "replay, the pool always full)")
-    parser.add_argument("--kv-budget", type=int, default=None,
-                        help="KV-cache tokens per replica that admission respects (default: none)")
-    option(parser, "--requests", aliases=("--limit",), type=int, default=None, metavar="N",
+    number(parser, "--slots", kind=int, default=32, help="decode slots per replica")
+    number(parser, "--window", kind=int, default=128,
+           help="saturation replay: prompt-pool size (requests)")
+    number(parser, "--time-scale", default=None,
+           help="replay timestamps compressed by this factor (default: saturation "
+                "replay, the pool always full)")
+    number(parser, "--kv-budget", kind=int, default=None,
+           help="KV-cache tokens per replica that admission respects (default: none)")
+    number(parser, "--requests", aliases=("--limit",), kind=int, default=None, metavar="N",
            help="use the first N requests of the trace (N ≥ 1; default: all)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines")
-    parser.add_argument("--horizon", type=int, default=80, help="BR-H horizon H (steps)")
-    parser.add_argument("--gamma", type=float, default=1.0, help="BR-H discount")
-    parser.add_argument("--s-greedy", type=int, default=None, help="Stage-1 threshold (default G)")
-    parser.add_argument("--r-max", type=int, default=4, help="Stage-2 candidates")
-    parser.add_argument("--max-wait", type=int, default=2000,
-                        help="age guard in ticks (negative: off)")
-    parser.add_argument("--step-a", type=float, default=StepTimeModel.a_s_per_token,
-                        help="step time a (s per bottleneck KV token)")
-    parser.add_argument("--step-b", type=float, default=StepTimeModel.b_s,
-                        help="step time b (s)")
+    number(parser, "--seed", kind=int, default=0, help="seed of the random baselines")
+    number(parser, "--horizon", kind=int, default=80, high=MAX_HORIZON,
+           help="BR-H horizon H (steps)")
+    number(parser, "--gamma", default=1.0, help="BR-H discount")
+    number(parser, "--s-greedy", kind=int, default=None, help="Stage-1 threshold (default G)")
+    number(parser, "--r-max", kind=int, default=4, help="Stage-2 candidates")
+    number(parser, "--max-wait", kind=int, default=2000,
+           help="age guard in ticks (negative: off)")
+    number(parser, "--step-a", low=0.0, high=1.0, unit="s per token",
+           default=StepTimeModel.a_s_per_token,
+           help="step time a (s per bottleneck KV token)")
+    number(parser, "--step-b", low=0.0, high=100.0, unit="s", default=StepTimeModel.b_s,
+           help="step time b (s)")
     parser.add_argument("--unsorted", choices=("sort", "error"), default="sort",
                         help="unsorted timestamps: sort with a warning (default) or refuse")
     parser.add_argument("--json", action="store_true", help="print JSON")

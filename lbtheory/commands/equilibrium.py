@@ -10,6 +10,8 @@ import argparse
 
 import numpy as np
 
+from ._help import number
+
 NAME = "equilibrium"
 HELP = ("Compute the Wardrop (latency), system-optimum (gradient) and RIF equilibria of a "
         "topology and the price of anarchy.")
@@ -29,16 +31,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "lbtheory.games.solve.AUTO_THRESHOLD origin-arc variables), cvxpy, "
                              "gp (path-based gradient projection), bush (bush-based Algorithm "
                              "B) or fw (bi-conjugate Frank-Wolfe); others are tried if it fails")
-    parser.add_argument("--tol", type=float, default=None,
-                        help="target relative Definition-1 residual, dimensionless, in (0, 1) "
-                             "(default 1e-6; cell networks only)")
-    parser.add_argument("--gap", type=float, default=None,
-                        help="target relative gap of a TNTP routing game, dimensionless, in "
-                             "(0, 1) (default 1e-10; TNTP networks only)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads of the bush solver on a TNTP network (default: every "
-                             "core numba sees; 1 is deterministic, more vary the flows in the "
-                             "last bits, every answer certified to --gap; TNTP networks only)")
+    number(parser, "--tol", default=None,
+           help="target relative Definition-1 residual, dimensionless, in (0, 1) "
+                "(default 1e-6; cell networks only)")
+    number(parser, "--gap", default=None, low=0.0, high=1.0, low_open=True, high_open=True,
+           help=f"target relative gap of a TNTP routing game, dimensionless: the solvers "
+                f"certify [{GAP_RANGE[0]:g}, {GAP_RANGE[1]:g}] (below: an error; above: a "
+                f"warning; default 1e-10; TNTP networks only)")
+    number(parser, "--threads", kind=int, default=None, low=1,
+           help="threads of the bush solver on a TNTP network (default: every "
+                "core numba sees, and at most that, with a warning; 1 is "
+                "deterministic, more vary the flows in the last bits, every answer "
+                "certified to --gap; TNTP networks only)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="write a figure (.png/.pdf/.svg): per-cell load and PoA as demand "
                              "grows (cell networks only)")
@@ -46,6 +50,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: Default of ``--tol`` (relative Definition-1 residual).
 DEFAULT_TOL = 1e-6
+
+#: The relative gaps ``--gap`` certifies: the range README and BENCHMARKS (bench_tntp_cli)
+#: measured on networks up to the Chicago-Sketch size. Below it a target may be unreachable —
+#: the certificate's own float64 round-off is ~1e-16 of the travel time on the 5-arc Braess
+#: network and grows with the network — and the solvers ran past 60 s (1e-16, 1e-300); above
+#: it an answer is certified but rough (flows off by about the gap's share of travel time).
+GAP_RANGE = (1e-12, 1e-3)
+
+
+def check_gap(gap: float) -> float:
+    """``--gap`` (already in (0, 1)): below :data:`GAP_RANGE` an error naming the range (no
+    solver reaches it: a run would hang), above it a warning (it certifies little)."""
+    from ..errors import ParameterError
+    from ._help import warn
+
+    low, high = GAP_RANGE
+    if gap < low:
+        raise ParameterError(f"--gap {gap:g} is below {low:g}: the solvers certify relative gaps "
+                             f"in [{low:g}, {high:g}] (below, float64 round-off can keep a "
+                             f"solve from ever certifying); pass a gap in that range")
+    if gap > high:
+        warn(f"--gap {gap:g} certifies little: a relative gap above {high:g} leaves flows off by "
+             f"up to about that share of the travel time (the solvers certify [{low:g}, "
+             f"{high:g}])")
+    return gap
+
+
+def check_threads(threads: int) -> int:
+    """``--threads`` capped at the threads numba has (``NUMBA_NUM_THREADS``), with a warning."""
+    import numba
+
+    from ._help import warn
+
+    have = int(numba.config.NUMBA_NUM_THREADS)
+    if threads > have:
+        warn(f"--threads {threads} is more than the {have} threads numba has on this machine "
+             f"(NUMBA_NUM_THREADS); using {have}")
+        return have
+    return threads
 
 
 def check_solver(name: str | None) -> str | None:
@@ -70,9 +113,10 @@ def run(args: argparse.Namespace) -> int:
                 raise ParameterError(f"{flag} applies to cell networks only; a TNTP game "
                                      f"({args.topology}) is solved to its relative gap (--gap), "
                                      f"and has no per-cell figure: drop {flag}")
-        gap = None if args.gap is None else check_real(
-            args.gap, "--gap", low=0.0, high=1.0, low_open=True, high_open=True)
-        threads = None if args.threads is None else check_int(args.threads, "--threads", low=1)
+        gap = None if args.gap is None else check_gap(check_real(
+            args.gap, "--gap", low=0.0, high=1.0, low_open=True, high_open=True))
+        threads = None if args.threads is None else check_threads(
+            check_int(args.threads, "--threads", low=1))
         return run_tntp(args.topology, args.trips, as_json=args.json,
                         solver=check_solver(args.solver), method=args.method or "auto", tol=gap,
                         threads=threads)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..io import FIGURE_FORMATS, check_output_path, dumps_json, load_topology, save_figure_atomic
 from ..registry import POLICIES
-from ._help import option
+from ._help import number
 
 NAME = "fluid"
 HELP = ("Delayed fluid model (THEORY §2–3): flow or discrete routing with the rif/latency/gradient "
@@ -33,13 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cost signal (THEORY §4): rif = N_j/k_j (requests per replica); "
                              "latency = ℓ_j(N_j) + 2τ_ij (s); gradient = 1/μ_j'(N_j) + 2τ_ij (s) "
                              "(default: gradient)")
-    parser.add_argument("--stepsize", type=float, default=None,
-                        help="flow-routing stepsize η, 1/(cost unit·s) (required for flow)")
-    option(parser, "--duration", aliases=("--t1",), type=float, default=None, metavar="SECONDS",
+    number(parser, "--stepsize", default=None,
+           help="flow-routing stepsize η, 1/(cost unit·s) (required for flow)")
+    number(parser, "--duration", aliases=("--t1",), default=None, metavar="SECONDS",
            help="horizon (s), required")
-    parser.add_argument("--dt", type=float, default=1e-3, help="step (s); default 1 ms")
-    parser.add_argument("--save-every", type=int, default=None,
-                        help="steps between saved points (default: at most 1000 points)")
+    number(parser, "--dt", default=1e-3, help="step (s); default 1 ms")
+    number(parser, "--save-every", kind=int, default=None,
+           help="steps between saved points (default: at most 1000 points)")
     parser.add_argument("--interpolate-delays", action="store_true",
                         help="interpolate delays that are not multiples of dt")
     parser.add_argument("--no-equilibrium", action="store_true",

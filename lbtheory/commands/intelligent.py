@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ParameterError
 from ..io import dumps_json, write_json_atomic
-from ._help import option, spelling
+from ._help import number, option, spelling
 
 NAME = "intelligent"
 HELP = ("Intelligent Router (arXiv 2408.13510, THEORY §10): LLM instances with continuous "
@@ -40,16 +40,16 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
                    help="instance model: legacy (token-exact KV, mixed prefill/decode "
                         "iterations; the default with traces) or vllm (16-token blocks, "
                         "watermark, prompts first; the default with --setup)")
-    option(p, "--instances", type=int, default=4, help="number of instances m")
-    option(p, "--requests", type=int, default=requests,
+    number(p, "--instances", kind=int, default=4, help="number of instances m")
+    number(p, "--requests", kind=int, default=requests,
            help="requests per run/episode (with --setup: the setup's unless given)")
-    p.add_argument("--seed", type=int, default=0, help="seed of requests, arrivals (and training)")
-    option(p, "--rate", type=float, default=20.0,
+    number(p, "--seed", kind=int, default=0, help="seed of requests, arrivals (and training)")
+    number(p, "--rate", high=1e9, unit="req/s", default=20.0,
            help="Poisson arrival rate (req/s); 0 = the trace timestamps")
-    option(p, "--kv-budget", type=int, default=32768,
+    number(p, "--kv-budget", kind=int, default=32768,
            help="KV-cache budget per instance (tokens; with --setup: the setup's unless given)")
-    option(p, "--max-batch", type=int, default=256, help="max requests per iteration")
-    option(p, "--epoch", type=float, default=0.02, help="router decision epoch (s)")
+    number(p, "--max-batch", kind=int, default=256, help="max requests per iteration")
+    number(p, "--epoch", default=0.02, help="router decision epoch (s)")
     p.add_argument("--chunked-prefill", action="store_true",
                    help="split prefills into chunks (the iteration's token budget covers "
                         "decodes too); evaluate takes it, and the other cluster settings, from "
@@ -111,21 +111,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tr.add_argument("--reading", default="hurl",
                     help="λ_k of wg-rl: hurl = 1 − exp(−β k) (guidance vanishes); literal = "
                          "exp(−β k) (THEORY §10 ambiguity)")
-    tr.add_argument("--episodes", type=int, default=20, help="training episodes")
-    tr.add_argument("--lr", type=float, default=3e-4, help="Adam learning rate")
-    tr.add_argument("--eps-decay-steps", type=int, default=None,
-                    help="env steps of the linear ε-greedy decay (default: half of the "
-                         "training's decisions)")
-    tr.add_argument("--learning-starts", type=int, default=500,
-                    help="transitions before the first update")
+    number(tr, "--episodes", kind=int, default=20, help="training episodes")
+    number(tr, "--lr", default=3e-4, help="Adam learning rate")
+    number(tr, "--eps-decay-steps", kind=int, default=None,
+           help="env steps of the linear ε-greedy decay (default: half of the "
+                "training's decisions)")
+    number(tr, "--learning-starts", kind=int, default=500,
+           help="transitions before the first update")
     tr.add_argument("--network", default="monotone",
                     help="Q-network: monotone (instance-symmetric, an instance's value cannot "
                          "grow with its load), symmetric (without that constraint) or mlp "
                          "(the seed's plain MLP)")
-    tr.add_argument("--balance-factor", type=float, default=None,
-                    help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
-                         "the n requests on the instances is closed to new requests (c >= 1; "
-                         "0: no cap; default 1.25, none with --action-space paper)")
+    number(tr, "--balance-factor", default=None,
+           help="bounded loads [R]: a full instance holding ⌈c (n + 1) / m⌉ or more of "
+                "the n requests on the instances is closed to new requests (c >= 1; "
+                "0: no cap; default 1.25, none with --action-space paper)")
     tr.add_argument("--action-space", default=None, choices=("paper", "capped"),
                     help="paper: deferral (a = m) always available (a 30 s guard ends an "
                          "always-waiting episode [R]), no bounded loads (the default with "
@@ -136,8 +136,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="which network to save [R]: validation = the one whose greedy policy "
                          "served held-out episodes (seeds seed + episodes, ...) with the lowest "
                          "mean E2E, checked after every episode; last = after the last episode")
-    tr.add_argument("--validation-episodes", type=int, default=2,
-                    help="held-out episodes per validation (with --selection validation)")
+    number(tr, "--validation-episodes", kind=int, default=2,
+           help="held-out episodes per validation (with --selection validation)")
     _predictor_flag(tr)
     tr.add_argument("--out", required=True, metavar="DIR",
                     help="checkpoint folder (params.eqx, config.json, history.json, "

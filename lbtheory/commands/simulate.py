@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import DataFormatError, ParameterError
 from ..io import dumps_json, save_figure_atomic
+from ._help import MAX_INT, compiling_notice, number, utilisation, warn
 
 NAME = "simulate"
 HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, App. B): a scenario "
@@ -18,6 +19,11 @@ HELP = ("Discrete-event simulation of root routers on a cell cluster (DLB §3, A
         "requests, errors, utilisation and mean workload.")
 
 
+#: ``--y`` accepted [R]: two decades beyond the Appendix-B experiment's levels (0.1–10) on each
+#: side; far outside, the generated cells' rates leave the accepted model ranges.
+Y_RANGE = (1e-3, 1e3)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``lbtheory simulate``."""
     from ..registry import POLICY_NAMES
@@ -26,31 +32,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scenario file (YAML/JSON): a topology plus an optional 'simulation:' "
                         "section (without one every cell runs rate servers, i.e. its service "
                         "model; docs/topology.md)")
-    parser.add_argument("--appendix-b", type=int, default=None, metavar="SEED",
-                        help="generate DLB's Appendix-B scenario with this seed instead of a file "
-                        "(latency models fitted to the simulated cells, time-varying arrivals)")
-    parser.add_argument("--cells", type=int, default=None,
-                        help="number of cells of the Appendix-B scenario (default: U{2..10})")
-    parser.add_argument("--utilisation", "--utilization", type=float, default=0.8,
-                        help="Appendix-B target utilisation Λ/Σμ̄ (either spelling)")
+    number(parser, "--appendix-b", kind=int, default=None, metavar="SEED",
+           help="generate DLB's Appendix-B scenario with this seed instead of a file "
+           "(latency models fitted to the simulated cells, time-varying arrivals)")
+    number(parser, "--cells", kind=int, low=1, default=None,
+           help="number of cells of the Appendix-B scenario (default: U{2..10})")
+    utilisation(parser, "--utilisation", "--utilization", default=0.8,
+                help="Appendix-B target utilisation Λ/Σμ̄, a fraction of capacity (either "
+                     "spelling; above 1 a warning, above 2 an error)")
     parser.add_argument("--burst", action="store_true",
                         help="Appendix-B: demand burst to 95%% in [0.3, 0.7]·duration")
     parser.add_argument("--outage", action="store_true",
                         help="Appendix-B: capacity outage to >95%% in [0.3, 0.7]·duration")
-    parser.add_argument("--y", type=float, default=1.0,
-                        help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
-    parser.add_argument("--noise", type=float, default=0.0,
-                        help="Appendix-B: latency-model noise ε (every fitted parameter of "
-                             "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
+    number(parser, "--y", default=1.0, low=Y_RANGE[0], high=Y_RANGE[1],
+           help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
+    number(parser, "--noise", default=0.0, low=0.0, high=1.0, high_open=True,
+           help="Appendix-B: latency-model noise ε (every fitted parameter of "
+                "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
     parser.add_argument("--policy", default="flow-grad",
                         help="policy or comma-separated policies, each run on the same "
                              "arrivals; one of " + ", ".join(POLICY_NAMES))
-    parser.add_argument("--duration", type=float, default=60.0, help="horizon (s)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of arrivals, request sizes and routing draws")
-    parser.add_argument("--stepsize", type=float, default=None,
-                        help="flow-routing stepsize η, 1/(cost unit·s) (default: a per-cost "
-                             "constant / (mean one-way delay + probe period/2))")
+    number(parser, "--duration", default=60.0, help="horizon (s)")
+    number(parser, "--seed", kind=int, low=0, high=MAX_INT, default=0,
+           help="seed of arrivals, request sizes and routing draws")
+    number(parser, "--stepsize", default=None,
+           help="flow-routing stepsize η, 1/(cost unit·s) (default: a per-cost "
+                "constant / (mean one-way delay + probe period/2))")
     parser.add_argument("--estimate", action="store_true",
                         help="cells fit their latency model online (softplus, sliding window; "
                              "a scenario's own 'estimation:' section takes precedence)")
@@ -129,6 +136,9 @@ _GENERATOR_OPTIONS = {"cells": None, "utilisation": 0.8, "burst": False, "outage
 #: an in-flight share above this at the horizon earns a warning (latency covers completed
 #: requests only).
 IN_FLIGHT_WARNING = 0.05
+#: an error (overflow) rate above this earns a warning: the cluster rejected most requests, so
+#: the latency columns describe the few that got through.
+ERROR_RATE_WARNING = 0.5
 
 
 def _fmt(v: float, width: int = 8, digits: int = 4) -> str:
@@ -236,6 +246,13 @@ def run(args: argparse.Namespace) -> int:
         arrivals = arrivals_from_trace(read_trace(args.trace), sc, args.duration, args.seed)
     else:
         arrivals = generate_arrivals(sc, args.duration, args.seed)
+    if args.engine != "reference":  # compile (or load) kernels before any run's clock starts
+        from ..sim import kernels_cached, warm_up
+
+        compiling_notice(kernels_cached())
+        warm_up(sc, [router for _, router in _routers(args.policy, args.stepsize,
+                                                       args.error_aversion, args.affinity)],
+                engine=args.engine)
     results = [simulate(sc, router, duration_s=args.duration, seed=args.seed,
                         arrivals=arrivals, policy=name, engine=args.engine)
                for name, router in routers]
@@ -401,16 +418,19 @@ def _warn_stepsize(steps: dict[str, dict]) -> None:
 
 
 def _warn_in_flight(results: list, requests: int) -> None:
-    """Warnings on stderr (the exit code stays 0): no arrivals; requests left in flight."""
-    import sys
-
+    """Warnings on stderr (the exit code stays 0): no arrivals; an error rate above
+    :data:`ERROR_RATE_WARNING`; requests left in flight above :data:`IN_FLIGHT_WARNING`."""
     if requests == 0:
-        print("warning: no request arrived (every arrival rate is 0 or the horizon is shorter "
-              "than the first arrival): nothing to measure", file=sys.stderr)
+        warn("no request arrived (every arrival rate is 0 or the horizon is shorter than the "
+             "first arrival): nothing to measure")
         return
     for r in results:
+        if r.error_rate > ERROR_RATE_WARNING:
+            warn(f"{r.policy}: {100 * r.error_rate:.1f}% of the requests were rejected (queue "
+                 f"overflow): the cluster is overloaded (is the utilisation a fraction, e.g. "
+                 f"0.8?); its latency covers the {r.completed} completed requests only")
         share = r.in_flight / max(r.requests, 1)
         if share > IN_FLIGHT_WARNING:
-            print(f"warning: {r.policy}: {100 * share:.0f}% of the requests are still in flight "
-                  f"at the horizon (the cluster is overloaded or the run too short); its latency "
-                  f"covers the {r.completed} completed requests only", file=sys.stderr)
+            warn(f"{r.policy}: {100 * share:.0f}% of the requests are still in flight at the "
+                 f"horizon (the cluster is overloaded or the run too short); its latency covers "
+                 f"the {r.completed} completed requests only")

@@ -18,26 +18,37 @@ from __future__ import annotations
 import argparse
 import math
 
+from ._help import number
+
 NAME = "stepsize"
 HELP = ("Exact critical stepsize of flow routing with delays, the empirical rule, and a "
         "stable/unstable verdict for a given stepsize.")
+
+
+#: Largest ``--nodes`` [R]: THEORY §7.6 reports 30–40 nodes for 8 digits; 256 leaves room,
+#: and the dense eigenvalue problem grows as (cells × nodes)³.
+MAX_NODES = 256
+#: Largest ``--stepsize`` [R]: 10^4–10^6× the critical stepsizes of the bundled topologies
+#: (1–100); far beyond, the collocation overflows (1e308 printed numpy warnings and a garbage
+#: root), while the verdict there is UNSTABLE anyway.
+MAX_STEPSIZE = 1e6
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topology", help="cell network (.yaml/.yml/.json)")
     parser.add_argument("--cost", default="gradient", choices=["gradient", "latency", "rif"],
                         help="cost signal routed on (default gradient)")
-    parser.add_argument("--stepsize", type=float, default=None,
-                        help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
-                             "and gradient costs, whose unit is s); same for every source "
-                             "(default: the empirical rule)")
-    parser.add_argument("--probe-period", type=float, default=0.0, metavar="SECONDS",
-                        help="routers update every this many seconds: the fluid model's "
-                             "feedback delay becomes τ + δ/2 (default 0: continuous updates; "
-                             "`lbtheory simulate` uses its scenario's simulation.probe_period_s, "
-                             "0.01 s unless set)")
-    parser.add_argument("--nodes", type=int, default=16,
-                        help="Chebyshev degree of the collocation (default 16)")
+    number(parser, "--stepsize", default=None, low=0.0, low_open=True,
+           help="stepsize η to assess, in 1/(cost unit·s) (= 1/s² for the latency "
+                "and gradient costs, whose unit is s); same for every source "
+                "(default: the empirical rule)")
+    number(parser, "--probe-period", default=0.0, low=0.0, high=3600.0, unit="s",
+           metavar="SECONDS",
+           help="routers update every this many seconds: the fluid model's feedback delay "
+                "becomes τ + δ/2 (default 0: continuous updates; `lbtheory simulate` uses its "
+                "scenario's simulation.probe_period_s, 0.01 s unless set)")
+    number(parser, "--nodes", kind=int, default=16, high=MAX_NODES,
+           help="Chebyshev degree of the collocation (default 16)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -48,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.stepsize is not None:
         validate_stepsize(args.stepsize, "--stepsize")
+        if args.stepsize > MAX_STEPSIZE:
+            from ..errors import StepsizeError
+
+            raise StepsizeError(f"--stepsize {args.stepsize:g} is beyond {MAX_STEPSIZE:g} "
+                                f"1/(cost unit·s), where the analysis overflows (critical "
+                                f"stepsizes are ~1–100): it is UNSTABLE")
     period = check_real(args.probe_period, "--probe-period", unit="s", low=0.0)
     net = load_topology(args.topology)
     # the fluid model of routers probing every δ s: every feedback loop is δ/2 longer

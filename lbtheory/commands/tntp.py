@@ -108,8 +108,13 @@ NETWORKS = {
 }
 
 
+#: Longest ``--timeout`` (s): about 11.6 days; a socket timeout overflows near 9.2e9 s
+#: (int64 nanoseconds), and a longer wait is a typo.
+MAX_TIMEOUT_S = 1e6
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ._help import HelpFormatter
+    from ._help import HelpFormatter, number
 
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     f = sub.add_parser("fetch", help="download NAME's net/trips/node files into --cache",
@@ -121,8 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     f.add_argument("--mirror", default=DEFAULT_MIRROR, metavar="URL",
                    help="repository root URL (https://, http:// or file://; default the "
                         "TransportationNetworks GitHub raw URL)")
-    f.add_argument("--timeout", type=float, default=60.0,
-                   help="whole-download limit per file (s)")
+    number(f, "--timeout", default=60.0, low=0.0, low_open=True, high=MAX_TIMEOUT_S, unit="s",
+           help="whole-download limit per file (s)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -29,7 +29,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import check_bool, check_int, check_option, check_real
-from ..errors import ModelError, ParameterError, SolverError, SolveStatus, warn_deprecated
+from ..errors import (
+    LBTheoryError,
+    ModelError,
+    ParameterError,
+    SolverError,
+    SolveStatus,
+    warn_deprecated,
+)
 from ..network import arc_incidence
 from ._bush import BushState, bush_assignment
 from ._certify import Verdict, certify, check_certificate
@@ -42,7 +49,7 @@ from .tap import gradient_projection, supports
 
 __all__ = ["GameResult", "GamePoAResult", "wardrop_equilibrium", "system_optimum",
            "price_of_anarchy", "evaluate_flow", "Objective", "Method", "solve_game", "certify",
-           "check_solver", "solve_pair", "AUTO_THRESHOLD"]
+           "check_solver", "solve_pair", "AUTO_THRESHOLD", "warm_up", "kernels_cached"]
 
 #: the cvxpy warning silenced while solving: an inaccurate solve is reported in the status.
 _INACCURATE_WARNING = r"Solution may be inaccurate"
@@ -273,6 +280,43 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
     """
     return _solve(game, objective, method=method, solver=solver, tol=tol, throw=throw,
                   polish=polish, time_limit=time_limit, threads=threads)
+
+
+#: The numba kernels each route calls from Python (measured: the dispatchers compiled after
+#: solving the Braess game by that route, less those only called from other kernels); every
+#: other route calls ``formula_array`` only.
+_ROUTE_KERNELS = {"gp": ("sweep", "all_dists", "arc_costs", "flows_from_paths", "formula_array"),
+                  "bush": ("bush_pass", "load_trees", "all_dists", "arc_costs", "formula_array")}
+
+
+def kernels_cached(game: RoutingGame, *, method: Method | str = Method.AUTO,
+                   solver: str | None = None, tol: float = DEFAULT_TOL) -> bool:
+    """False when the numba kernels that :func:`solve_game` with these options runs first on
+    ``game`` will compile on first use (15–40 s, once after an install;
+    :func:`lbtheory._jit.kernels_cached`)."""
+    from .._jit import kernels_cached as cached
+    from . import _bushkernels, _gpkernels
+
+    routes, _ = _attempts(game, Method.parse(method), check_solver(solver), tol)
+    names = _ROUTE_KERNELS.get(routes[0], ("formula_array",))
+    return cached(*(getattr(_gpkernels, n, None) or getattr(_bushkernels, n) for n in names))
+
+
+def warm_up(game: RoutingGame, *, method: Method | str = Method.AUTO, solver: str | None = None,
+            tol: float = DEFAULT_TOL, threads: int = 1) -> None:
+    """Compile (or load from numba's cache) the kernels that :func:`solve_game` with these
+    options runs first on ``game``, by solving the small Braess game the same way (both
+    objectives); a solve timed after this excludes compiling. Never raises for the small game
+    (a failure there shows again in the real solve)."""
+    from .classic import braess
+
+    routes, _ = _attempts(game, Method.parse(method), check_solver(solver), tol)
+    small = braess()
+    for objective in Objective:
+        try:
+            _attempt(small, objective, routes[0], True, 1e-6, 60.0, threads, None)
+        except LBTheoryError:
+            pass
 
 
 def solve_pair(game: RoutingGame, **options: Any) -> tuple[GameResult, GameResult]:

@@ -50,7 +50,7 @@ from ._scenario import (
     load_scenario,
     scenario_from_dict,
 )
-from ._simulate import Engine, simulate, simulate_cells
+from ._simulate import Engine, kernels_cached, simulate, simulate_cells, warm_up
 
 __all__ = ["simulate_cells", "simulate", "Engine", "SimResult", "Scenario", "ServerSpec",
            "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage", "Affinity",
@@ -58,4 +58,4 @@ __all__ = ["simulate_cells", "simulate", "Engine", "SimResult", "Scenario", "Ser
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
            "appendix_b_scenario",
            "EVENT_WINDOW", "APPENDIX_B_RATE_VARIATION", "KernelRouter", "rate_profile",
-           "rate_variation_from_counts", "interval_counts"]
+           "rate_variation_from_counts", "interval_counts", "warm_up", "kernels_cached"]

@@ -44,10 +44,10 @@ from ._kernels_servers import arrive_at_cell
 from ._probes import SeenModels
 from ._records import Event, check_conservation
 from ._result import RunRecords
-from ._scenario import Scenario, ServerKind
+from ._scenario import Scenario, ServerKind, outage_events
 from ._servers import cell_utilisation
 
-__all__ = ["run_compiled"]
+__all__ = ["run_compiled", "kernels_cached"]
 
 #: first capacity of the series and routing records (rows; doubled when full).
 _FIRST_ROWS = 1024
@@ -56,8 +56,17 @@ _LEAF_BLOCK = 1 << 16
 _KINDS = {ServerKind.APPENDIX_B: 0, ServerKind.MMC: 1, ServerKind.RATE: 2}
 
 # every module whose kernels the loop compiles in (numba keys caches on one file each)
-drop_stale_kernel_caches((masked_sum_kernel, sample_index_kernel, jsq_pick, ks.heap_push,
-                          arrive_at_cell, route_request, run_events))
+_KERNELS = (masked_sum_kernel, sample_index_kernel, jsq_pick, ks.heap_push, arrive_at_cell,
+            route_request, run_events)
+drop_stale_kernel_caches(_KERNELS)
+
+
+def kernels_cached() -> bool:
+    """False when the compiled engine's kernels will compile on first use (15–40 s, once after
+    an install or an edit of their sources; :func:`lbtheory._jit.kernels_cached`)."""
+    from .._jit import kernels_cached as cached
+
+    return cached(*_KERNELS)
 
 
 def run_compiled(sc: Scenario, router: Any, plan: KernelPlan, T: float, streams: list,
@@ -189,9 +198,8 @@ class _Run:
         """The reference engine's first pushes, in its order."""
         sc, (h_t, h_i), ci = self.sc, self.clock, self.ctl.ci
         ks.heap_push(h_t, h_i, ci, sc.probe_period_s, int(Event.PROBE), 0, 0)
-        for o in sc.outages:
-            ks.heap_push(h_t, h_i, ci, o.start_s, int(Event.OUTAGE), o.cell, o.replicas)
-            ks.heap_push(h_t, h_i, ci, o.end_s, int(Event.OUTAGE), o.cell, self.k[o.cell])
+        for t, cell, online in outage_events(sc.outages, self.k):
+            ks.heap_push(h_t, h_i, ci, t, int(Event.OUTAGE), cell, online)
         ks.heap_push(h_t, h_i, ci, 0.0, int(Event.RECORD), 0, 0)
         if sc.estimation is not None:
             ks.heap_push(h_t, h_i, ci, sc.estimation.period_s, int(Event.REFIT), 0, 0)

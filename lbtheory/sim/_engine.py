@@ -34,7 +34,7 @@ from ..workloads import Workload
 from ._probes import Probes, SeenModels
 from ._records import Event, EventQueue, Records, check_conservation
 from ._result import RunRecords
-from ._scenario import Scenario
+from ._scenario import Scenario, outage_events
 from ._servers import Cluster, Uniforms
 
 __all__ = ["run_reference", "RouterDriver", "residency_error", "routing_rows"]
@@ -174,9 +174,8 @@ class _Engine:
         delta = sc.probe_period_s
         self._probe_round(0.0)
         ev.push(delta, Event.PROBE, 0, 0)
-        for o in sc.outages:
-            ev.push(o.start_s, Event.OUTAGE, o.cell, o.replicas)
-            ev.push(o.end_s, Event.OUTAGE, o.cell, cl.k[o.cell])
+        for t, cell, online in outage_events(sc.outages, cl.k):
+            ev.push(t, Event.OUTAGE, cell, online)
         ev.push(0.0, Event.RECORD, 0, 0)
         est = sc.estimation
         if est is not None:

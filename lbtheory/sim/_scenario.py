@@ -32,6 +32,8 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
                               # counts, lbtheory.sim.rate_variation_from_counts)
       bursts:  [{cell: NAME, start_s: 180, end_s: 420, factor: 2.0}]   # λ_cell × factor
       outages: [{cell: NAME, start_s: 180, end_s: 420, replicas: 1}]   # online servers
+      # overlapping events on one cell compose: bursts multiply (λ × both factors); outages
+      # leave the fewest online servers of those active (the minimum), until none is active
       estimation:             # present = on: cells refit ℓ(N) on a sliding window (DLB §3.3)
         family: softplus      # or mm1
         window: 4000          # most recent (N at arrival, serving latency) samples per cell
@@ -61,7 +63,7 @@ from ..routers import FitFamily
 
 __all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
            "Estimation", "Affinity", "RateVariation", "Scenario", "scenario_from_dict",
-           "load_scenario", "SERVER_KINDS"]
+           "load_scenario", "SERVER_KINDS", "outage_events"]
 
 
 class ServerKind(enum.StrEnum):
@@ -173,12 +175,29 @@ class Burst:
 
 @dataclasses.dataclass(frozen=True)
 class Outage:
-    """Only ``replicas`` servers of ``cell`` (index) accept requests during [start_s, end_s)."""
+    """Only ``replicas`` servers of ``cell`` (index) accept requests during [start_s, end_s).
+
+    Outages of one cell that overlap compose: the cell has the fewest online servers of the
+    outages active at t (:func:`outage_events`)."""
 
     cell: int
     start_s: float
     end_s: float
     replicas: int
+
+
+def outage_events(outages: tuple[Outage, ...], replicas: Any) -> list[tuple[float, int, int]]:
+    """The online-server changes of ``outages`` — ``(t, cell, online)`` at each outage's start
+    and end, in that order (both engines push them so) — where ``online`` is the cell's servers
+    after every change at t: the minimum ``replicas`` of its outages active at t
+    ([start_s, end_s)), or all its ``replicas[cell]`` servers when none is. So a short outage
+    nested in a long one does not end the long one."""
+
+    def online(cell: int, t: float) -> int:
+        return min([int(replicas[cell])] + [o.replicas for o in outages
+                                            if o.cell == cell and o.start_s <= t < o.end_s])
+
+    return [(t, o.cell, online(o.cell, t)) for o in outages for t in (o.start_s, o.end_s)]
 
 
 @dataclasses.dataclass(frozen=True)

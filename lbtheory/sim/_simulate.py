@@ -28,13 +28,14 @@ from .._checks import Seed, as_seed, check_int, check_memory, check_option, chec
 from ..errors import Engine, ParameterError
 from ..workloads import Workload
 from ._arrivals import generate_arrivals, seed_streams
-from ._compiled import run_compiled
+from ._compiled import kernels_cached, run_compiled
 from ._engine import run_reference
 from ._kernel_plan import plan_kernel
 from ._result import SimResult, build_result
 from ._scenario import Scenario
 
-__all__ = ["simulate_cells", "simulate", "Engine", "DEFAULT_SERIES_POINTS"]
+__all__ = ["simulate_cells", "simulate", "Engine", "DEFAULT_SERIES_POINTS", "warm_up",
+           "kernels_cached"]
 
 #: number of points of the sampled workload series when no period is given.
 DEFAULT_SERIES_POINTS = 400
@@ -113,3 +114,16 @@ def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: 
 
 #: the module-level name of :func:`simulate_cells` (``lbtheory.sim.simulate``; not deprecated).
 simulate = simulate_cells
+
+
+def warm_up(scenario: Scenario, routers: list[Any], *, engine: Engine | str = Engine.AUTO) -> None:
+    """Compile (or load from numba's cache) what ``engine`` runs for each of ``routers`` on
+    ``scenario``, by simulating 1 s of it (bursts and outages dropped, seed 0): a run timed
+    after this (``SimResult.wall_seconds``) excludes compiling. Pass fresh routers — these runs
+    change their state. :func:`kernels_cached` says whether it will compile."""
+    import dataclasses
+
+    short = dataclasses.replace(scenario, bursts=(), outages=())
+    horizon = max(1.0, 2.0 * scenario.probe_period_s)
+    for router in routers:
+        simulate_cells(short, router, duration_s=horizon, seed=0, engine=engine)

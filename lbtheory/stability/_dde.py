@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, check_memory
 from ..errors import SolverError, SolveStatus, renamed_keywords
 
 __all__ = ["LinearDDE", "RootSet", "chebyshev_nodes", "collocation_matrix", "rightmost_roots",
@@ -230,12 +230,11 @@ def rightmost_roots(dde: LinearDDE, *, n_nodes: int = 16, count: int = 6, refine
         SolverError: the eigenvalue computation failed (names LAPACK's message).
     """
     n_nodes = check_int(n_nodes, "n_nodes", low=2, unit="Chebyshev degree", integral_float=True)
-    from .._checks import check_memory
-
-    side = float(dde.dim) * (n_nodes + 1)  # the collocation matrix (complex eigenproblem)
-    check_memory(3 * 16.0 * side * side, f"a collocation matrix of n_nodes = {n_nodes}")
     if dde.dim == 0:
         return RootSet(np.zeros(0, complex), np.zeros(0), n_nodes, 0)
+    size = dde.dim * (n_nodes + 1)  # the collocation matrix is size × size (and LAPACK's copy)
+    check_memory(2.0 * 8.0 * size * size, f"a collocation of degree {n_nodes} ({size} × {size} "
+                                          f"matrix)")
     k0 = structural_zero_count(dde) if structural_zeros is None else int(structural_zeros)
     mat = dde.a0 if dde.max_delay == 0.0 else collocation_matrix(dde, n_nodes)
     try:

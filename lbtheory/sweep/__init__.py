@@ -29,6 +29,7 @@ from ._experiment import (
 )
 from ._runner import (
     CONNECT_TIMEOUT_S,
+    SweepInterrupted,
     SweepResult,
     cell_path,
     dask_client,
@@ -49,6 +50,7 @@ __all__ = [
     "CellField",
     "check_result",
     "SweepResult",
+    "SweepInterrupted",
     "run_sweep",
     "pending_cells",
     "script_main",

@@ -34,8 +34,8 @@ from ..io import package_versions, run_manifest, to_jsonable, write_json_atomic
 from ._experiment import Experiment, _guarded, _version, cache_key
 from ._validate import check_result
 
-__all__ = ["SweepResult", "run_sweep", "pending_cells", "cell_path", "dask_client",
-           "CONNECT_TIMEOUT_S"]
+__all__ = ["SweepResult", "SweepInterrupted", "run_sweep", "pending_cells", "cell_path",
+           "dask_client", "CONNECT_TIMEOUT_S"]
 
 #: Seconds to wait for a remote Dask scheduler before giving up.
 CONNECT_TIMEOUT_S: float = 5.0
@@ -76,6 +76,29 @@ class SweepResult:
     status: RunStatus = RunStatus.COMPLETED
     errors: list[tuple[dict, str]] = field(default_factory=list, repr=False)
     invalid: list[tuple[str, str]] = field(default_factory=list, repr=False)
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_sweep`: every finished cell is saved, and a rerun of the same
+    sweep computes only the others. A ``KeyboardInterrupt`` (code that catches that still
+    does); the CLI prints one line from it.
+
+    Attributes:
+        cached: cells of the grid whose results are saved (read from the cache or computed
+            before the interrupt).
+        cells_dir: the folder holding them (``<out_dir>/<name>/cells``).
+    """
+
+    def __init__(self, cached: int, cells_dir: Path) -> None:
+        self.cached = int(cached)
+        self.cells_dir = Path(cells_dir)
+        super().__init__(self.resume_hint)
+
+    @property
+    def resume_hint(self) -> str:
+        """What the interrupt line says after ``interrupted: ``."""
+        return (f"{self.cached} cell{'' if self.cached == 1 else 's'} cached in "
+                f"{self.cells_dir}; rerun the same command to resume")
 
 
 def cell_path(out_dir: Path, name: str, key: str) -> Path:
@@ -189,6 +212,23 @@ def _quiet_distributed() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while the block runs (processes started in it inherit that), in the main
+    thread only (elsewhere signals cannot be changed and nothing is done)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@contextlib.contextmanager
 def dask_client(backend: str, workers: int | None = None) -> Iterator[Any]:
     """A ``distributed.Client`` for ``"local"`` (a LocalCluster with ``workers`` single-threaded
     processes, default one per core) or a scheduler address; closed on exit.
@@ -202,8 +242,12 @@ def dask_client(backend: str, workers: int | None = None) -> Iterator[Any]:
     with _quiet_distributed():
         if backend == "local":
             n = workers or os.cpu_count() or 1
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+            # the worker processes start with Ctrl-C ignored (a terminal sends it to the whole
+            # process group): this process stops the sweep and closes them, without their
+            # tracebacks
+            with _sigint_ignored():
+                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
             cluster = None
@@ -361,6 +405,9 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                     bar.update(len(ch))
                     fut.release()
                 cell.release()
+    except KeyboardInterrupt:  # Ctrl-C: every stored cell is on disk; say so, and resume
+        raise SweepInterrupted(sum(r is not None for r in results), root / name / "cells") \
+            from None
     finally:
         bar.close()
     rows = [(c, r) for c, r in zip(configs, results, strict=True) if r is not None]

@@ -56,13 +56,23 @@ def profile_from_args(args: argparse.Namespace) -> str | None:
     Raises:
         SweepError: ``--quick`` together with a different ``--profile``.
         ParameterError: ``--workers`` or ``--batch`` below 1.
+
+    ``--workers`` above the cores (``os.cpu_count()``) is capped there, with a ``warning:``
+    line on stderr: more single-threaded worker processes than cores only share them.
     """
+    import os
+
     from ..errors import SweepError
 
     if args.quick and args.profile not in (None, "quick"):
         raise SweepError(f"--quick conflicts with --profile {args.profile!r}; give one of them")
     if args.workers is not None:
         check_int(args.workers, "--workers", low=1)
+        cores = os.cpu_count() or 1
+        if args.workers > cores:
+            sys.stderr.write(f"warning: --workers {args.workers} is more than the {cores} cores "
+                             f"of this machine; using {cores}\n")
+            args.workers = cores
     check_int(args.batch, "--batch", low=1)
     return "quick" if args.quick else args.profile
 
@@ -113,6 +123,10 @@ def script_main(experiments: Experiment | Sequence[Experiment],
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(),
                             batch=args.batch)
             sys.stdout.write(describe_result(res) + "\n")
+    except KeyboardInterrupt as exc:  # one line, as the CLI prints it (no traceback)
+        hint = getattr(exc, "resume_hint", "")
+        sys.stderr.write(f"interrupted: {hint}\n" if hint else "interrupted\n")
+        return 130
     except LBTheoryError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
