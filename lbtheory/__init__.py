@@ -41,6 +41,12 @@ See README.md for a tour and docs/THEORY.md for the mathematics; docs/DESIGN.md 
 
 __version__ = "0.1.0"
 
+from ._jit import use_fingerprinted_cache as _use_fingerprinted_cache  # noqa: E402
+
+# numba's cache per package fingerprint, before anything compiles (lbtheory/_jit.py says why)
+_use_fingerprinted_cache()
+del _use_fingerprinted_cache
+
 #: public name -> submodule that defines it (the one definition; this module only re-exports).
 _EXPORTS = {
     **dict.fromkeys(("load_topology",), "io"),

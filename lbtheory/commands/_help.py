@@ -76,8 +76,17 @@ class Number:
                 raise ParameterError(f"{flag} must be an integer of at most 19 digits (int64), "
                                      f"got {text}")
             return value
-        return check_real(text, flag, unit=self.unit, low=self.low, high=self.high,
+        return check_real(as_float(text), flag, unit=self.unit, low=self.low, high=self.high,
                           low_open=self.low_open, high_open=self.high_open)
+
+
+def as_float(text: str) -> Any:
+    """``text`` as a float when Python reads it as one (``"1e-3"``, ``"nan"``), else the text
+    itself, which the ``_checks`` functions then refuse by name (they take no strings)."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return text
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -151,7 +160,7 @@ class Utilisation(Number):
         from ..errors import ParameterError
 
         percent = text.strip().endswith("%")  # "80%": a percentage, said so below
-        value = check_real(text.strip().rstrip("%") if percent else text, flag, low=0.0,
+        value = check_real(as_float(text.strip().rstrip("%") if percent else text), flag, low=0.0,
                            low_open=True)
         if percent or value > UTILISATION_ERROR:
             hint = (f"; did you mean {value / 100:.2f}?" if value <= 100 else "")
