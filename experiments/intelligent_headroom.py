@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[name]["reduced"][seed] = red
             write_json_atomic(out / "headroom.json", {"requests_reduced": a.requests,
                                                       "setups": rows})
-    lines = [f"# Headroom before training (issue 35): vLLM-faithful model, {a.seeds} workload "
+    lines = [f"# Headroom before training: vLLM-faithful model, {a.seeds} workload "
              f"seeds", "",
              f"Headroom routers on the first {a.requests} requests of each episode (reduced); "
              f"round robin and JSQ also at the setup's full count. Δ = mean over seeds of "
