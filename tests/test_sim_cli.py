@@ -30,7 +30,7 @@ def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
     reqs = set()
     for pol in out["policies"].values():
         # the contract's keys, plus the status and (issue 21) the engine that ran
-        assert set(pol) == POLICY_KEYS | {"status", "engine"}
+        assert set(pol) == POLICY_KEYS | {"status", "engine", "latency_goodput", "probe_age_s"}
         assert pol["status"] == ("truncated" if pol["in_flight"] else "completed")
         assert pol["engine"] == "compiled"
         assert set(pol["latency"]) == {"mean", "p50", "p90", "p99"}

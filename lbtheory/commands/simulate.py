@@ -49,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stepsize", type=float, default=None,
                         help="flow-routing stepsize η, 1/(cost unit·s) (default: a per-cost "
                              "constant / (mean one-way delay + probe period/2))")
+    parser.add_argument("--probe-period", type=float, default=None, metavar="S",
+                        help="root routers' probe period (s), overriding the scenario's "
+                             "(Appendix-B default 0.01); the JSON reports probe_age_s, the "
+                             "age of the workloads each request was routed on (mean, p90)")
     parser.add_argument("--estimate", action="store_true",
                         help="cells fit their latency model online (softplus, sliding window; "
                              "a scenario's own 'estimation:' section takes precedence)")
@@ -188,6 +192,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..sim import Affinity, Estimation
 
+    if args.probe_period is not None:
+        from .._checks import check_real
+
+        sc = dataclasses.replace(sc, probe_period_s=check_real(
+            args.probe_period, "--probe-period", unit="s", low=0.0, low_open=True))
     if args.estimate and sc.estimation is None:
         sc = dataclasses.replace(sc, estimation=Estimation())
     if args.affinity and sc.affinity is None:

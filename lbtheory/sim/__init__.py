@@ -42,6 +42,7 @@ from ._scenario import (
     Estimation,
     LeafPolicy,
     Outage,
+    Probing,
     RateVariation,
     Scenario,
     ServerKind,
@@ -54,7 +55,7 @@ from ._simulate import Engine, simulate, simulate_cells
 
 __all__ = ["simulate_cells", "simulate", "Engine", "SimResult", "Scenario", "ServerSpec",
            "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage", "Affinity",
-           "RateVariation", "Estimation", "load_scenario", "scenario_from_dict",
+           "RateVariation", "Probing", "Estimation", "load_scenario", "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
            "appendix_b_scenario",
            "EVENT_WINDOW", "APPENDIX_B_RATE_VARIATION", "KernelRouter", "rate_profile",

@@ -25,10 +25,10 @@ from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
 from ..routers import perturb_model
 from ._calibrate import fit_cell_model
-from ._scenario import Burst, Outage, RateVariation, Scenario, ServerSpec
+from ._scenario import Burst, Outage, Probing, RateVariation, Scenario, ServerSpec
 
 __all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES", "EVENT_WINDOW",
-           "APPENDIX_B_RATE_VARIATION"]
+           "APPENDIX_B_RATE_VARIATION", "APPENDIX_B_PROBING"]
 
 REGION_NAMES = ("us-east", "us-west", "europe", "asia-east", "asia-south", "south-america")
 #: Round-trip times between regions (ms) [R]: plausible public-internet values, not Google's.
@@ -52,6 +52,12 @@ EVENT_WINDOW = (0.3, 0.7)
 #: not the time-varying Poisson process of App. B.1 — so it is not used.
 APPENDIX_B_RATE_VARIATION = RateVariation(sigma=0.2126, correlation=0.8652, interval_s=60.0)
 
+#: the staleness of DLB's stack (§3.1): root replicas taking turns, leaf caches, asynchronous
+#: probes — :class:`~lbtheory.sim.Probing`'s [R] defaults (fixed from the paper's text before
+#: any run; its docstring says why each). None in :func:`appendix_b_scenario` = the idealised
+#: synchronised round read one one-way delay late (issue 36's baseline).
+APPENDIX_B_PROBING = Probing()
+
 #: lognormal per-cell speed factor: mean 1, sd 0.2 (THEORY §11.1 item 4).
 _SIGMA = math.sqrt(math.log(1.04))
 
@@ -61,8 +67,9 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
                         noise_eps: float = 0.0, y: float = 1.0, homogeneous: bool = False,
                         prefill_s_per_token: float = 0.25e-3,
                         decode_s_per_token: float = 25e-3, fit_latency: bool = True,
-                        rate_variation: RateVariation | None = APPENDIX_B_RATE_VARIATION
-                        ) -> Scenario:
+                        rate_variation: RateVariation | None = APPENDIX_B_RATE_VARIATION,
+                        probing: Probing | None = APPENDIX_B_PROBING,
+                        probe_period_s: float = 0.01) -> Scenario:
     """Draw one Appendix-B scenario.
 
     Args:
@@ -83,11 +90,15 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         fit_latency: fit each cell's latency model to the simulator's measurements (default;
             ≈0.1–0.3 s per cell) or keep the formula (module docstring).
         rate_variation: the arrivals' rate path (None: homogeneous Poisson).
+        probing: the probes' staleness model (:data:`APPENDIX_B_PROBING`; None: idealised).
+        probe_period_s: root routers' probe period (s) [R: the paper's "once every few
+            milliseconds", read as 10 ms].
     """
     seed = check_seed(seed, "appendix_b.seed")
     for name, v in (("utilisation", utilisation), ("duration_s", duration_s), ("y", y)):
         check_real(v, f"appendix_b.{name}", low=0.0, low_open=True)
     check_real(noise_eps, "appendix_b.noise_eps (ε)", low=0.0, high=1.0, high_open=True)
+    check_real(probe_period_s, "appendix_b.probe_period_s", unit="s", low=0.0, low_open=True)
     if n_cells is not None:
         check_int(n_cells, "appendix_b.n_cells", low=1)
         # a full mesh: n² arcs, each a Python object (~600 bytes measured at n = 400) in the
@@ -136,7 +147,7 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     net = CellNetwork(cells, arcs)
     if fit_latency:
         measured = dataclasses.replace(proto, network=net, name=f"appendix-b-{seed}")
-        cells = [dataclasses.replace(c, service=fit_cell_model(measured, j, seed=seed))
+        cells = [dataclasses.replace(c, service=_fitted(measured, j, seed))
                  for j, c in enumerate(cells)]
     if noise_eps > 0:
         cells = [dataclasses.replace(c, service=perturb_model(c.service, float(noise[j])))
@@ -160,7 +171,31 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
             out[j] = 1
         outages = tuple(Outage(j, t0, t1, r) for j, r in sorted(out.items()))
     return dataclasses.replace(proto, network=net, bursts=bursts, outages=outages,
-                               name=f"appendix-b-{seed}", rate_variation=rate_variation)
+                               name=f"appendix-b-{seed}", rate_variation=rate_variation,
+                               probing=probing, probe_period_s=float(probe_period_s))
+
+
+#: fitted cell models by everything a fit depends on (issue 36 item 6): an Appendix-B sweep
+#: draws the same scenario seed at many levels and trials, and the fit (≈0.1–0.3 s per cell)
+#: depends on neither the demand, the events, the noise nor the trial. Bounded: cleared when
+#: it reaches :data:`FIT_CACHE_SIZE` entries.
+_FIT_CACHE: dict[tuple, SoftplusLatency] = {}
+FIT_CACHE_SIZE = 4096
+
+
+def _fitted(measured: Scenario, j: int, seed: int) -> SoftplusLatency:
+    """:func:`~._calibrate.fit_cell_model` of cell j, memoised in-process by its inputs: the
+    seed, the cell index, its servers, replicas and prior model, the request sizes (the fit
+    measures the cell alone at fixed loads of its own capacity, so nothing else enters)."""
+    c = measured.network.cells[j]
+    key = (seed, j, c.replicas, c.service, measured.servers[j], measured.prompt_tokens,
+           measured.output_tokens)
+    hit = _FIT_CACHE.get(key)
+    if hit is None:
+        if len(_FIT_CACHE) >= FIT_CACHE_SIZE:
+            _FIT_CACHE.clear()
+        hit = _FIT_CACHE[key] = fit_cell_model(measured, j, seed=seed)
+    return hit
 
 
 def _dummy_network() -> CellNetwork:

@@ -46,6 +46,7 @@ from ._records import Event, check_conservation
 from ._result import RunRecords
 from ._scenario import Scenario, ServerKind
 from ._servers import cell_utilisation
+from ._staleness import stale_scalars, stale_tables
 
 __all__ = ["run_compiled"]
 
@@ -111,7 +112,8 @@ class _Run:
             tau=np.ascontiguousarray(net.delays, dtype=float),
             mask=np.ascontiguousarray(net.adjacency, dtype=bool),
             sources=np.array(self.sources, dtype=np.int64), W=W, nn_i=nn_i,
-            hist_t=np.zeros((n, cols)), hist_n=np.zeros((n, cols), dtype=np.int64))
+            hist_t=np.zeros((n, cols)), hist_n=np.zeros((n, cols), dtype=np.int64),
+            stale=stale_tables(sc, streams[5]))
         # routing rows are a flow router's (the reference records none for the others)
         plan.ip[K_RECORD_EVERY] = record_every if plan.ip[K_KERNEL] == K_FLOW else 0
         self.ctl = ks.Control(plan.ip, plan.fp, np.zeros(ks.N_I, dtype=np.int64),
@@ -130,6 +132,7 @@ class _Run:
         cf[ks.F_RECORD] = float(record_period)
         cf[ks.F_REFIT] = est.period_s if est else 0.0
         cf[ks.F_NEXT_SOLVE], cf[ks.F_WINDOW], cf[ks.F_NEXT_AVERT] = -np.inf, 0.0, 0.0
+        cf[ks.F_SHARE], cf[ks.F_LEAF], cf[ks.F_REPLICAS] = stale_scalars(sc)
         cf[ks.F_SAVING] = sc.affinity.prefill_saving if sc.affinity is not None else 0.0
         self._first_events()
 

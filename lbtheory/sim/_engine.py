@@ -134,7 +134,7 @@ class _Engine:
         lam = net.arrival_rates
         self.sources = sorted({int(s) for s in np.unique(src)} | {i for i in range(n)
                                                                   if lam[i] > 0})
-        self.probes = Probes(sc, self.cluster, self.models, self.sources)
+        self.probes = Probes(sc, self.cluster, self.models, self.sources, streams[5])
         self.views: list[CellView | None] = [None] * n
         self.session = arr.session.tolist() if arr.session is not None else None
         self.last_cell: dict[int, int] = {}

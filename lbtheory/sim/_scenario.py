@@ -22,6 +22,13 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
       prompt_tokens: {shift: 16, shape: 1.5, scale: 300}   # P = shift + Gamma(shape, scale) [R]
       output_tokens: {shift: 4, shape: 1.2, scale: 40}     # D = shift + Gamma(shape, scale) [R]
       probe_period_s: 0.01    # root routers probe every cell this often
+      probing:                # present = staleness of DLB's stack (§3.1) on top of the
+                              # period; absent = one synchronised round, read one τ late
+        root_replicas: 3      # [R] root replicas per source taking turns probing
+        share_delay_s: 0.001  # [R] a peer's probe result reaches the others this late (s)
+        leaf_cache_period_s: 0.01  # [R] leaves re-aggregate the cell's RIF this often (s)
+        jitter_s: null        # [R] asynchronous probes: an answer up to this much older
+                              # (s); null = one probe period
       leaf_policy: p2c        # in-cell routing to servers: p2c (waiting tokens) or rr
       rate_variation:         # present = time-varying Poisson arrivals: λ_i(t) = λ_i·m_i(t)
         sigma: 0.213          # [0] sd of log m_i (stationary); m_i has mean 1
@@ -60,7 +67,7 @@ from ..network import CellNetwork
 from ..routers import FitFamily
 
 __all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
-           "Estimation", "Affinity", "RateVariation", "Scenario", "scenario_from_dict",
+           "Estimation", "Affinity", "RateVariation", "Probing", "Scenario", "scenario_from_dict",
            "load_scenario", "SERVER_KINDS"]
 
 
@@ -235,6 +242,54 @@ class RateVariation:
 
 
 @dataclasses.dataclass(frozen=True)
+class Probing:
+    """How stale the root routers' view of a cell's workload is (DLB §3.1), beyond one round
+    every ``probe_period_s`` read one one-way delay late (:mod:`._staleness` has the model and
+    ``probe_age_s``, the age it produces).
+
+    Every default is [R], fixed from the paper's description of its stack before any run:
+
+    * ``root_replicas`` = 3: "both tiers use multiple router replicas"; "the root routers
+      within a cell take turns probing leaves and sharing the results with local peer root
+      routers". Three is the smallest group that stays redundant with one replica down.
+      Round k is made by replica k mod R; the source's router state stands for one replica,
+      which sees its own rounds at once and its peers' ``share_delay_s`` later.
+    * ``share_delay_s`` = 1 ms: a peer-to-peer hop inside one cell; the paper puts a whole
+      root + leaf traversal at "a few hundred microseconds to one millisecond".
+    * ``leaf_cache_period_s`` = 10 ms: "the leaf router asynchronously queries all peer leaf
+      routers within the cell and caches the aggregated results"; no period is given, so the
+      cache is refreshed as often as it is read (the probe period's default), each cell at
+      its own phase (asynchronous).
+    * ``jitter_s`` = None (one probe period): roots probe "at a pre-specified frequency" but
+      not in lockstep; an asynchronous probe answer is up to one period older than a
+      synchronised round's, uniformly.
+
+    Attributes (s unless said): root_replicas (count ≥ 1), share_delay_s, leaf_cache_period_s
+    (0 = no cache: the leaf answers with the live count), jitter_s (None: probe period).
+    """
+
+    root_replicas: int = 3
+    share_delay_s: float = 0.001
+    leaf_cache_period_s: float = 0.01
+    jitter_s: float | None = None
+
+    def __post_init__(self) -> None:
+        check_int(self.root_replicas, "Probing.root_replicas", low=1)
+        for name in ("share_delay_s", "leaf_cache_period_s"):
+            check_real(getattr(self, name), f"Probing.{name}", unit="s", low=0.0)
+        if self.jitter_s is not None:
+            check_real(self.jitter_s, "Probing.jitter_s", unit="s", low=0.0)
+
+    def jitter(self, probe_period_s: float) -> float:
+        """The jitter bound (s): ``jitter_s``, or one probe period when None."""
+        return float(probe_period_s if self.jitter_s is None else self.jitter_s)
+
+    def max_extra_age(self, probe_period_s: float) -> float:
+        """The most this model adds to a read's age beyond one one-way delay (s)."""
+        return self.share_delay_s + self.jitter(probe_period_s) + self.leaf_cache_period_s
+
+
+@dataclasses.dataclass(frozen=True)
 class Affinity:
     """Sessions and prefix caching (DLB §3.5; THEORY §8) [R defaults from the paper's 60–70%
     cacheable requests and 40–50% prefill reduction]."""
@@ -260,6 +315,7 @@ class Scenario:
     estimation: Estimation | None = None
     affinity: Affinity | None = None
     rate_variation: RateVariation | None = None
+    probing: Probing | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "leaf_policy",
@@ -402,7 +458,8 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
     if not isinstance(sim, Mapping):
         raise _err(path, "", f"expected a mapping, got {sim!r}")
     known = {"server", "cells", "prompt_tokens", "output_tokens", "probe_period_s",
-             "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation"}
+             "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation",
+             "probing"}
     if set(sim) - known:
         raise _err(path, "", f"unknown key(s) {sorted(set(sim) - known)}; expected "
                              f"{sorted(known)}")
@@ -439,7 +496,18 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
         leaf_policy=leaf, bursts=tuple(bursts), outages=tuple(outages),
         name=str(data.get("name", "")), estimation=_estimation(path, sim.get("estimation")),
         affinity=_affinity(path, sim.get("affinity")),
-        rate_variation=_rate_variation(path, sim.get("rate_variation")))
+        rate_variation=_rate_variation(path, sim.get("rate_variation")),
+        probing=_probing(path, sim.get("probing")))
+
+
+def _probing(path: str, spec: Any) -> Probing | None:
+    if spec is None:
+        return None
+    kw: dict[str, Any] = {}
+    for k, v in _section(path, "probing", spec, Probing).items():
+        kw[k] = _num(path, f"probing.{k}", v, positive=k == "root_replicas",
+                     integer=k == "root_replicas", allow_none=k == "jitter_s")
+    return Probing(**kw)
 
 
 def _section(path: str, name: str, spec: Any, cls: type) -> Mapping[str, Any]:
