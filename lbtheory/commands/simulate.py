@@ -38,8 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--y", type=float, default=1.0,
                         help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
     parser.add_argument("--noise", type=float, default=0.0,
-                        help="Appendix-B: latency-model noise ε (every fitted parameter of "
-                             "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
+                        help="Appendix-B: latency-model noise ε (fitted parameters × "
+                             "(1 + εξ), ξ ~ U[-1, 1]; see --noise-mode)")
+    parser.add_argument("--noise-mode", default="independent",
+                        choices=("independent", "joint", "scenario"),
+                        help="Appendix-B noise: one ξ per parameter per run (independent), "
+                             "one per cell per run (joint), or one per cell fixed with the "
+                             "scenario (the pre-issue-36 generator)")
+    parser.add_argument("--noise-period", type=float, default=None, metavar="S",
+                        help="Appendix-B: redraw the noise every S seconds (default: once)")
     parser.add_argument("--policy", default="flow-grad",
                         help="policy or comma-separated policies, each run on the same "
                              "arrivals; one of " + ", ".join(POLICY_NAMES))
@@ -107,12 +114,14 @@ def _scenario(args: argparse.Namespace):
         return load_scenario(args.scenario)
     return appendix_b_scenario(args.appendix_b, n_cells=args.cells, utilisation=args.utilisation,
                                duration_s=args.duration, burst=args.burst, outage=args.outage,
-                               noise_eps=args.noise, y=args.y)
+                               noise_eps=args.noise, y=args.y, noise_mode=args.noise_mode,
+                               noise_period_s=args.noise_period)
 
 
 #: options that shape only a generated --appendix-b scenario, with their defaults.
 _GENERATOR_OPTIONS = {"cells": None, "utilisation": 0.8, "burst": False, "outage": False,
-                      "y": 1.0, "noise": 0.0}
+                      "y": 1.0, "noise": 0.0, "noise_mode": "independent",
+                      "noise_period": None}
 
 #: an in-flight share above this at the horizon earns a warning (latency covers completed
 #: requests only).

@@ -36,7 +36,7 @@ from ._records import Event
 __all__ = ["run_events", "run_events_user"]
 
 _ARRIVE, _PROBE, _OUTAGE = int(Event.ARRIVE), int(Event.PROBE), int(Event.OUTAGE)
-_RECORD, _REFIT = int(Event.RECORD), int(Event.REFIT)
+_RECORD, _REFIT, _NOISE = int(Event.RECORD), int(Event.REFIT), int(Event.NOISE)
 #: the probe round at t = 0 (a pseudo event kind: not in the heap, not counted).
 _ROUND0 = -1
 
@@ -128,6 +128,9 @@ def _event_ready(ce_i: np.ndarray, rate: np.ndarray, series_t: np.ndarray, ip: n
     elif kind == _OUTAGE:
         if ip[K_OUTAGE_PAUSE] and not ci[ks.I_DONE_FLAG]:
             return ks.P_OUTAGE
+    elif kind == _NOISE:
+        if not ci[ks.I_DONE_FLAG]:
+            return ks.P_NOISE
     return ks.P_DONE
 
 
@@ -228,6 +231,8 @@ def _loop(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray
                 heap_push(h_t, h_i, ci, t + delta, _PROBE, 0, 0)
         elif kind == _REFIT:
             heap_push(h_t, h_i, ci, t + cf[ks.F_REFIT], _REFIT, 0, 0)
+        elif kind == _NOISE:
+            heap_push(h_t, h_i, ci, t + cf[ks.F_NOISE], _NOISE, 0, 0)
         elif kind == _OUTAGE:
             ce_i[ks.ONLINE, a] = b
         elif kind == _RECORD:

@@ -106,7 +106,8 @@ F_SAVING = 8        # prefix-cache prefill saving (fraction)
 F_SHARE = 9         # probing: a peer replica's round reaches the router this late (s)
 F_LEAF = 10         # probing: leaf cache period (s; 0 = none)
 F_REPLICAS = 11     # probing: root replicas taking turns (a count, as a float)
-N_F = 12
+F_NOISE = 12        # model noise redraw period (s; 0 = never)
+N_F = 13
 
 # -- pause codes: why the loop returned ---------------------------------------------------
 P_DONE = 0          # horizon reached
@@ -122,6 +123,7 @@ P_OUTAGE = 8        # the routers' models change with the online servers
 P_BAD_ROUTE = 9     # a user kernel sent a request off its residency row
 P_LEAF_STREAM = 10  # the leaf stream's buffer ran out
 P_GROW_ROUTING = 11
+P_NOISE = 12        # the routers' model noise is redrawn
 
 #: "no queue limit" / "no session" / "no request" in int64 arrays.
 NONE = -1

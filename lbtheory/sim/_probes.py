@@ -20,7 +20,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import ModelError
-from ..models import ModelBank
+from ..models import ModelBank, SoftplusLatency
 from ..routers import CellView, CostTables, fit_latency_model, perturb_model, scale_to_replicas
 from ._records import Records
 from ._scenario import Scenario, ServerKind
@@ -34,10 +34,12 @@ class SeenModels:
     """The model bank routers see, and its :class:`~lbtheory.routers.CostTables`.
 
     Args:
-        sc: the scenario; cluster: its servers (online counts); noise_seq: seed of ξ_j.
+        sc: the scenario; cluster: its servers (online counts); noise_seq: seed of ξ_j;
+        model_seq: seed of the scenario's ``model_noise`` draws (:meth:`redraw`).
     """
 
-    def __init__(self, sc: Scenario, cluster: Cluster, noise_seq: np.random.SeedSequence) -> None:
+    def __init__(self, sc: Scenario, cluster: Cluster, noise_seq: np.random.SeedSequence,
+                 model_seq: np.random.SeedSequence | None = None) -> None:
         net = sc.network
         self.cl = cluster
         self.true_models = net.services
@@ -48,10 +50,33 @@ class SeenModels:
         self.bank = net.models
         self.tables = CostTables(self.bank)
         self.rate_cell = [s.kind is ServerKind.RATE for s in sc.servers]
+        self.model_noise = sc.model_noise
+        self.factors: list | None = None
+        self.seen = tuple(net.services)  # the models routers see (after update)
+        if self.model_noise is not None:
+            self._noise_rng = np.random.default_rng(model_seq)
+            self._draw()
+            if self.est is None:
+                self.update()
         if self.est is not None:
             xi = np.random.default_rng(noise_seq).uniform(-1.0, 1.0, size=net.n)
             self.noise = (1.0 + self.est.noise_eps * xi).tolist()
             self.update()
+
+    def _draw(self) -> None:
+        """New factors 1 + εξ of ``model_noise``: one per (cell, parameter), or per cell."""
+        mn, n = self.model_noise, len(self.true_models)
+        xi = self._noise_rng.uniform(-1.0, 1.0, size=(n, 4))
+        self.factors = []
+        for j, m in enumerate(self.true_models):
+            k = 4 if isinstance(m, SoftplusLatency) else 2
+            f = 1.0 + mn.eps * xi[j]
+            self.factors.append(float(f[0]) if mn.joint else f[:k].tolist())
+
+    def redraw(self) -> None:
+        """The model noise is redrawn (``model_noise.period_s``): routers see new models."""
+        self._draw()
+        self.update()
 
     def sample(self, records: Records, r: int, j: int, t: float) -> None:
         """A request of cell j completed at t: its (N at arrival, serving latency) sample."""
@@ -85,6 +110,9 @@ class SeenModels:
                       zip(self.true_models, self.cl.k, self.cl.online)]
         else:
             models = [perturb_model(m, f) for m, f in zip(self.fitted, self.noise)]
+        if self.factors is not None:
+            models = [perturb_model(m, f) for m, f in zip(models, self.factors)]
+        self.seen = tuple(models)
         self.bank = ModelBank(models)
         self.tables = CostTables(self.bank)
 

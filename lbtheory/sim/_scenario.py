@@ -44,6 +44,10 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
         period_s: 5.0         # refit period
         min_samples: 30
         noise_eps: 0.0        # robustness mode: routers see ℓ̂ × (1 + εξ_j), ξ_j ~ U[−1, 1]
+      model_noise:            # present = routers see every cell's model with its parameters
+        eps: 0.1              # × (1 + εξ), ξ ~ U[−1, 1] drawn from the run's seed (per trial)
+        joint: false          # [false] one ξ per parameter; true = one ξ per cell for all
+        period_s: null        # [null] drawn once; else redrawn every period_s seconds
       affinity:               # present = requests belong to sessions (DLB §3.5) [R]
         followup_fraction: 0.65   # share of requests continuing a recent session
         active_sessions: 50       # recent sessions per source a follow-up picks from
@@ -65,9 +69,11 @@ from ..errors import DataFormatError
 from ..io import read_config_file, topology_from_dict
 from ..network import CellNetwork
 from ..routers import FitFamily
+from ._observation import ModelNoise, Probing
 
 __all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
-           "Estimation", "Affinity", "RateVariation", "Probing", "Scenario", "scenario_from_dict",
+           "Estimation", "Affinity", "RateVariation", "Probing", "ModelNoise",
+           "Scenario", "scenario_from_dict",
            "load_scenario", "SERVER_KINDS"]
 
 
@@ -242,54 +248,6 @@ class RateVariation:
 
 
 @dataclasses.dataclass(frozen=True)
-class Probing:
-    """How stale the root routers' view of a cell's workload is (DLB §3.1), beyond one round
-    every ``probe_period_s`` read one one-way delay late (:mod:`._staleness` has the model and
-    ``probe_age_s``, the age it produces).
-
-    Every default is [R], fixed from the paper's description of its stack before any run:
-
-    * ``root_replicas`` = 3: "both tiers use multiple router replicas"; "the root routers
-      within a cell take turns probing leaves and sharing the results with local peer root
-      routers". Three is the smallest group that stays redundant with one replica down.
-      Round k is made by replica k mod R; the source's router state stands for one replica,
-      which sees its own rounds at once and its peers' ``share_delay_s`` later.
-    * ``share_delay_s`` = 1 ms: a peer-to-peer hop inside one cell; the paper puts a whole
-      root + leaf traversal at "a few hundred microseconds to one millisecond".
-    * ``leaf_cache_period_s`` = 10 ms: "the leaf router asynchronously queries all peer leaf
-      routers within the cell and caches the aggregated results"; no period is given, so the
-      cache is refreshed as often as it is read (the probe period's default), each cell at
-      its own phase (asynchronous).
-    * ``jitter_s`` = None (one probe period): roots probe "at a pre-specified frequency" but
-      not in lockstep; an asynchronous probe answer is up to one period older than a
-      synchronised round's, uniformly.
-
-    Attributes (s unless said): root_replicas (count ≥ 1), share_delay_s, leaf_cache_period_s
-    (0 = no cache: the leaf answers with the live count), jitter_s (None: probe period).
-    """
-
-    root_replicas: int = 3
-    share_delay_s: float = 0.001
-    leaf_cache_period_s: float = 0.01
-    jitter_s: float | None = None
-
-    def __post_init__(self) -> None:
-        check_int(self.root_replicas, "Probing.root_replicas", low=1)
-        for name in ("share_delay_s", "leaf_cache_period_s"):
-            check_real(getattr(self, name), f"Probing.{name}", unit="s", low=0.0)
-        if self.jitter_s is not None:
-            check_real(self.jitter_s, "Probing.jitter_s", unit="s", low=0.0)
-
-    def jitter(self, probe_period_s: float) -> float:
-        """The jitter bound (s): ``jitter_s``, or one probe period when None."""
-        return float(probe_period_s if self.jitter_s is None else self.jitter_s)
-
-    def max_extra_age(self, probe_period_s: float) -> float:
-        """The most this model adds to a read's age beyond one one-way delay (s)."""
-        return self.share_delay_s + self.jitter(probe_period_s) + self.leaf_cache_period_s
-
-
-@dataclasses.dataclass(frozen=True)
 class Affinity:
     """Sessions and prefix caching (DLB §3.5; THEORY §8) [R defaults from the paper's 60–70%
     cacheable requests and 40–50% prefill reduction]."""
@@ -316,6 +274,7 @@ class Scenario:
     affinity: Affinity | None = None
     rate_variation: RateVariation | None = None
     probing: Probing | None = None
+    model_noise: ModelNoise | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "leaf_policy",
@@ -353,6 +312,12 @@ class Scenario:
                                   f"{duration_s:g} s is {rounds:.3g} probe rounds, more than "
                                   f"the {MAX_PROBE_ROUNDS:.0e} a run may have",
                                   field="probe_period_s")
+        mn = self.model_noise
+        if mn is not None and mn.period_s is not None and duration_s / mn.period_s > MAX_REFITS:
+            raise DataFormatError(f"simulation.model_noise.period_s: {mn.period_s:g} s over "
+                                  f"{duration_s:g} s is {duration_s / mn.period_s:.3g} "
+                                  f"redraws, more than the {MAX_REFITS:.0e} a run may have",
+                                  field="model_noise.period_s")
         if self.estimation is not None and duration_s / self.estimation.period_s > MAX_REFITS:
             raise DataFormatError(f"simulation.estimation.period_s: "
                                   f"{self.estimation.period_s:g} s over {duration_s:g} s is "
@@ -459,7 +424,7 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
         raise _err(path, "", f"expected a mapping, got {sim!r}")
     known = {"server", "cells", "prompt_tokens", "output_tokens", "probe_period_s",
              "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation",
-             "probing"}
+             "probing", "model_noise"}
     if set(sim) - known:
         raise _err(path, "", f"unknown key(s) {sorted(set(sim) - known)}; expected "
                              f"{sorted(known)}")
@@ -497,7 +462,28 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
         name=str(data.get("name", "")), estimation=_estimation(path, sim.get("estimation")),
         affinity=_affinity(path, sim.get("affinity")),
         rate_variation=_rate_variation(path, sim.get("rate_variation")),
-        probing=_probing(path, sim.get("probing")))
+        probing=_probing(path, sim.get("probing")),
+        model_noise=_model_noise(path, sim.get("model_noise")))
+
+
+def _model_noise(path: str, spec: Any) -> ModelNoise | None:
+    if spec is None:
+        return None
+    kw: dict[str, Any] = {}
+    spec = _section(path, "model_noise", spec, ModelNoise)
+    if "eps" not in spec:
+        raise _err(path, "model_noise.eps", "missing (the noise magnitude ε)")
+    for k, v in spec.items():
+        if k == "joint":
+            if not isinstance(v, bool):
+                raise _err(path, "model_noise.joint", f"expected true or false, got {v!r}")
+            kw[k] = v
+            continue
+        kw[k] = _num(path, f"model_noise.{k}", v, positive=k == "period_s",
+                     allow_none=k == "period_s")
+        if k == "eps" and kw[k] >= 1:
+            raise _err(path, "model_noise.eps", f"expected 0 ≤ ε < 1, got {v!r}")
+    return ModelNoise(**kw)
 
 
 def _probing(path: str, spec: Any) -> Probing | None:

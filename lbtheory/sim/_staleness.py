@@ -44,6 +44,8 @@ __all__ = ["JITTER_ROUNDS", "stale_tables", "stale_scalars", "read_time", "probe
 #: rounds in the table of jitter draws (reused cyclically) [R]: a prime, so the cycle does not
 #: line up with the replicas' turns; at 10 ms it repeats every ≈10 s.
 JITTER_ROUNDS = 1009
+#: most floats in the jitter table: a large network keeps fewer rounds (n² floats each).
+JITTER_TABLE_FLOATS = 4_000_000
 #: rounds processed at once by :func:`probe_ages` (memory: this × cells floats per source).
 _CHUNK = 1 << 18
 
@@ -60,11 +62,13 @@ def stale_scalars(sc: Scenario) -> tuple[float, float, int]:
 def stale_tables(sc: Scenario, seq: np.random.SeedSequence) -> np.ndarray:
     """The float array both engines read: ``[0]`` the last read times q (n, n, start −inf),
     ``[1, 0]`` the leaf phases φ_j (s), ``[2:]`` the jitter table J·U (M, n, n, s); M = 1 and
-    zeros without jitter. Drawn from ``seq`` (the run's probing stream)."""
+    zeros without jitter; M = :data:`JITTER_ROUNDS`, fewer for a network of more than ≈60 cells
+    (at most :data:`JITTER_TABLE_FLOATS` floats). Drawn from ``seq`` (the run's probing
+    stream)."""
     n = sc.network.n
     pr = sc.probing
     jit = pr.jitter(sc.probe_period_s) if pr is not None else 0.0
-    M = JITTER_ROUNDS if jit > 0 else 1
+    M = max(1, min(JITTER_ROUNDS, JITTER_TABLE_FLOATS // max(n * n, 1))) if jit > 0 else 1
     out = np.zeros((2 + M, n, n))
     out[0] = -np.inf
     if pr is None:
