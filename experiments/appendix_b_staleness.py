@@ -88,48 +88,64 @@ def _ranking(groups: list[dict]) -> list[dict]:
     return out
 
 
-def _figure(groups: list[dict], path: Path) -> None:
-    """Normalised mean and p90 vs the measured probe age, one line per policy."""
+def _figure(groups: list[dict], ranking: list[dict], path: Path) -> None:
+    """Normalised mean and p90 vs the measured probe age, one line per policy (the level's
+    interval over scenarios is wide — scenarios differ in level — so the third panel shows the
+    paired Flow − Disc differences with their 95 % intervals, the comparison that matters)."""
     from lbtheory.plotting import figure, policy_color
 
     gs = sorted(groups, key=lambda g: g["level"]["probe_period_s"])
-    fig, axes = figure(ncols=2, width=11.0, height=4.2)
+    x = [g["policies"]["rand"]["probe_age_mean_s"]["mean"] for g in gs]
+    fig, axes = figure(ncols=3, width=15.0, height=4.4)
     for ax, metric, title in zip(axes, ("mean_norm", "p90_norm"), ("mean", "p90")):
-        x = [g["policies"]["rand"]["probe_age_mean_s"]["mean"] for g in gs]
         for p in gs[0]["policies"]:
             if p == "rand":
                 continue
-            y = [g["policies"][p][metric]["mean"] for g in gs]
-            lo = [g["policies"][p][metric]["lo"] for g in gs]
-            hi = [g["policies"][p][metric]["hi"] for g in gs]
-            ax.plot(x, y, marker="o", label=p, color=policy_color(p),
-                    linestyle="--" if p.startswith("disc") else "-")
-            if all(v is not None and v == v for v in lo + hi):
-                ax.fill_between(x, lo, hi, color=policy_color(p), alpha=0.08)
+            ax.plot(x, [g["policies"][p][metric]["mean"] for g in gs], marker="o", label=p,
+                    color=policy_color(p), linestyle="--" if p.startswith("disc") else "-")
         ax.axhline(1.0, color="0.5", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("measured probe age, mean (s)")
         ax.set_ylabel(f"{title} latency / Rand")
         ax.set_title(f"{title} latency vs staleness")
     axes[0].legend(fontsize=7, ncol=2)
-    for g, xv in zip(gs, [g["policies"]["rand"]["probe_age_mean_s"]["mean"] for g in gs]):
-        axes[1].annotate(f"P={g['level']['probe_period_s']:g}s", (xv, 1.0), fontsize=6,
-                         rotation=90, va="bottom")
+    ax = axes[2]
+    for k, (cost, _, flow) in enumerate(COSTS):
+        key = f"flow_minus_disc_{cost}"
+        pts = [(xv, r[key]) for xv, r in zip(x, ranking) if key in r]
+        if not pts:
+            continue
+        xs = [xv * (1.0 + 0.06 * (k - 1)) for xv, _ in pts]  # side by side on the log axis
+        ys = [d["mean"] for _, d in pts]
+        err = [[d["mean"] - d["lo"] if d["lo"] is not None else 0.0 for _, d in pts],
+               [d["hi"] - d["mean"] if d["hi"] is not None else 0.0 for _, d in pts]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, color=policy_color(flow),
+                    label=f"Flow − Disc, {cost}")
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_ylabel("Flow − Disc of mean / Rand (paired, 95 % CI)")
+    ax.set_title("below 0: Flow better")
+    ax.legend(fontsize=7)
+    for a in axes:
+        a.set_xscale("log")
+        a.set_xlabel("measured probe age, mean (s)")
+        for g, xv in zip(gs, x):
+            a.annotate(f"P={g['level']['probe_period_s']:g}s", (xv, 0.02),
+                       xycoords=("data", "axes fraction"), fontsize=6, rotation=90,
+                       ha="center", va="bottom", color="0.4")
     save_figure_atomic(fig, path)
 
 
 def collect(rows: list[tuple[dict, dict]], out_dir: Path, profile: str) -> None:
     """summary.json (groups by probe period, the Flow-vs-Disc ranking) and staleness.png."""
     groups = summarise_rows(rows, ("probe_period_s",))
+    ranking = _ranking(groups)
     summary = {"experiment": "appendix-b-staleness", "profile": profile,
                "protocol": PROTOCOL[profile], "periods_s": PERIODS[profile],
                "eta_probe_period_s": ETA_PROBE_PERIOD_S, "cells": len(rows),
-               "groups": groups, "ranking": _ranking(groups),
+               "groups": groups, "ranking": ranking,
                "manifest": run_manifest({"experiment": "appendix-b-staleness",
                                          "profile": profile,
                                          "grid": [c for c, _ in rows]})}
     write_json_atomic(out_dir / "summary.json", summary)
-    _figure(groups, out_dir / "staleness.png")
+    _figure(groups, ranking, out_dir / "staleness.png")
 
 
 EXPERIMENT = Experiment(
