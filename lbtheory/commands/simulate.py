@@ -245,6 +245,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r.policy:<10} {_fmt(s['mean'])} {_fmt(s['p50'])} {_fmt(s['p90'])} "
               f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
               f"{r.in_flight:9d}{norm}")
+    age = results[0].summary()["probe_age_s"] if results else None
+    if age and age["mean"] is not None:  # the same for every policy: set by the probes
+        print(f"probe age (the workloads a request is routed on): mean {age['mean']:.4g} s, "
+              f"p90 {age['p90']:.4g} s (probe period {sc.probe_period_s:g} s)")
     for name, st in steps.items():
         crit = st["eta_crit"]
         print(f"{name}: stepsize η = {st['eta']:.4g} 1/(cost unit·s); fluid η_crit = "
