@@ -112,8 +112,11 @@ def test_text_output_lists_each_policy(capsys):
     assert main(["simulate", str(EXAMPLE), "--policy", "rr,mnlb", "--duration", "100"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("scenario sim_two_cells: 2 cells")
-    assert [ln.split()[0] for ln in lines[2:]] == ["rr", "mnlb"]
+    assert [ln.split()[0] for ln in lines[2:4]] == ["rr", "mnlb"]
     assert np.isfinite([float(x) for x in lines[2].split()[1:5]]).all()
+    # idealised probes: age = mean_j τ_ij (both sources: (0 + 0.04)/2) + P/2 (P = 10 ms)
+    assert lines[4].startswith("probe age")
+    assert float(lines[4].split("mean ")[1].split()[0]) == pytest.approx(0.025, abs=5e-4)
 
 
 def test_trace_replay_and_normalised_output(capsys):

@@ -81,12 +81,11 @@ NEED_SOLVE = -2
 
 
 @njit(cache=True, error_model="numpy")
-def read_time(t: float, tau: float, k: int, jit: float, phase: float, S: float, L: float,
-              R: int) -> float:
+def read_time(t: float, tau: float, share: float, jit: float, phase: float,
+              L: float) -> float:
     """u_ij(k) of :mod:`._staleness` (its :func:`~._staleness.read_time`, compiled)."""
     u = t - tau
-    if k % R != 0:
-        u = u - S
+    u = u - share  # S on a peer replica's round, 0.0 (no change) on the router's own
     u = u - jit
     if L > 0.0:
         u = phase + L * math.floor((u - phase) / L)
@@ -102,11 +101,12 @@ def probe_workloads(ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray, nn_i: np.n
     a probing model); the largest value read. Repeating it at the same t changes nothing."""
     top = 0
     n = W.shape[0]
-    S, L, R = cf[F_SHARE], cf[F_LEAF], int(cf[F_REPLICAS])
+    L = cf[F_LEAF]
+    share = cf[F_SHARE] if k % int(cf[F_REPLICAS]) != 0 else 0.0
     km = 2 + k % (stale.shape[0] - 2)
     for i in sources:
         for j in range(n):
-            u = read_time(t, tau[i, j], k, stale[km, i, j], stale[1, 0, j], S, L, R)
+            u = read_time(t, tau[i, j], share, stale[km, i, j], stale[1, 0, j], L)
             if u > stale[0, i, j]:
                 stale[0, i, j] = u
             q = stale[0, i, j]

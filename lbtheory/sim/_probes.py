@@ -174,11 +174,12 @@ class Probes:
         k, n, bis = self.rounds, self.n, bisect.bisect_right
         hist_t, hist_n = self.cl.hist_t, self.cl.hist_n
         jit = self.jit[k % len(self.jit)]
-        S, L, R, phase = self.S, self.L, self.R, self.phase
+        L, phase = self.L, self.phase
+        share = self.S if k % self.R != 0 else 0.0
         for i in self.sources:
             d, row, q, jr = self.delay_l[i], W[i], self.q[i], jit[i]
             for j in range(n):
-                u = read_time(t, d[j], k, jr[j], phase[j], S, L, R)
+                u = read_time(t, d[j], share, jr[j], phase[j], L)
                 if u > q[j]:
                     q[j] = u
                 kk = bis(hist_t[j], q[j]) - 1

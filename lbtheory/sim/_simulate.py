@@ -107,8 +107,10 @@ def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: 
     else:
         rr = run_compiled(scenario, router, plan, T, streams, arrivals, period, every)
     R = rr.requests
-    src = arrivals.source[:R] if arrivals.source is not None else np.zeros(R, dtype=np.int64)
-    ages = probe_ages(scenario, streams[5], arrivals.arrival_s[:R], src, T)
+    n_arr = len(arrivals.arrival_s)
+    src = arrivals.source if arrivals.source is not None else np.zeros(n_arr, dtype=np.int64)
+    # the whole arrays (not slices): the policies of one cell share them, and the answer
+    ages = probe_ages(scenario, streams[5], arrivals.arrival_s, src, T)[:R]
     return build_result(scenario, arrivals, T, rr,
                         policy=policy or getattr(router, "name", type(router).__name__),
                         seed=seed, wall=_time.perf_counter() - wall0,
