@@ -26,6 +26,7 @@ dynamics only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -36,8 +37,16 @@ from lbtheory._checks import check_int, check_real
 from lbtheory.errors import DataFormatError, LBTheoryError
 from lbtheory.registry import make_router, policy_names
 from lbtheory.routers import CellView
-from lbtheory.sim import SimResult, appendix_b_scenario, generate_arrivals, simulate
-from lbtheory.stats import mean, percentiles, ratio
+from lbtheory.sim import (
+    APPENDIX_B_PROBING,
+    NOISE_MODES,
+    SimResult,
+    appendix_b_scenario,
+    generate_arrivals,
+    simulate,
+)
+from lbtheory.sim._staleness import age_summary
+from lbtheory.stats import goodput_latency, mean, percentiles, ratio
 
 __all__ = ["DLB_POLICIES", "MAIN_POLICIES", "EXTRA_POLICIES", "AVERSE_POLICIES", "FLOW_COSTS",
            "CELL_DEFAULTS", "appendix_b_cell", "check_cell_config", "trial_seed", "run_metrics",
@@ -63,6 +72,13 @@ CELL_DEFAULTS: dict[str, Any] = {
     "y": 1.0, "noise_eps": 0.0, "burst": False, "outage": False, "homogeneous": False,
     "n_cells": None, "policies": list(MAIN_POLICIES), "error_aversion": True,
     "eta_factors": [], "eta_costs": [], "series_bins": 0, "record_period_s": 0.1,
+    # issue 36: the probes' staleness ("stack": lbtheory.sim.APPENDIX_B_PROBING, the [R]
+    # model of DLB §3.1; "ideal": one synchronised round read one delay late), the probe
+    # period, the probe period the flow stepsize rule assumes (None: the actual one; a fixed
+    # value holds η fixed across a staleness sweep), the noise reading and its redraw period,
+    # and MNLB's headroom cap
+    "probing": "stack", "probe_period_s": 0.01, "eta_probe_period_s": None,
+    "noise_mode": "independent", "noise_period_s": None, "mnlb_rho_max": 0.9,
 }
 
 
@@ -91,8 +107,18 @@ def check_cell_config(config: Any) -> dict[str, Any]:
 
     for key in ("scenario", "trial"):
         check_int(cfg[key], key, low=0, error=error(key))
-    for key in ("duration_s", "utilisation", "y", "record_period_s"):
+    for key in ("duration_s", "utilisation", "y", "record_period_s", "probe_period_s"):
         check_real(cfg[key], key, low=0.0, low_open=True, error=error(key))
+    for key in ("eta_probe_period_s", "noise_period_s"):
+        if cfg[key] is not None:
+            check_real(cfg[key], key, low=0.0, low_open=True, error=error(key))
+    check_real(cfg["mnlb_rho_max"], "mnlb_rho_max", low=0.0, high=1.0, low_open=True,
+               error=error("mnlb_rho_max"))
+    if cfg["probing"] not in ("stack", "ideal"):
+        raise _bad("probing", f"expected 'stack' or 'ideal', got {cfg['probing']!r}")
+    if cfg["noise_mode"] not in NOISE_MODES:
+        raise _bad("noise_mode", f"expected one of {list(NOISE_MODES)}, "
+                                 f"got {cfg['noise_mode']!r}")
     check_real(cfg["warmup_s"], "warmup_s", low=0.0, high=float(cfg["duration_s"]),
                high_open=True, error=error("warmup_s"))
     if cfg["n_cells"] is not None:
@@ -135,7 +161,11 @@ def cell_scenario(cfg: dict[str, Any]):
                                utilisation=float(cfg["utilisation"]),
                                duration_s=float(cfg["duration_s"]), burst=bool(cfg["burst"]),
                                outage=bool(cfg["outage"]), noise_eps=float(cfg["noise_eps"]),
-                               y=float(cfg["y"]), homogeneous=bool(cfg["homogeneous"]))
+                               y=float(cfg["y"]), homogeneous=bool(cfg["homogeneous"]),
+                               probing=APPENDIX_B_PROBING if cfg["probing"] == "stack" else None,
+                               probe_period_s=float(cfg["probe_period_s"]),
+                               noise_mode=cfg["noise_mode"],
+                               noise_period_s=cfg["noise_period_s"])
 
 
 def protocol_router(name: str, error_aversion: bool = True, **options: Any) -> Any:
@@ -143,6 +173,17 @@ def protocol_router(name: str, error_aversion: bool = True, **options: Any) -> A
     one of :data:`AVERSE_POLICIES` and ``error_aversion`` is on."""
     return make_router(name, error_aversion=error_aversion and name in AVERSE_POLICIES,
                        **options)
+
+
+def _policy_options(p: str, cfg: dict[str, Any], sc: Any) -> dict[str, Any]:
+    """Router options of the cell config: MNLB's cap; a flow router's stepsize held at the
+    default rule's value for ``eta_probe_period_s`` (when given)."""
+    if p == "mnlb":
+        return {"rho_max": float(cfg["mnlb_rho_max"])}
+    if p.startswith("flow-") and cfg["eta_probe_period_s"] is not None:
+        held = dataclasses.replace(sc, probe_period_s=float(cfg["eta_probe_period_s"]))
+        return {"stepsize": flow_stepsize(make_router(p), held)}
+    return {}
 
 
 def _finite(v: float) -> float | None:
@@ -171,6 +212,12 @@ def run_metrics(res: SimResult, warmup_s: float = 0.0, series_bins: int = 0) -> 
                            "mean_serving_s": _finite(mean(lat - net)),
                            "remote_share": _finite(ratio(routed.sum() - np.trace(routed),
                                                          routed.sum())),
+                           # issue 36: rejected requests counted at the timeout, and the age
+                           # of the probed workloads the requests were routed on (s)
+                           "latency_goodput": {k: _finite(v) for k, v in goodput_latency(
+                               lat, errors).items()},
+                           "probe_age_s": age_summary(
+                               res.probe_age_s[res.arrival_s >= warmup_s]),
                            "utilisation": [float(u) for u in res.utilisation]}
     out.update({k: _finite(v) for k, v in percentiles(lat, (50.0, 90.0, 99.0)).items()})
     if series_bins:
@@ -274,7 +321,8 @@ def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
     series: dict[str, tuple] = {}
     for p in cfg["policies"]:
         # experiment 7 compares plain routers with the fluid model: no error aversion there
-        router = protocol_router(p, cfg["error_aversion"] and not eta_exp)
+        router = protocol_router(p, cfg["error_aversion"] and not eta_exp,
+                                 **_policy_options(p, cfg, sc))
         res = simulate(sc, router, duration_s=T, seed=seed, arrivals=arr, policy=p,
                        record_period_s=period)
         runs[p] = run_metrics(res, W, cfg["series_bins"])
@@ -290,10 +338,14 @@ def appendix_b_cell(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _normalised(m: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
-    """mean, p90 / Rand's, and the network and serving parts of the mean / Rand's mean."""
+    """mean, p90 / Rand's, the network and serving parts of the mean / Rand's mean, and the
+    goodput-aware mean and p90 (rejections at the timeout) / Rand's (issue 36)."""
     def div(a: float | None, b: float | None) -> float | None:
         return _finite(ratio(a, b)) if a is not None and b is not None else None
 
+    g, gb = m.get("latency_goodput") or {}, base.get("latency_goodput") or {}
     return {"mean": div(m["mean"], base["mean"]), "p90": div(m["p90"], base["p90"]),
             "network": div(m["mean_network_s"], base["mean"]),
-            "serving": div(m["mean_serving_s"], base["mean"])}
+            "serving": div(m["mean_serving_s"], base["mean"]),
+            "goodput_mean": div(g.get("mean"), gb.get("mean")),
+            "goodput_p90": div(g.get("p90"), gb.get("p90"))}

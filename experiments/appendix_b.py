@@ -39,8 +39,9 @@ from _appendix_b_protocol import EXTRA_POLICIES, MAIN_POLICIES, appendix_b_cell 
 
 PROFILES = ("quick", "reduced", "full")
 GROUP = "appendix-b"
-#: the protocol's code version (part of every cell's cache key): issue 25's protocol.
-VERSION = "issue25"
+#: the protocol's code version (part of every cell's cache key): issue 36's protocol (the
+#: probing model, per-trial noise, MNLB's proportional spill, goodput and probe-age metrics).
+VERSION = "issue36"
 
 #: per profile: scenario seeds of exp 1 ("scenarios"), exp 7 ("eta") and exps 2–6 ("few"),
 #: trials, simulated seconds (exps 1 and 7: "duration_s"; exps 2–6: "few_duration_s") and the
@@ -178,6 +179,12 @@ METRICS = {
     "p90_s": lambda c, p: c["runs"][p]["p90"],
     "error_rate": lambda c, p: c["runs"][p]["error_rate"],
     "remote_share": lambda c, p: c["runs"][p].get("remote_share"),
+    # issue 36: goodput-aware latency (rejections at the timeout) / Rand's, and the age of the
+    # probed workloads the requests were routed on (s)
+    "goodput_mean_norm": lambda c, p: c["normalised"][p].get("goodput_mean"),
+    "goodput_p90_norm": lambda c, p: c["normalised"][p].get("goodput_p90"),
+    "probe_age_mean_s": lambda c, p: (c["runs"][p].get("probe_age_s") or {}).get("mean"),
+    "probe_age_p90_s": lambda c, p: (c["runs"][p].get("probe_age_s") or {}).get("p90"),
 }
 
 

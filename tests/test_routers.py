@@ -173,8 +173,10 @@ MNLB_DELAYS = np.array([[0.0, 0.05], [0.05, 0.0]])
     ((12.0, 2.0), [8 / 12, 4 / 12]),
     # λ = (10, 5): a keeps 8, sends 2; b's 5 + 2 = 7 ≤ 8.
     ((10.0, 5.0), [0.8, 0.2]),
-    # λ = (20, 2) > 16: overflow 6 is unavoidable; b takes 6 more (its 8 usable), a keeps 14.
-    ((20.0, 2.0), [14 / 20, 6 / 20]),
+    # λ = (20, 2) > 16 usable: the overload 22/16 = 1 + σ, σ = 0.375, raises both caps to
+    # 11 (spilled in proportion to the capped capacities, issue 36): a keeps 11, sends 9 (it
+    # kept 14 and sent 6 when the overflow could sit on the local cell).
+    ((20.0, 2.0), [11 / 20, 9 / 20]),
     # λ = (5, 5): no spill, everyone local.
     ((5.0, 5.0), [1.0, 0.0]),
 ])
@@ -298,16 +300,17 @@ def test_mnlb_lp_matches_scipy_highs_on_random_networks():
         x = MNLBProgram(mask, tau, rho_max=0.9).solve(lam, cap)
         src, dst = np.nonzero(mask)
         m = len(src)
-        A_eq = np.zeros((n, m + n))
+        # variables: the arc flows, then the one overload factor σ (caps × (1 + σ))
+        A_eq = np.zeros((n, m + 1))
         A_eq[src, np.arange(m)] = 1.0
-        A_ub = np.zeros((n, m + n))
+        A_ub = np.zeros((n, m + 1))
         A_ub[dst, np.arange(m)] = 1.0
-        A_ub[np.arange(n), m + np.arange(n)] = -1.0
-        c = np.concatenate([tau[src, dst], np.full(n, 1e3)])
+        A_ub[:, m] = -0.9 * cap
+        c = np.concatenate([tau[src, dst], [1e3 * 0.9 * cap.sum()]])
         ref = linprog(c, A_ub=A_ub, b_ub=0.9 * cap, A_eq=A_eq, b_eq=lam, method="highs")
         f = lam[:, None] * x
-        overflow = np.maximum(f.sum(axis=0) - 0.9 * cap, 0.0)
-        ours = float((tau * f).sum() + 1e3 * overflow.sum())
+        sigma = max(float(np.max(f.sum(axis=0) / (0.9 * cap))) - 1.0, 0.0)
+        ours = float((tau * f).sum() + 1e3 * 0.9 * cap.sum() * sigma)
         assert ours == pytest.approx(ref.fun, rel=1e-5, abs=1e-5)  # Clarabel: interior point
         assert np.all(x[~mask] == 0) and np.allclose(x.sum(axis=1), 1.0)
 

@@ -157,8 +157,8 @@ def test_fitted_model_reproduces_the_measured_latency_curve_within_its_ci(cell):
 
 def test_noise_moves_every_parameter():
     """perturb_model scales θ0, θ1, θ2, θ3 (μ̄, K) by the factor; a knee that would break
-    θ0 > θ1θ2 is lowered to θ0'/((1 + MARGIN)θ1'). The generator's noise: one factor per cell,
-    in [1 − ε, 1 + ε], on every parameter of that cell's fitted model."""
+    θ0 > θ1θ2 is lowered to θ0'/((1 + MARGIN)θ1'). The generator's "scenario" noise: one
+    factor per cell, in [1 − ε, 1 + ε], on every parameter of that cell's fitted model."""
     m = SoftplusLatency(1.4, 0.02, 40.0, 8.0)
     for f in (0.6, 1.1):
         p = perturb_model(m, f)
@@ -170,7 +170,8 @@ def test_noise_moves_every_parameter():
         (2.1, 0.03, 12.0), rel=1e-12)
     q = perturb_model(MM1Latency(10.0, 2.0), 0.7)
     assert (float(q.capacity), float(q.K)) == pytest.approx((7.0, 1.4), rel=1e-12)
-    base, noisy = appendix_b_scenario(4), appendix_b_scenario(4, noise_eps=0.5)
+    base = appendix_b_scenario(4)
+    noisy = appendix_b_scenario(4, noise_eps=0.5, noise_mode="scenario")
     factors = []
     for a, b in zip(base.network.cells, noisy.network.cells):
         f = float(b.service.slope) / float(a.service.slope)

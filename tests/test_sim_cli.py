@@ -33,7 +33,7 @@ def test_json_contract_two_policies_on_the_same_arrivals(capsys, tmp_path):
     reqs = set()
     for pol in out["policies"].values():
         # the contract's keys, plus the status and (issue 21) the engine that ran
-        assert set(pol) == POLICY_KEYS | {"status", "engine"}
+        assert set(pol) == POLICY_KEYS | {"status", "engine", "latency_goodput", "probe_age_s"}
         assert pol["status"] == ("truncated" if pol["in_flight"] else "completed")
         assert pol["engine"] == "compiled"
         assert set(pol["latency"]) == {"mean", "p50", "p90", "p99"}
@@ -120,8 +120,11 @@ def test_text_output_lists_each_policy(capsys):
     assert lines[0].startswith("scenario sim_two_cells: 2 cells")
     assert lines[1].startswith("servers: appendix_b at near, far — not the file's service "
                                "models")
-    assert [ln.split()[0] for ln in lines[3:]] == ["rr", "mnlb"]
+    assert [ln.split()[0] for ln in lines[3:5]] == ["rr", "mnlb"]
     assert np.isfinite([float(x) for x in lines[3].split()[1:5]]).all()
+    # idealised probes: age = mean_j τ_ij (both sources: (0 + 0.04)/2) + P/2 (P = 10 ms)
+    assert lines[5].startswith("probe age")
+    assert float(lines[5].split("mean ")[1].split()[0]) == pytest.approx(0.025, abs=5e-4)
 
 
 def test_events_beyond_the_duration_are_clipped_with_one_warning(capsys):

@@ -47,8 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     number(parser, "--y", default=1.0, low=Y_RANGE[0], high=Y_RANGE[1],
            help="Appendix-B: token times ÷ y and rates × y (utilisation unchanged)")
     number(parser, "--noise", default=0.0, low=0.0, high=1.0, high_open=True,
-           help="Appendix-B: latency-model noise ε (every fitted parameter of "
-                "cell j × (1 + εξ_j), ξ_j ~ U[-1, 1])")
+           help="Appendix-B: latency-model noise ε (fitted parameters × (1 + εξ), "
+                "ξ ~ U[-1, 1]; see --noise-mode)")
+    parser.add_argument("--noise-mode", default="independent",
+                        choices=("independent", "joint", "scenario"),
+                        help="Appendix-B noise: one ξ per parameter per run (independent), "
+                             "one per cell per run (joint), or one per cell fixed with the "
+                             "scenario (the earlier generator)")
+    number(parser, "--noise-period", default=None, low=0.0, low_open=True, high=1e6,
+           metavar="S", help="Appendix-B: redraw the noise every S seconds (default: once)")
     parser.add_argument("--policy", default="flow-grad",
                         help="policy or comma-separated policies, each run on the same "
                              "arrivals; one of " + ", ".join(POLICY_NAMES))
@@ -58,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     number(parser, "--stepsize", default=None,
            help="flow-routing stepsize η, 1/(cost unit·s) (default: a per-cost "
                 "constant / (mean one-way delay + probe period/2))")
+    number(parser, "--probe-period", default=None, low=0.0, low_open=True, high=3600.0,
+           metavar="S",
+           help="root routers' probe period (s), overriding the scenario's (Appendix-B "
+                "default 0.01); the JSON reports probe_age_s, the age of the workloads each "
+                "request was routed on (mean, p90)")
     parser.add_argument("--estimate", action="store_true",
                         help="cells fit their latency model online (softplus, sliding window; "
                              "a scenario's own 'estimation:' section takes precedence)")
@@ -114,7 +126,8 @@ def _scenario(args: argparse.Namespace):
         return appendix_b_scenario(args.appendix_b, n_cells=args.cells,
                                    utilisation=args.utilisation, duration_s=args.duration,
                                    burst=args.burst, outage=args.outage, noise_eps=args.noise,
-                                   y=args.y)
+                                   y=args.y, noise_mode=args.noise_mode,
+                                   noise_period_s=args.noise_period)
     except ParameterError as exc:  # name the flag the user typed beside the parameter
         text = str(exc)
         flag = next((f for name, f in _GENERATOR_FLAGS.items()
@@ -126,12 +139,14 @@ def _scenario(args: argparse.Namespace):
 
 #: appendix_b_scenario's parameters -> the simulate flag that sets each.
 _GENERATOR_FLAGS = {"seed": "--appendix-b", "n_cells": "--cells", "utilisation": "--utilisation",
-                    "duration_s": "--duration", "noise_eps": "--noise", "y": "--y"}
+                    "duration_s": "--duration", "noise_eps": "--noise", "y": "--y",
+                    "noise_period_s": "--noise-period"}
 
 
 #: options that shape only a generated --appendix-b scenario, with their defaults.
 _GENERATOR_OPTIONS = {"cells": None, "utilisation": 0.8, "burst": False, "outage": False,
-                      "y": 1.0, "noise": 0.0}
+                      "y": 1.0, "noise": 0.0, "noise_mode": "independent",
+                      "noise_period": None}
 
 #: an in-flight share above this at the horizon earns a warning (latency covers completed
 #: requests only).
@@ -226,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..sim import Affinity, Estimation
 
+    if args.probe_period is not None:
+        from .._checks import check_real
+
+        sc = dataclasses.replace(sc, probe_period_s=check_real(
+            args.probe_period, "--probe-period", unit="s", low=0.0, low_open=True))
     if args.estimate and sc.estimation is None:
         sc = dataclasses.replace(sc, estimation=Estimation())
     if args.affinity and sc.affinity is None:
@@ -282,6 +302,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r.policy:<10} {_fmt(s['mean'])} {_fmt(s['p50'])} {_fmt(s['p90'])} "
               f"{_fmt(s['p99'])} {r.errors:7d} {_fmt(100 * r.error_rate, 6, 2)} "
               f"{r.in_flight:9d}{norm}")
+    age = results[0].summary()["probe_age_s"] if results else None
+    if age and age["mean"] is not None:  # the same for every policy: set by the probes
+        print(f"probe age (the workloads a request is routed on): mean {age['mean']:.4g} s, "
+              f"p90 {age['p90']:.4g} s (probe period {sc.probe_period_s:g} s)")
     for name, st in steps.items():
         print(format_stepsize(name, st, generated=args.scenario is None))
     _warn_in_flight(results, len(arrivals))

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .._checks import check_int, check_option, check_real
-from ..errors import ModelError
+from ..errors import ModelError, ParameterError
 from ..models import MM1Latency, ServiceModel, SoftplusLatency
 
 __all__ = ["FitFamily", "fit_latency_model", "perturb_model", "scale_to_replicas", "MARGIN",
@@ -191,21 +192,31 @@ def fit_latency_model(N: np.ndarray, latency: np.ndarray, prior: ServiceModel, *
         raise ModelError("latency fit: the least-squares solver diverged") from None
 
 
-def perturb_model(model: ServiceModel, factor: float) -> ServiceModel:
+def perturb_model(model: ServiceModel, factor: float | Sequence[float]) -> ServiceModel:
     """Every fitted parameter × ``factor`` (DLB App. B: the perturbed parameters of cell i are
-    (1 + εξ_i)·θ̂_i; THEORY §11.1 item 10, one ξ per cell): softplus θ0, θ1, θ2, θ3; M/M/1 μ̄
-    and K. ``factor`` = 1 + εξ > 0.
+    (1 + εξ_i)·θ̂_i; THEORY §11.1 item 10): softplus θ0, θ1, θ2, θ3; M/M/1 μ̄ and K. ``factor``
+    = 1 + εξ > 0, one number for every parameter (one ξ per cell), or one per parameter in that
+    order (4 for a softplus, 2 for an M/M/1: independent ξ per parameter, issue 36 item 3).
 
-    A softplus with factor > 1 may break θ0 > θ1θ2 (θ0 scales by f, θ1θ2 by f²); its knee is
-    then lowered to θ0'/((1 + MARGIN)·θ1'), the largest a fitter would return [R], so the
-    perturbed model stays one the estimator could have produced (Assumption 1)."""
-    f = check_real(factor, "perturb_model: factor", low=0.0, low_open=True)
+    A softplus whose factors break θ0 > θ1θ2 has its knee lowered to θ0'/((1 + MARGIN)·θ1'),
+    the largest a fitter would return [R], so the perturbed model stays one the estimator could
+    have produced (Assumption 1)."""
+    if isinstance(model, SoftplusLatency | MM1Latency):
+        k = 4 if isinstance(model, SoftplusLatency) else 2
+        if np.ndim(factor) == 0:
+            fs = [check_real(factor, "perturb_model: factor", low=0.0, low_open=True)] * k
+        else:
+            if len(factor) != k:
+                raise ParameterError(f"perturb_model: {k} factors for a "
+                                     f"{type(model).__name__}, got {len(factor)}")
+            fs = [check_real(f, "perturb_model: factor", low=0.0, low_open=True)
+                  for f in factor]
     if isinstance(model, SoftplusLatency):
-        t0, t1 = float(model.base_latency) * f, float(model.slope) * f
-        knee = min(float(model.knee) * f, t0 / ((1 + MARGIN) * t1))
-        return SoftplusLatency(t0, t1, knee, float(model.softness) * f)
+        t0, t1 = float(model.base_latency) * fs[0], float(model.slope) * fs[1]
+        knee = min(float(model.knee) * fs[2], t0 / ((1 + MARGIN) * t1))
+        return SoftplusLatency(t0, t1, knee, float(model.softness) * fs[3])
     if isinstance(model, MM1Latency):
-        return MM1Latency(float(model.capacity) * f, float(model.K) * f)
+        return MM1Latency(float(model.capacity) * fs[0], float(model.K) * fs[1])
     raise ModelError(f"perturb_model: supports softplus and mm1 models, got {type(model).__name__}")
 
 

@@ -2,13 +2,18 @@
 
 Every ``period_s`` seconds (default 10 s) a central optimiser solves the LP
 
-    min Σ_ij τ_ij f_ij   s.t.  Σ_j f_ij = λ̂_i,  Σ_i f_ij ≤ ρ_max μ̄_j + s_j,  f, s ≥ 0
+    min Σ_ij τ_ij f_ij + P·σ·Σ_j ρ_max μ̄_j
+    s.t.  Σ_j f_ij = λ̂_i,  Σ_i f_ij ≤ (1 + σ) ρ_max μ̄_j,  f, σ ≥ 0
 
 on the admissible arcs (f_ij req/s), with *estimated* arrival rates λ̂_i (requests counted at each
-source over the last period; the nominal rates before the first period ends). The overflow s_j
-(penalty ``OVERFLOW_PENALTY`` per req/s) keeps the LP feasible when estimated demand exceeds the
-headroom-adjusted capacity [R]. Routing weights x_ij = f_ij / λ̂_i are then held until the next
-solve. The CVXPY problem is built once with ``cp.Parameter``s (λ̂, μ̄) and re-solved (DPP).
+source over the last period; the nominal rates before the first period ends). While demand fits
+under the cap ρ_max μ̄_j (the operators' headroom), σ = 0 and this is the minimum-network-latency
+LP of DLB §1.1. When it does not, the one overload factor σ (penalty P = ``OVERFLOW_PENALTY`` per
+req/s) raises every cell's cap by the same fraction: the LP spills the excess in proportion to
+the cells' capped capacities — like a balancer — instead of leaving it on the nearest cells
+(issue 36 item 2; before, a per-cell overflow s_j, free to sit on the local cell, did that).
+Routing weights x_ij = f_ij / λ̂_i are then held until the next solve. The CVXPY problem is
+built once with ``cp.Parameter``s (λ̂, μ̄) and re-solved (DPP).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from ._view import CellView, check_source
 
 __all__ = ["MNLBProgram", "MNLBRouter", "MNLBState", "OVERFLOW_PENALTY"]
 
-#: cost per req/s of capacity overflow, in seconds of network delay (≫ any τ) [R].
+#: cost per req/s of overload (σ·Σ ρ_max μ̄_j), in seconds of network delay (≫ any τ) [R].
 OVERFLOW_PENALTY = 1e3
 
 
@@ -53,11 +58,12 @@ class MNLBProgram:
         self.lam = cp.Parameter(n, nonneg=True, name="lambda_hat")
         self.cap = cp.Parameter(n, nonneg=True, name="capacity")
         self.f = cp.Variable(m, nonneg=True, name="flow")
-        self.s = cp.Variable(n, nonneg=True, name="overflow")
+        self.sigma = cp.Variable(nonneg=True, name="overload")
         tau = self.delays[self.src, self.dst]
+        capped = float(rho_max) * self.cap
         self.problem = cp.Problem(
-            cp.Minimize(tau @ self.f + OVERFLOW_PENALTY * cp.sum(self.s)),
-            [A_src @ self.f == self.lam, A_dst @ self.f <= float(rho_max) * self.cap + self.s])
+            cp.Minimize(tau @ self.f + OVERFLOW_PENALTY * self.sigma * cp.sum(capped)),
+            [A_src @ self.f == self.lam, A_dst @ self.f <= capped + self.sigma * capped])
         self.n = n
 
     def solve(self, lam: np.ndarray, cap: np.ndarray) -> np.ndarray:

@@ -24,7 +24,13 @@ reference engine otherwise (``SimResult.engine`` / ``engine_note`` say which and
 ``engine="reference"`` picks the reference. Both give the same per-request records.
 """
 
-from ._appendix_b import APPENDIX_B_RATE_VARIATION, EVENT_WINDOW, appendix_b_scenario
+from ._appendix_b import (
+    APPENDIX_B_PROBING,
+    APPENDIX_B_RATE_VARIATION,
+    EVENT_WINDOW,
+    NOISE_MODES,
+    appendix_b_scenario,
+)
 from ._arrivals import (
     arrivals_from_trace,
     generate_arrivals,
@@ -41,7 +47,9 @@ from ._scenario import (
     Burst,
     Estimation,
     LeafPolicy,
+    ModelNoise,
     Outage,
+    Probing,
     RateVariation,
     Scenario,
     ServerKind,
@@ -54,8 +62,10 @@ from ._simulate import Engine, kernels_cached, simulate, simulate_cells, warm_up
 
 __all__ = ["simulate_cells", "simulate", "Engine", "SimResult", "Scenario", "ServerSpec",
            "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage", "Affinity",
-           "RateVariation", "Estimation", "load_scenario", "scenario_from_dict",
+           "RateVariation", "Probing", "ModelNoise", "Estimation", "load_scenario",
+           "scenario_from_dict",
            "generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_streams",
            "appendix_b_scenario",
-           "EVENT_WINDOW", "APPENDIX_B_RATE_VARIATION", "KernelRouter", "rate_profile",
+           "EVENT_WINDOW", "APPENDIX_B_RATE_VARIATION", "APPENDIX_B_PROBING", "NOISE_MODES",
+           "KernelRouter", "rate_profile",
            "rate_variation_from_counts", "interval_counts", "warm_up", "kernels_cached"]

@@ -26,10 +26,16 @@ from ..models import SoftplusLatency
 from ..network import Arc, Cell, CellNetwork
 from ..routers import perturb_model
 from ._calibrate import fit_cell_model
-from ._scenario import Burst, Outage, RateVariation, Scenario, ServerSpec
+from ._scenario import Burst, ModelNoise, Outage, Probing, RateVariation, Scenario, ServerSpec
 
 __all__ = ["appendix_b_scenario", "REGION_RTT_MS", "REGION_NAMES", "EVENT_WINDOW",
-           "APPENDIX_B_RATE_VARIATION"]
+           "APPENDIX_B_RATE_VARIATION", "APPENDIX_B_PROBING", "NOISE_MODES"]
+
+#: readings of DLB App. B's "(1 + εξ_i)·θ̂_i" (:func:`appendix_b_scenario`'s ``noise_mode``):
+#: "independent" — one ξ per parameter of cell i, drawn per run (trial) [default, issue 36];
+#: "joint" — one ξ per cell for all its parameters, per run; "scenario" — one ξ per cell
+#: drawn with the scenario, the same in every trial (the generator before issue 36).
+NOISE_MODES = ("independent", "joint", "scenario")
 
 REGION_NAMES = ("us-east", "us-west", "europe", "asia-east", "asia-south", "south-america")
 #: Round-trip times between regions (ms) [R]: plausible public-internet values, not Google's.
@@ -53,6 +59,12 @@ EVENT_WINDOW = (0.3, 0.7)
 #: not the time-varying Poisson process of App. B.1 — so it is not used.
 APPENDIX_B_RATE_VARIATION = RateVariation(sigma=0.2126, correlation=0.8652, interval_s=60.0)
 
+#: the staleness of DLB's stack (§3.1): root replicas taking turns, leaf caches, asynchronous
+#: probes — :class:`~lbtheory.sim.Probing`'s [R] defaults (fixed from the paper's text before
+#: any run; its docstring says why each). None in :func:`appendix_b_scenario` = the idealised
+#: synchronised round read one one-way delay late (issue 36's baseline).
+APPENDIX_B_PROBING = Probing()
+
 #: lognormal per-cell speed factor: mean 1, sd 0.2 (THEORY §11.1 item 4).
 _SIGMA = math.sqrt(math.log(1.04))
 
@@ -62,8 +74,10 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
                         noise_eps: float = 0.0, y: float = 1.0, homogeneous: bool = False,
                         prefill_s_per_token: float = 0.25e-3,
                         decode_s_per_token: float = 25e-3, fit_latency: bool = True,
-                        rate_variation: RateVariation | None = APPENDIX_B_RATE_VARIATION
-                        ) -> Scenario:
+                        rate_variation: RateVariation | None = APPENDIX_B_RATE_VARIATION,
+                        probing: Probing | None = APPENDIX_B_PROBING,
+                        probe_period_s: float = 0.01, noise_mode: str = "independent",
+                        noise_period_s: float | None = None) -> Scenario:
     """Draw one Appendix-B scenario.
 
     Args:
@@ -73,8 +87,12 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         duration_s: horizon (s); a burst or outage lasts [0.3, 0.7]·duration (180–420 s of 600 s).
         burst: raise one random cell's λ so that total utilisation is 95% during the window.
         outage: set random cells to 1 online server until utilisation exceeds 95% in the window.
-        noise_eps: ε of the robustness mode: every fitted parameter of cell j scaled by
-            (1 + εξ_j), ξ_j ~ U[−1, 1] (DLB App. B; :func:`lbtheory.routers.perturb_model`).
+        noise_eps: ε of the robustness mode: the fitted parameters of cell j scaled by
+            (1 + εξ), ξ ~ U[−1, 1] (DLB App. B; :func:`lbtheory.routers.perturb_model`), as
+            ``noise_mode`` reads it (:data:`NOISE_MODES`; all but "scenario" draw from the
+            run's seed through :class:`~lbtheory.sim.ModelNoise`).
+        noise_period_s: redraw the noise every this many seconds (None: once per run; not
+            with ``noise_mode="scenario"``).
         y: token times ÷ y and rates × y (item 13; utilisation unchanged).
         homogeneous: DLB's "homogeneous cells, small latencies" case (THEORY §11.2) [R reading]:
             every cell in one region (RTT ~ U[1, 5] ms), k_j = 10 servers, identical servers
@@ -84,11 +102,24 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
         fit_latency: fit each cell's latency model to the simulator's measurements (default;
             ≈0.1–0.3 s per cell) or keep the formula (module docstring).
         rate_variation: the arrivals' rate path (None: homogeneous Poisson).
+        probing: the probes' staleness model (:data:`APPENDIX_B_PROBING`; None: idealised).
+        probe_period_s: root routers' probe period (s) [R: the paper's "once every few
+            milliseconds", read as 10 ms].
     """
     seed = check_seed(seed, "appendix_b.seed")
     for name, v in (("utilisation", utilisation), ("duration_s", duration_s), ("y", y)):
         check_real(v, f"appendix_b.{name}", low=0.0, low_open=True)
     check_real(noise_eps, "appendix_b.noise_eps (ε)", low=0.0, high=1.0, high_open=True)
+    check_real(probe_period_s, "appendix_b.probe_period_s", unit="s", low=0.0, low_open=True)
+    if noise_mode not in NOISE_MODES:
+        raise ParameterError(f"appendix_b.noise_mode: expected one of {', '.join(NOISE_MODES)}, "
+                             f"got {noise_mode!r}")
+    if noise_period_s is not None:
+        check_real(noise_period_s, "appendix_b.noise_period_s", unit="s", low=0.0,
+                   low_open=True)
+        if noise_mode == "scenario":
+            raise ParameterError("appendix_b.noise_period_s: the 'scenario' noise is drawn once "
+                                 "with the scenario; use 'independent' or 'joint'")
     if n_cells is not None:
         check_int(n_cells, "appendix_b.n_cells", low=1)
         # a full mesh: n² arcs, each a Python object (~600 bytes measured at n = 400) in the
@@ -138,12 +169,13 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
     net = CellNetwork(cells, arcs)
     if fit_latency:
         measured = dataclasses.replace(proto, network=net, name=f"appendix-b-{seed}")
-        cells = [dataclasses.replace(c, service=fit_cell_model(measured, j, seed=seed))
+        cells = [dataclasses.replace(c, service=_fitted(measured, j, seed))
                  for j, c in enumerate(cells)]
-    if noise_eps > 0:
+    baked = noise_eps > 0 and noise_mode == "scenario"
+    if baked:
         cells = [dataclasses.replace(c, service=perturb_model(c.service, float(noise[j])))
                  for j, c in enumerate(cells)]
-    if fit_latency or noise_eps > 0:
+    if fit_latency or baked:
         net = CellNetwork(cells, arcs)
     t0, t1 = EVENT_WINDOW[0] * duration_s, EVENT_WINDOW[1] * duration_s
     bursts, outages = (), ()
@@ -162,7 +194,34 @@ def appendix_b_scenario(seed: int, *, n_cells: int | None = None, utilisation: f
             out[j] = 1
         outages = tuple(Outage(j, t0, t1, r) for j, r in sorted(out.items()))
     return dataclasses.replace(proto, network=net, bursts=bursts, outages=outages,
-                               name=f"appendix-b-{seed}", rate_variation=rate_variation)
+                               name=f"appendix-b-{seed}", rate_variation=rate_variation,
+                               probing=probing, probe_period_s=float(probe_period_s),
+                               model_noise=None if noise_eps == 0 or baked else ModelNoise(
+                                   float(noise_eps), joint=noise_mode == "joint",
+                                   period_s=noise_period_s))
+
+
+#: fitted cell models by everything a fit depends on (issue 36 item 6): an Appendix-B sweep
+#: draws the same scenario seed at many levels and trials, and the fit (≈0.1–0.3 s per cell)
+#: depends on neither the demand, the events, the noise nor the trial. Bounded: cleared when
+#: it reaches :data:`FIT_CACHE_SIZE` entries.
+_FIT_CACHE: dict[tuple, SoftplusLatency] = {}
+FIT_CACHE_SIZE = 4096
+
+
+def _fitted(measured: Scenario, j: int, seed: int) -> SoftplusLatency:
+    """:func:`~._calibrate.fit_cell_model` of cell j, memoised in-process by its inputs: the
+    seed, the cell index, its servers, replicas and prior model, the request sizes (the fit
+    measures the cell alone at fixed loads of its own capacity, so nothing else enters)."""
+    c = measured.network.cells[j]
+    key = (seed, j, c.replicas, c.service, measured.servers[j], measured.prompt_tokens,
+           measured.output_tokens)
+    hit = _FIT_CACHE.get(key)
+    if hit is None:
+        if len(_FIT_CACHE) >= FIT_CACHE_SIZE:
+            _FIT_CACHE.clear()
+        hit = _FIT_CACHE[key] = fit_cell_model(measured, j, seed=seed)
+    return hit
 
 
 def _check_y_scale(y: float, cap: np.ndarray, theta0: np.ndarray, utilisation: float,

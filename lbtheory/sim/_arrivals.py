@@ -24,9 +24,10 @@ __all__ = ["generate_arrivals", "arrivals_from_trace", "with_sessions", "seed_st
 
 
 def seed_streams(seed: int) -> list[np.random.SeedSequence]:
-    """Independent seed sequences: arrivals, router, leaf routing, spare, rate path (in this
-    order; the first four are the same as before the rate path was added)."""
-    return np.random.SeedSequence(check_seed(seed)).spawn(5)
+    """Independent seed sequences: arrivals, router, leaf routing, spare, rate path, probing
+    model, model noise (in this order; each is the same as before the ones after it were
+    added)."""
+    return np.random.SeedSequence(check_seed(seed)).spawn(7)
 
 
 def _multipliers(scenario: Scenario, duration_s: float, seed: int) -> np.ndarray:

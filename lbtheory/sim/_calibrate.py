@@ -39,7 +39,7 @@ def _one_cell(sc: Scenario, j: int, rate: float) -> Scenario:
     net = CellNetwork([Cell(c.name, c.replicas, rate, c.service)], [Arc(c.name, c.name, 0.0)])
     return dataclasses.replace(sc, network=net, servers=(sc.servers[j],), bursts=(),
                                outages=(), estimation=None, affinity=None,
-                               rate_variation=None, probe_period_s=1.0,
+                               rate_variation=None, probe_period_s=1.0, probing=None,
                                name=f"{sc.name}:calibrate-{c.name}")
 
 

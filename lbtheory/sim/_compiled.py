@@ -46,6 +46,7 @@ from ._records import Event, check_conservation
 from ._result import RunRecords
 from ._scenario import Scenario, ServerKind, outage_events
 from ._servers import cell_utilisation
+from ._staleness import stale_scalars, stale_tables
 
 __all__ = ["run_compiled", "kernels_cached"]
 
@@ -102,7 +103,7 @@ class _Run:
         self.leaf_rng, self._leaf_block = np.random.default_rng(streams[2]), 512
         self.k = [c.replicas for c in net.cells]
         self.cluster = types.SimpleNamespace(k=list(self.k), online=list(self.k))
-        self.models = SeenModels(sc, self.cluster, streams[3])
+        self.models = SeenModels(sc, self.cluster, streams[3], streams[6])
         self.program = None  # MNLB's LP, built at the first solve
         self.pauses: Counter[int] = Counter()  # returns to Python, by P_* code
         src = arr.source[:R] if arr.source is not None else np.zeros(R, dtype=np.int64)
@@ -120,7 +121,8 @@ class _Run:
             tau=np.ascontiguousarray(net.delays, dtype=float),
             mask=np.ascontiguousarray(net.adjacency, dtype=bool),
             sources=np.array(self.sources, dtype=np.int64), W=W, nn_i=nn_i,
-            hist_t=np.zeros((n, cols)), hist_n=np.zeros((n, cols), dtype=np.int64))
+            hist_t=np.zeros((n, cols)), hist_n=np.zeros((n, cols), dtype=np.int64),
+            stale=stale_tables(sc, streams[5]))
         # routing rows are a flow router's (the reference records none for the others)
         plan.ip[K_RECORD_EVERY] = record_every if plan.ip[K_KERNEL] == K_FLOW else 0
         self.ctl = ks.Control(plan.ip, plan.fp, np.zeros(ks.N_I, dtype=np.int64),
@@ -138,7 +140,10 @@ class _Run:
         cf[ks.F_T], cf[ks.F_DELTA] = self.T, sc.probe_period_s
         cf[ks.F_RECORD] = float(record_period)
         cf[ks.F_REFIT] = est.period_s if est else 0.0
+        mn = sc.model_noise
+        cf[ks.F_NOISE] = mn.period_s if mn is not None and mn.period_s is not None else 0.0
         cf[ks.F_NEXT_SOLVE], cf[ks.F_WINDOW], cf[ks.F_NEXT_AVERT] = -np.inf, 0.0, 0.0
+        cf[ks.F_SHARE], cf[ks.F_LEAF], cf[ks.F_REPLICAS] = stale_scalars(sc)
         cf[ks.F_SAVING] = sc.affinity.prefill_saving if sc.affinity is not None else 0.0
         self._first_events()
 
@@ -203,6 +208,8 @@ class _Run:
         ks.heap_push(h_t, h_i, ci, 0.0, int(Event.RECORD), 0, 0)
         if sc.estimation is not None:
             ks.heap_push(h_t, h_i, ci, sc.estimation.period_s, int(Event.REFIT), 0, 0)
+        if sc.model_noise is not None and sc.model_noise.period_s is not None:
+            ks.heap_push(h_t, h_i, ci, sc.model_noise.period_s, int(Event.NOISE), 0, 0)
 
     # -- tables ------------------------------------------------------------------------------
     def _cost_table(self, kind: CostKind, rows: int) -> np.ndarray:
@@ -251,6 +258,7 @@ class _Run:
                     ks.P_GROW_SERIES: self._grow_series, ks.P_GROW_ROUTING: self._grow_routing,
                     ks.P_COST_TABLE: self._new_tables, ks.P_RATE_TABLE: self._grow_rate,
                     ks.P_MNLB_SOLVE: self._solve, ks.P_REFIT: self._refit,
+                    ks.P_NOISE: self._noise,
                     ks.P_OUTAGE: self._outage, ks.P_LEAF_STREAM: self._refill_leaf,
                     ks.P_BAD_ROUTE: self._bad_route}
         p = self.plan
@@ -334,6 +342,13 @@ class _Run:
                                                est[1, j, idx].tolist()), maxlen=w)
         self.models.refit()
         ci[ks.I_STALE] = int(bool(ip[K_USES_F] or ip[K_USES_F_LAT]))
+        ci[ks.I_DONE_FLAG] = 1
+
+    def _noise(self) -> None:
+        """The model noise is redrawn (:meth:`SeenModels.redraw`): new cost tables."""
+        self.models.redraw()
+        ci = self.ctl.ci
+        ci[ks.I_STALE] = int(bool(self.plan.ip[K_USES_F] or self.plan.ip[K_USES_F_LAT]))
         ci[ks.I_DONE_FLAG] = 1
 
     def _outage(self) -> None:

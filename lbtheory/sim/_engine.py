@@ -127,14 +127,14 @@ class _Engine:
         work = arr.work.tolist() if arr.work is not None else [1.0] * R
         self.cluster = Cluster(sc, self.T, self.rec, self.events, arr.prompt_tokens.tolist(),
                                arr.output_tokens.tolist(), work, Uniforms(streams[2]))
-        self.models = SeenModels(sc, self.cluster, streams[3])
+        self.models = SeenModels(sc, self.cluster, streams[3], streams[6])
         if sc.estimation is not None:
             self.cluster.on_finish = lambda r, j, t: self.models.sample(self.rec, r, j, t)
         src = arr.source if arr.source is not None else np.zeros(0, dtype=np.int64)
         lam = net.arrival_rates
         self.sources = sorted({int(s) for s in np.unique(src)} | {i for i in range(n)
                                                                   if lam[i] > 0})
-        self.probes = Probes(sc, self.cluster, self.models, self.sources)
+        self.probes = Probes(sc, self.cluster, self.models, self.sources, streams[5])
         self.views: list[CellView | None] = [None] * n
         self.session = arr.session.tolist() if arr.session is not None else None
         self.last_cell: dict[int, int] = {}
@@ -180,6 +180,9 @@ class _Engine:
         est = sc.estimation
         if est is not None:
             ev.push(est.period_s, Event.REFIT, 0, 0)
+        noise_period = sc.model_noise.period_s if sc.model_noise is not None else None
+        if noise_period is not None:
+            ev.push(noise_period, Event.NOISE, 0, 0)
         at = self.arr.arrival_s.tolist()
         asrc = self.arr.source.tolist() if self.arr.source is not None else []
         R, nxt = len(at), 0
@@ -213,6 +216,9 @@ class _Engine:
             elif kind == Event.REFIT:
                 self.models.refit()
                 ev.push(t + est.period_s, Event.REFIT, 0, 0)
+            elif kind == Event.NOISE:
+                self.models.redraw()
+                ev.push(t + noise_period, Event.NOISE, 0, 0)
             elif kind == Event.OUTAGE:
                 cl.online[a] = b
                 self.models.outage(a)

@@ -36,7 +36,7 @@ from ._records import Event
 __all__ = ["run_events", "run_events_user"]
 
 _ARRIVE, _PROBE, _OUTAGE = int(Event.ARRIVE), int(Event.PROBE), int(Event.OUTAGE)
-_RECORD, _REFIT = int(Event.RECORD), int(Event.REFIT)
+_RECORD, _REFIT, _NOISE = int(Event.RECORD), int(Event.REFIT), int(Event.NOISE)
 #: the probe round at t = 0 (a pseudo event kind: not in the heap, not counted).
 _ROUND0 = -1
 
@@ -45,10 +45,11 @@ _ROUND0 = -1
 def _probe_ready(ce_f: np.ndarray, ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray,
                  nn_i: np.ndarray, hist_t: np.ndarray, hist_n: np.ndarray, sources: np.ndarray,
                  F: np.ndarray, F_lat: np.ndarray, ip: np.ndarray, ci: np.ndarray,
-                 route_t: np.ndarray, t: float) -> int:
+                 route_t: np.ndarray, t: float, stale: np.ndarray, cf: np.ndarray) -> int:
     """Checks before the probe round at t (reads W): P_DONE when it can run, else the pause."""
     if ip[K_NEEDS_W]:
-        need = probe_workloads(ce_i, tau, W, nn_i, hist_t, hist_n, sources, t) + 1
+        need = probe_workloads(ce_i, tau, W, nn_i, hist_t, hist_n, sources, t, stale, cf,
+                               ci[ks.I_ROUNDS]) + 1
         if (ip[K_USES_F] and F.shape[0] < need) or (ip[K_USES_F_LAT] and F_lat.shape[0] < need):
             ci[ks.I_NEED] = need
             return ks.P_COST_TABLE
@@ -127,6 +128,9 @@ def _event_ready(ce_i: np.ndarray, rate: np.ndarray, series_t: np.ndarray, ip: n
     elif kind == _OUTAGE:
         if ip[K_OUTAGE_PAUSE] and not ci[ks.I_DONE_FLAG]:
             return ks.P_OUTAGE
+    elif kind == _NOISE:
+        if not ci[ks.I_DONE_FLAG]:
+            return ks.P_NOISE
     return ks.P_DONE
 
 
@@ -139,7 +143,7 @@ def _arrays(rq: ks.Requests, cl: ks.Cluster, clock: ks.Clock, probes: ks.Probes,
             probes.hist_t, probes.hist_n, probes.sources, routing.sess, routing.F, routing.G,
             routing.F_lat, routing.G_lat, cl.rate, cl.leaf, rec.series_t, rec.series_N, rec.est,
             rec.route_t, rec.route_x, ctl.ip, ctl.fp, ctl.ci, ctl.cf, routing.scratch_f,
-            routing.scratch_b, routing.scratch_i, routing.user_state, cl.leaf_rr)
+            routing.scratch_b, routing.scratch_i, routing.user_state, cl.leaf_rr, probes.stale)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
@@ -166,7 +170,7 @@ def _loop(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray
           series_t: np.ndarray, series_N: np.ndarray, est: np.ndarray,
           route_t: np.ndarray, route_x: np.ndarray, ip: np.ndarray, fp: np.ndarray,
           ci: np.ndarray, cf: np.ndarray, scratch_f: np.ndarray, scratch_b: np.ndarray,
-          scratch_i: np.ndarray, user_state: np.ndarray, leaf_rr: bool,
+          scratch_i: np.ndarray, user_state: np.ndarray, leaf_rr: bool, stale: np.ndarray,
           rng: np.random.Generator, user_observe, user_route) -> int:
     """:func:`run_events` on the records' arrays. The first call starts with the probe round at
     t = 0 (not an event, as in the reference). Every helper is inlined: one function, no
@@ -203,7 +207,7 @@ def _loop(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray
             kind, a, b = h_i[0, ks.EV_KIND], h_i[0, ks.EV_A], h_i[0, ks.EV_B]
         if kind == _PROBE or kind == _ROUND0:
             code = _probe_ready(ce_f, ce_i, tau, W, nn_i, hist_t, hist_n, sources, F, F_lat,
-                                ip, ci, route_t, t)
+                                ip, ci, route_t, t, stale, cf)
         else:
             code = _event_ready(ce_i, rate, series_t, ip, ci, kind, b)
         if code != ks.P_DONE:
@@ -227,6 +231,8 @@ def _loop(rq_f: np.ndarray, rq_i: np.ndarray, ce_f: np.ndarray, ce_i: np.ndarray
                 heap_push(h_t, h_i, ci, t + delta, _PROBE, 0, 0)
         elif kind == _REFIT:
             heap_push(h_t, h_i, ci, t + cf[ks.F_REFIT], _REFIT, 0, 0)
+        elif kind == _NOISE:
+            heap_push(h_t, h_i, ci, t + cf[ks.F_NOISE], _NOISE, 0, 0)
         elif kind == _OUTAGE:
             ce_i[ks.ONLINE, a] = b
         elif kind == _RECORD:

@@ -28,6 +28,8 @@ and previous cell of each session.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -43,9 +45,12 @@ from ._kernels_state import (
     COUNTS,
     CURSOR,
     ERR_EMA,
+    F_LEAF,
     F_NEXT_AVERT,
     F_NEXT_SOLVE,
     F_PROBE_T,
+    F_REPLICAS,
+    F_SHARE,
     HIST_LEN,
     I_ONLINE_SEEN,
     LAST_T,
@@ -76,19 +81,38 @@ NEED_SOLVE = -2
 
 
 @njit(cache=True, error_model="numpy")
+def read_time(t: float, tau: float, share: float, jit: float, phase: float,
+              L: float) -> float:
+    """u_ij(k) of :mod:`._staleness` (its :func:`~._staleness.read_time`, compiled)."""
+    u = t - tau
+    u = u - share  # S on a peer replica's round, 0.0 (no change) on the router's own
+    u = u - jit
+    if L > 0.0:
+        u = phase + L * math.floor((u - phase) / L)
+    return u
+
+
+@njit(cache=True, error_model="numpy")
 def probe_workloads(ce_i: np.ndarray, tau: np.ndarray, W: np.ndarray, nn_i: np.ndarray,
                     hist_t: np.ndarray, hist_n: np.ndarray, sources: np.ndarray,
-                    t: float) -> int:
-    """W[i, j] = N_j(t − τ_ij) for every source i (the last history entry at or before that
-    time; 0 before any); the largest value read. Repeating it at the same t changes nothing."""
+                    t: float, stale: np.ndarray, cf: np.ndarray, k: int) -> int:
+    """W[i, j] = N_j(q_ij) for every source i (the last history entry at or before that
+    time; 0 before any), q_ij the read time of round k (:mod:`._staleness`; t − τ_ij without
+    a probing model); the largest value read. Repeating it at the same t changes nothing."""
     top = 0
     n = W.shape[0]
+    L = cf[F_LEAF]
+    share = cf[F_SHARE] if k % int(cf[F_REPLICAS]) != 0 else 0.0
+    km = 2 + k % (stale.shape[0] - 2)
     for i in sources:
         for j in range(n):
-            q = t - tau[i, j]
+            u = read_time(t, tau[i, j], share, stale[km, i, j], stale[1, 0, j], L)
+            if u > stale[0, i, j]:
+                stale[0, i, j] = u
+            q = stale[0, i, j]
             c = nn_i[CURSOR, i, j]
-            L = ce_i[HIST_LEN, j]
-            while c + 1 < L and hist_t[j, c + 1] <= q:
+            L_h = ce_i[HIST_LEN, j]
+            while c + 1 < L_h and hist_t[j, c + 1] <= q:
                 c += 1
             nn_i[CURSOR, i, j] = c
             w = hist_n[j, c] if c >= 0 else 0

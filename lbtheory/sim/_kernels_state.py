@@ -103,7 +103,11 @@ F_NEXT_SOLVE = 5    # MNLB: time of the next LP solve (s)
 F_WINDOW = 6        # MNLB: start of the current counting window (s)
 F_NEXT_AVERT = 7    # error aversion: time of the next control update (s)
 F_SAVING = 8        # prefix-cache prefill saving (fraction)
-N_F = 9
+F_SHARE = 9         # probing: a peer replica's round reaches the router this late (s)
+F_LEAF = 10         # probing: leaf cache period (s; 0 = none)
+F_REPLICAS = 11     # probing: root replicas taking turns (a count, as a float)
+F_NOISE = 12        # model noise redraw period (s; 0 = never)
+N_F = 13
 
 # -- pause codes: why the loop returned ---------------------------------------------------
 P_DONE = 0          # horizon reached
@@ -119,6 +123,7 @@ P_OUTAGE = 8        # the routers' models change with the online servers
 P_BAD_ROUTE = 9     # a user kernel sent a request off its residency row
 P_LEAF_STREAM = 10  # the leaf stream's buffer ran out
 P_GROW_ROUTING = 11
+P_NOISE = 12        # the routers' model noise is redrawn
 
 #: "no queue limit" / "no session" / "no request" in int64 arrays.
 NONE = -1
@@ -160,7 +165,8 @@ class Probes(NamedTuple):
     """The network and what probes read: ``tau`` one-way delays (n, n) s, ``mask`` residency
     (n, n) bool, ``sources`` (cells with arrivals, int64), ``W`` probed workloads (n, n),
     ``nn_i`` int64 (2, n, n) routed counts and probe cursors, the workload history ``hist_t``
-    (s) / ``hist_n`` (n, C)."""
+    (s) / ``hist_n`` (n, C), and ``stale`` the probing model's read times, leaf phases and
+    jitter table (:func:`~._staleness.stale_tables`)."""
 
     tau: np.ndarray
     mask: np.ndarray
@@ -169,6 +175,7 @@ class Probes(NamedTuple):
     nn_i: np.ndarray
     hist_t: np.ndarray
     hist_n: np.ndarray
+    stale: np.ndarray
 
 
 class Routing(NamedTuple):

@@ -37,6 +37,7 @@ class Event(enum.IntEnum):
     RECORD = 6        # sample the workloads for the series: (0, 0)
     REFIT = 7         # cells refit their latency models: (0, 0)
     RATE_DONE = 8     # a completion of a rate cell: (cell, version)
+    NOISE = 9         # the routers' model noise is redrawn: (0, 0)
 
 
 class EventQueue:

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import RequestOutcome, RunStatus, warn_deprecated
-from ..stats import ratio, run_summary
+from ..stats import goodput_latency, ratio, run_summary
 from ._records import DONE, ERROR
+from ._staleness import age_summary
 
 __all__ = ["SimResult", "RunRecords", "build_result"]
 
@@ -62,6 +63,9 @@ class SimResult:
         routing_t, routing_x: routing rows x_i of the sources (``routing_x[m, k]`` is source
             ``routing_sources[k]``'s row) recorded every ``record_routing_every``-th probe
             round at the times ``routing_t`` (s); empty unless asked for.
+        probe_age_s: per request, the age (s) of the probed workloads its router acted on
+            (:func:`lbtheory.sim._staleness.probe_ages`: time since the instants the view's
+            workloads were read, averaged over the source's admissible cells).
     """
 
     policy: str
@@ -97,6 +101,7 @@ class SimResult:
     arrival_workload: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     outcome: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int8))
     cell: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    probe_age_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     @property
     def done(self) -> np.ndarray:
@@ -139,7 +144,9 @@ class SimResult:
     def summary(self) -> dict[str, Any]:
         """The per-policy JSON object of ``lbtheory simulate --json``: the common keys of
         :data:`~lbtheory.stats.SUMMARY_KEYS` (latency of the completed requests, s) plus
-        in_flight, error_rate, per_cell, events, wall_seconds and engine."""
+        in_flight, error_rate, per_cell, events, wall_seconds and engine; ``latency_goodput``
+        (:func:`~lbtheory.stats.goodput_latency`: rejected requests at the timeout) and
+        ``probe_age_s`` (mean and p90 of the per-request information age, s)."""
         serving = self.serving_latency()
         per_cell = [{"name": nm, "routed": int(self.routed[:, j].sum()),
                      "errors": int(self.cell_errors[j]),
@@ -157,7 +164,9 @@ class SimResult:
                 "errors": head["errors"], "in_flight": self.in_flight, "status": head["status"],
                 "error_rate": self.error_rate, "latency": head["latency"], "per_cell": per_cell,
                 "events": self.events, "wall_seconds": self.wall_seconds,
-                "engine": self.engine}
+                "engine": self.engine,
+                "latency_goodput": goodput_latency(self.latency_s[self.done], self.errors),
+                "probe_age_s": age_summary(self.probe_age_s)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +199,8 @@ class RunRecords:
 
 
 def build_result(sc: Any, arr: Any, T: float, rr: RunRecords, *, policy: str, seed: int,
-                 wall: float, engine: str, note: str = "") -> SimResult:
+                 wall: float, engine: str, note: str = "",
+                 probe_age_s: np.ndarray | None = None) -> SimResult:
     """Freeze a finished run of either engine into a :class:`SimResult`."""
     n, R = sc.network.n, rr.requests
     status, dest, t_done, t_cell = rr.status, rr.dest, rr.t_done, rr.t_cell
@@ -227,4 +237,6 @@ def build_result(sc: Any, arr: Any, T: float, rr: RunRecords, *, policy: str, se
         routing_sources=tuple(int(i) for i in rr.routing_sources),
         arrival_s=np.asarray(arr.arrival_s[:R], dtype=float),
         arrival_workload=completed(rr.n_arr), outcome=outcome,
-        cell=np.asarray(dest, dtype=np.int64).copy())
+        cell=np.asarray(dest, dtype=np.int64).copy(),
+        probe_age_s=(np.zeros(0) if probe_age_s is None
+                     else np.asarray(probe_age_s, dtype=float)[:R]))

@@ -23,6 +23,13 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
       prompt_tokens: {shift: 16, shape: 1.5, scale: 300}   # P = shift + Gamma(shape, scale) [R]
       output_tokens: {shift: 4, shape: 1.2, scale: 40}     # D = shift + Gamma(shape, scale) [R]
       probe_period_s: 0.01    # root routers probe every cell this often
+      probing:                # present = staleness of DLB's stack (§3.1) on top of the
+                              # period; absent = one synchronised round, read one τ late
+        root_replicas: 3      # [R] root replicas per source taking turns probing
+        share_delay_s: 0.001  # [R] a peer's probe result reaches the others this late (s)
+        leaf_cache_period_s: 0.01  # [R] leaves re-aggregate the cell's RIF this often (s)
+        jitter_s: null        # [R] asynchronous probes: an answer up to this much older
+                              # (s); null = one probe period
       leaf_policy: p2c        # in-cell routing to servers: p2c (waiting tokens) or rr
       rate_variation:         # present = time-varying Poisson arrivals: λ_i(t) = λ_i·m_i(t)
         sigma: 0.213          # [0] sd of log m_i (stationary); m_i has mean 1
@@ -40,6 +47,10 @@ Schema (units: seconds, tokens; every field optional, defaults in brackets)::
         period_s: 5.0         # refit period
         min_samples: 30
         noise_eps: 0.0        # robustness mode: routers see ℓ̂ × (1 + εξ_j), ξ_j ~ U[−1, 1]
+      model_noise:            # present = routers see every cell's model with its parameters
+        eps: 0.1              # × (1 + εξ), ξ ~ U[−1, 1] drawn from the run's seed (per trial)
+        joint: false          # [false] one ξ per parameter; true = one ξ per cell for all
+        period_s: null        # [null] drawn once; else redrawn every period_s seconds
       affinity:               # present = requests belong to sessions (DLB §3.5) [R]
         followup_fraction: 0.65   # share of requests continuing a recent session
         active_sessions: 50       # recent sessions per source a follow-up picks from
@@ -60,9 +71,11 @@ from ..errors import DataFormatError
 from ..io import read_config_file, topology_from_dict
 from ..network import CellNetwork
 from ..routers import FitFamily
+from ._observation import ModelNoise, Probing
 
 __all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
-           "Estimation", "Affinity", "RateVariation", "Scenario", "scenario_from_dict",
+           "Estimation", "Affinity", "RateVariation", "Probing", "ModelNoise",
+           "Scenario", "scenario_from_dict",
            "load_scenario", "SERVER_KINDS", "outage_events"]
 
 
@@ -279,6 +292,8 @@ class Scenario:
     estimation: Estimation | None = None
     affinity: Affinity | None = None
     rate_variation: RateVariation | None = None
+    probing: Probing | None = None
+    model_noise: ModelNoise | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "leaf_policy",
@@ -317,6 +332,12 @@ class Scenario:
                                   f"{duration_s:g} s is {rounds:.3g} probe rounds, more than "
                                   f"the {MAX_PROBE_ROUNDS:.0e} a run may have",
                                   field="probe_period_s")
+        mn = self.model_noise
+        if mn is not None and mn.period_s is not None and duration_s / mn.period_s > MAX_REFITS:
+            raise DataFormatError(f"simulation.model_noise.period_s: {mn.period_s:g} s over "
+                                  f"{duration_s:g} s is {duration_s / mn.period_s:.3g} "
+                                  f"redraws, more than the {MAX_REFITS:.0e} a run may have",
+                                  field="model_noise.period_s")
         if self.estimation is not None and duration_s / self.estimation.period_s > MAX_REFITS:
             raise DataFormatError(f"simulation.estimation.period_s: "
                                   f"{self.estimation.period_s:g} s over {duration_s:g} s is "
@@ -455,7 +476,8 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
     # appendix_b (ServerSpec's default)
     default_server = ServerSpec() if sim else ServerSpec(kind=ServerKind.RATE)
     known = {"server", "cells", "prompt_tokens", "output_tokens", "probe_period_s",
-             "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation"}
+             "leaf_policy", "bursts", "outages", "estimation", "affinity", "rate_variation",
+             "probing", "model_noise"}
     if set(sim) - known:
         raise _err(path, "", f"unknown key(s) {sorted(set(sim) - known)}; expected "
                              f"{sorted(known)}")
@@ -492,7 +514,39 @@ def scenario_from_dict(data: Any, *, path: str = "") -> Scenario:
         leaf_policy=leaf, bursts=tuple(bursts), outages=tuple(outages),
         name=str(data.get("name", "")), estimation=_estimation(path, sim.get("estimation")),
         affinity=_affinity(path, sim.get("affinity")),
-        rate_variation=_rate_variation(path, sim.get("rate_variation")))
+        rate_variation=_rate_variation(path, sim.get("rate_variation")),
+        probing=_probing(path, sim.get("probing")),
+        model_noise=_model_noise(path, sim.get("model_noise")))
+
+
+def _model_noise(path: str, spec: Any) -> ModelNoise | None:
+    if spec is None:
+        return None
+    kw: dict[str, Any] = {}
+    spec = _section(path, "model_noise", spec, ModelNoise)
+    if "eps" not in spec:
+        raise _err(path, "model_noise.eps", "missing (the noise magnitude ε)")
+    for k, v in spec.items():
+        if k == "joint":
+            if not isinstance(v, bool):
+                raise _err(path, "model_noise.joint", f"expected true or false, got {v!r}")
+            kw[k] = v
+            continue
+        kw[k] = _num(path, f"model_noise.{k}", v, positive=k == "period_s",
+                     allow_none=k == "period_s")
+        if k == "eps" and kw[k] >= 1:
+            raise _err(path, "model_noise.eps", f"expected 0 ≤ ε < 1, got {v!r}")
+    return ModelNoise(**kw)
+
+
+def _probing(path: str, spec: Any) -> Probing | None:
+    if spec is None:
+        return None
+    kw: dict[str, Any] = {}
+    for k, v in _section(path, "probing", spec, Probing).items():
+        kw[k] = _num(path, f"probing.{k}", v, positive=k == "root_replicas",
+                     integer=k == "root_replicas", allow_none=k == "jitter_s")
+    return Probing(**kw)
 
 
 def _section(path: str, name: str, spec: Any, cls: type) -> Mapping[str, Any]:

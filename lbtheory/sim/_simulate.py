@@ -24,6 +24,8 @@ from __future__ import annotations
 import time as _time
 from typing import Any
 
+import numpy as np
+
 from .._checks import Seed, as_seed, check_int, check_memory, check_option, check_real
 from ..errors import Engine, ParameterError
 from ..workloads import Workload
@@ -33,6 +35,7 @@ from ._engine import run_reference
 from ._kernel_plan import plan_kernel
 from ._result import SimResult, build_result
 from ._scenario import Scenario
+from ._staleness import probe_ages
 
 __all__ = ["simulate_cells", "simulate", "Engine", "DEFAULT_SERIES_POINTS", "warm_up",
            "kernels_cached"]
@@ -106,10 +109,16 @@ def simulate_cells(scenario: Scenario, router: Any, *, duration_s: float, seed: 
         rr = run_reference(scenario, router, T, streams, arrivals, period, every)
     else:
         rr = run_compiled(scenario, router, plan, T, streams, arrivals, period, every)
+    R = rr.requests
+    n_arr = len(arrivals.arrival_s)
+    src = arrivals.source if arrivals.source is not None else np.zeros(n_arr, dtype=np.int64)
+    # the whole arrays (not slices): the policies of one cell share them, and the answer
+    ages = probe_ages(scenario, streams[5], arrivals.arrival_s, src, T)[:R]
     return build_result(scenario, arrivals, T, rr,
                         policy=policy or getattr(router, "name", type(router).__name__),
                         seed=seed, wall=_time.perf_counter() - wall0,
-                        engine="reference" if plan is None else "compiled", note=note)
+                        engine="reference" if plan is None else "compiled", note=note,
+                        probe_age_s=ages)
 
 
 #: the module-level name of :func:`simulate_cells` (``lbtheory.sim.simulate``; not deprecated).
