@@ -40,7 +40,7 @@ from .._checks import check_fields, check_option
 from ..costs import CostKind, cell_cost_prime, flow_cost, flow_potential
 from ..errors import ModelError
 from ..models import ServiceModel
-from . import _gpkernels as kern
+from . import _codes as codes
 
 __all__ = [
     "ArcCost",
@@ -108,23 +108,25 @@ class _Compiled(ArcCost):
         if any(v.size != 1 and v.shape != shape for v in vals):  # a size-1 array is repeated
             vals = [np.broadcast_to(v, shape) for v in vals]
         out = np.empty(shape)
-        kern.formula_array(self._FAMILY, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
+        from ._gpkernels import formula_array  # numba: loaded with the first evaluation
+
+        formula_array(self._FAMILY, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
         return out[()]
 
     def cost(self, x: Any) -> np.ndarray:
-        return self._eval(kern.COST, x)
+        return self._eval(codes.COST, x)
 
     def cost_prime(self, x: Any) -> np.ndarray:
-        return self._eval(kern.PRIME, x)
+        return self._eval(codes.PRIME, x)
 
     def potential(self, x: Any) -> np.ndarray:
-        return self._eval(kern.POTENTIAL, x)
+        return self._eval(codes.POTENTIAL, x)
 
     def total(self, x: Any) -> np.ndarray:
-        return self._eval(kern.TOTAL, x)
+        return self._eval(codes.TOTAL, x)
 
     def marginal(self, x: Any) -> np.ndarray:
-        return self._eval(kern.MARGINAL, x)
+        return self._eval(codes.MARGINAL, x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +144,7 @@ class Polynomial(_Compiled):
         power: p ≥ 0 (a scalar; arcs with different powers form different groups).
     """
 
-    _FAMILY = kern.POLYNOMIAL
+    _FAMILY = codes.POLYNOMIAL
 
     a: Any
     b: Any
@@ -196,7 +198,7 @@ class MM1(_Compiled):
         scale: k > 0 (cost units × flow units).
     """
 
-    _FAMILY = kern.QUEUE
+    _FAMILY = codes.QUEUE
 
     capacity: Any
     scale: Any = 1.0
