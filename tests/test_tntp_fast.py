@@ -112,3 +112,75 @@ def test_random_edits_give_the_same_answer_or_the_same_error(net, trips, links, 
     for path, kind in ((p, "net"), (q, "trips")):
         a, b = _read(path, kind, "auto"), _read(path, kind, "reference")
         assert _same(a, b), (path.read_text(), a, b)
+
+
+# ------------------------------------------------------------------ the vectorised game
+def _object_game(net_p: Path, trips_p: Path):
+    """The game as the constructor builds it from one GameArc and Commodity per entry (the
+    pre-issue-37 load_tntp_game)."""
+    from lbtheory.games.arccosts import bpr, constant
+    from lbtheory.games.game import Commodity, GameArc, RoutingGame
+
+    net, trips = tntp.read_tntp_network(net_p), tntp.read_tntp_trips(trips_p)
+    arcs = []
+    for row, blocked in zip(net.links, net.blocked):
+        t, h, cap, length, fft, b, power, _, toll = row[:9]
+        extra = net.toll_factor * toll + net.distance_factor * length
+        cost = constant(fft + extra) if blocked else bpr(fft, b, cap, power)
+        if extra and not blocked:
+            cost = dataclasses.replace(cost, a=cost.a + extra)
+        arcs.append(GameArc(int(t), int(h), cost, bool(blocked)))
+    keep = trips.origins != trips.destinations
+    comms = [Commodity(int(o), int(d), float(q)) for o, d, q in
+             zip(trips.origins[keep], trips.destinations[keep], trips.demand[keep])]
+    return RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
+                       non_through=list(range(1, net.first_thru_node)))
+
+
+PAIRS = sorted({p.with_name(p.name.replace("_net.tntp", "")) for p in BUNDLED
+                if p.name.endswith("_net.tntp")})
+
+
+@pytest.mark.parametrize("stem", PAIRS, ids=lambda p: p.name)
+def test_load_tntp_game_builds_the_constructors_game(stem: Path) -> None:
+    net_p, trips_p = Path(f"{stem}_net.tntp"), Path(f"{stem}_trips.tntp")
+    fast, ref = tntp.load_tntp_game(net_p, trips_p), _object_game(net_p, trips_p)
+    for f in ("tails", "heads", "blocked", "non_through", "origins", "demand"):
+        assert np.array_equal(getattr(fast, f), getattr(ref, f)), f
+    assert fast.nodes == ref.nodes and fast.arcs == ref.arcs
+    x = np.linspace(0.0, 3.0 * float(ref.demand.sum()), ref.n_arcs)
+    for m in ("cost", "cost_prime", "potential", "marginal"):
+        assert np.array_equal(getattr(fast.costs, m)(x), getattr(ref.costs, m)(x)), m
+    assert [(type(f), f.group_key(), i.tolist()) for f, i in fast.costs.groups] == \
+        [(type(f), f.group_key(), i.tolist()) for f, i in ref.costs.groups]
+
+
+def test_repeated_od_pairs_sum_in_file_order(tmp_path: Path) -> None:
+    net = tmp_path / "r_net.tntp"
+    net.write_text("<NUMBER OF ZONES> 2\n<NUMBER OF NODES> 2\n<FIRST THRU NODE> 1\n"
+                   "<NUMBER OF LINKS> 2\n<END OF METADATA>\n1 2 10 1 1 0.15 4 0 0 1 ;\n"
+                   "2 1 10 1 1 0.15 4 0 0 1 ;\n")
+    trips = tmp_path / "r_trips.tntp"
+    trips.write_text("<NUMBER OF ZONES> 2\n<END OF METADATA>\nOrigin 1\n2 : 0.1; 2 : 0.2;\n"
+                     "Origin 2\n1 : 1e16; 1 : 1; 1 : 1;\n")
+    fast, ref = tntp.load_tntp_game(net, trips), _object_game(net, trips)
+    assert np.array_equal(fast.demand, ref.demand)
+    assert fast.demand[0, 1] == 0.1 + 0.2 and fast.demand[1, 0] == (1e16 + 1) + 1
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, database=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 12), m=st.integers(1, 40),
+       zones=st.integers(0, 6))
+def test_reaches_agrees_with_a_search_per_origin(seed, n, m, zones):
+    """Oracle: :func:`reachable_nodes` over :func:`usable_arcs`, one search per origin."""
+    from lbtheory.games.game import reachable_nodes, reaches, usable_arcs
+
+    rng = np.random.default_rng(seed)
+    tails, heads = rng.integers(0, n, m), rng.integers(0, n, m)
+    blocked = rng.random(m) < 0.2
+    non_through = np.arange(n) < min(zones, n)
+    o, d = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+    want = np.concatenate([reachable_nodes(n, tails, heads,
+                                           usable_arcs(tails, heads, blocked, non_through, v), v)
+                           for v in range(n)])
+    assert np.array_equal(reaches(n, tails, heads, blocked, non_through, o, d), want)

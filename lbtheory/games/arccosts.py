@@ -281,7 +281,6 @@ class ArcCostBank:
     """
 
     def __init__(self, costs: Sequence[ArcCost]) -> None:
-        self.m = len(costs)
         groups: dict[Any, list[int]] = {}
         for a, c in enumerate(costs):
             if not isinstance(c, ArcCost):
@@ -290,12 +289,41 @@ class ArcCostBank:
             if any(np.ndim(getattr(c, f.name)) > 0 for f in dataclasses.fields(c)):
                 raise ModelError(f"arc {a}: give one scalar-parameter cost per arc")
             groups.setdefault(c.group_key(), []).append(a)
-        self.groups = tuple((_stack([costs[a] for a in idx]), np.asarray(idx, dtype=int))
-                            for idx in groups.values())
-        self.costs = tuple(costs)
+        self._init(len(costs), tuple((_stack([costs[a] for a in idx]),
+                                      np.asarray(idx, dtype=int)) for idx in groups.values()))
+        self._costs = tuple(costs)
+
+    def _init(self, m: int, groups: tuple) -> None:
+        self.m = m
+        self.groups = groups
+        self._costs: tuple[ArcCost, ...] | None = None
         self.upper = np.full(self.m, np.inf)
         for fam, idx in self.groups:
             self.upper[idx] = fam.upper(len(idx))
+
+    @classmethod
+    def from_groups(cls, m: int, groups: Sequence[tuple[ArcCost, np.ndarray]]) -> ArcCostBank:
+        """The bank of ``m`` arcs whose families are given grouped: ``(family with one
+        parameter array entry per arc of the group, arc indices)`` per group, the groups
+        partitioning 0..m−1 (vectorised construction, e.g. a TNTP file's links)."""
+        bank = cls.__new__(cls)
+        bank._init(m, tuple((fam, np.asarray(idx, dtype=int)) for fam, idx in groups))
+        return bank
+
+    @property
+    def costs(self) -> tuple[ArcCost, ...]:
+        """One scalar-parameter :class:`ArcCost` per arc, in arc order."""
+        if self._costs is None:
+            out: list[Any] = [None] * self.m
+            for fam, idx in self.groups:
+                fields = [f.name for f in dataclasses.fields(fam)]
+                vals = {f: np.broadcast_to(np.asarray(getattr(fam, f)), (len(idx),))
+                        if np.ndim(getattr(fam, f)) else getattr(fam, f) for f in fields}
+                for j, a in enumerate(idx):
+                    out[a] = type(fam)(**{f: (float(v[j]) if np.ndim(v) else v)
+                                          for f, v in vals.items()})
+            self._costs = tuple(out)
+        return self._costs
 
     def _apply(self, method: str, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=float)

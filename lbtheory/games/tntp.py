@@ -30,8 +30,8 @@ import numpy as np
 
 from .._checks import check_int, check_option, check_real
 from ..errors import DataFormatError, Engine
-from .arccosts import bpr, constant
-from .game import Commodity, GameArc, RoutingGame, reachable_nodes, usable_arcs
+from .arccosts import ArcCostBank, Polynomial
+from .game import RoutingGame, reaches
 
 __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
            "read_tntp_flow", "read_tntp_metadata", "load_tntp_game", "write_tntp", "LINK_FIELDS"]
@@ -293,23 +293,24 @@ def read_tntp_flow(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _check_reachable(net: TNTPNetwork, trips: TNTPTrips) -> None:
-    """The game's own arc-use rule and reachability, reported against the trips file's line."""
+    """The game's own arc-use rule and reachability, reported against the trips file's line
+    (the first unreachable entry of the lowest such origin)."""
     n = net.nodes
     tails = net.links[:, 0].astype(int) - 1
     heads = net.links[:, 1].astype(int) - 1
     non_through = np.arange(n) < net.first_thru_node - 1  # zones below the first thru node
-    for o in np.unique(trips.origins[trips.demand > 0]):
-        mask = usable_arcs(tails, heads, net.blocked, non_through, int(o - 1))
-        reach = reachable_nodes(n, tails, heads, mask, int(o - 1))
-        bad = np.flatnonzero((trips.origins == o) & (trips.demand > 0)
-                             & ~reach[trips.destinations - 1] & (trips.destinations != o))
-        if bad.size:
-            e = bad[0]
-            raise DataFormatError(
-                f"demand {trips.demand[e]:g} from zone {o} to zone {trips.destinations[e]}, "
-                f"which cannot be reached from it in {Path(net.path).name} (blocked links and "
-                f"the first thru node {net.first_thru_node} considered)",
-                path=trips.path, line=int(trips.lines[e]), field="destination")
+    sel = np.flatnonzero((trips.demand > 0) & (trips.destinations != trips.origins))
+    ok = reaches(n, tails, heads, net.blocked, non_through, trips.origins[sel] - 1,
+                 trips.destinations[sel] - 1)
+    if not ok.all():
+        bad = sel[~ok]
+        e = bad[trips.origins[bad] == trips.origins[bad].min()][0]
+        o = trips.origins[e]
+        raise DataFormatError(
+            f"demand {trips.demand[e]:g} from zone {o} to zone {trips.destinations[e]}, "
+            f"which cannot be reached from it in {Path(net.path).name} (blocked links and "
+            f"the first thru node {net.first_thru_node} considered)",
+            path=trips.path, line=int(trips.lines[e]), field="destination")
 
 
 def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
@@ -333,19 +334,7 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
         raise DataFormatError(f"<NUMBER OF ZONES> {trips.zones} exceeds the network's "
                               f"{net.nodes} nodes", path=trips.path, field="NUMBER OF ZONES")
     _check_reachable(net, trips)
-    arcs = []
-    for row, blocked in zip(net.links, net.blocked):
-        t, h, cap, length, fft, b, power, _, toll = row[:9]
-        extra = net.toll_factor * toll + net.distance_factor * length
-        if blocked:
-            cost = constant(fft + extra)
-        else:
-            c = bpr(fft, b, cap, power)
-            cost = dataclasses.replace(c, a=c.a + extra) if extra else c
-        arcs.append(GameArc(int(t), int(h), cost, bool(blocked)))
     keep = trips.origins != trips.destinations
-    comms = [Commodity(int(o), int(d), float(q)) for o, d, q in
-             zip(trips.origins[keep], trips.destinations[keep], trips.demand[keep])]
     total = float(trips.demand[keep].sum())
     if not total > 0:
         what = ("only intra-zonal demand (origin = destination, which is dropped)"
@@ -355,10 +344,35 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
     if not np.isfinite(total):
         raise DataFormatError(f"the total demand overflows float64 ({total}); rescale the trip "
                               "table's units", path=trips.path, field="demand")
-    game = RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
-                       non_through=list(range(1, net.first_thru_node)))
+    links = net.links
+    game = RoutingGame.from_arrays(
+        net.nodes, links[:, 0].astype(int) - 1, links[:, 1].astype(int) - 1, _link_costs(net),
+        net.blocked, trips.origins[keep] - 1, trips.destinations[keep] - 1, trips.demand[keep],
+        np.arange(net.nodes) < net.first_thru_node - 1)
     _check_finite_costs(net, game, total)
     return game
+
+
+def _link_costs(net: TNTPNetwork) -> ArcCostBank:
+    """The links' generalised costs t0·(1 + B·(x/c)^p) + toll_factor·toll +
+    distance_factor·length, grouped by power (blocked links: the constant t0 + the extra
+    terms), as the bank of ``[bpr(...) or constant(...) per link]`` would group them."""
+    L = net.links
+    fft, b, cap, power = L[:, 4], L[:, 5], L[:, 2], L[:, 6]
+    extra = net.toll_factor * L[:, 8] + net.distance_factor * L[:, 3]
+    blocked = net.blocked
+    a = fft + extra
+    coef = np.where(blocked, 0.0, fft * b)
+    scale = np.where(blocked, 1.0, cap)
+    key = np.where(blocked, 1.0, power)
+    keys, first = np.unique(key, return_index=True)
+    groups = []
+    for k in keys[np.argsort(first)]:  # in order of first appearance, as ArcCostBank groups
+        idx = np.flatnonzero(key == k)
+        # (a one-arc group keeps scalar parameters, as ArcCostBank's stacking does)
+        pa, pb, ps = (v[idx] if idx.size > 1 else np.asarray(v[idx[0]]) for v in (a, coef, scale))
+        groups.append((Polynomial(pa, pb, ps, float(k)), idx))
+    return ArcCostBank.from_groups(len(L), groups)
 
 
 def _check_finite_costs(net: TNTPNetwork, game, total: float) -> None:
