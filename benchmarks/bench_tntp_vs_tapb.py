@@ -2,7 +2,7 @@
 
 lbtheory runs ``lbtheory equilibrium NET --trips TRIPS --objective wardrop --method bush --gap G
 --threads T --json`` (one process: interpreter, imports, reading, solving, JSON); printed per
-run: the process wall time, the solve seconds and outer iterations of the JSON, the rest
+run: the process wall and CPU time, the solve seconds and outer iterations of the JSON, the rest
 (start-up + reading = wall − solve), and the relative gap reached. With ``TAPB_BIN`` (the
 ``bin/tap`` of spartalab/tap-b built with ``make release``; this script builds nothing) TAP-B
 runs on the same files, gap and threads through a parameters file (``<CONVERGENCE GAP>``,
@@ -80,23 +80,37 @@ def synthetic(names: list[str], folder: Path) -> list[tuple[str, Path, Path]]:
     return out
 
 
+def timed(cmd: list[str], **kw) -> tuple[float, float, int, str, str]:
+    """(wall s, CPU s = user + system of the process, exit code, stdout, stderr) of ``cmd``.
+    The CPU time is the figure to read on a shared machine: contention stretches the wall
+    time, hardly the CPU time (one thread: CPU ≈ wall on an idle machine)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, **kw)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        return (wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status),
+                out.read().decode(), err.read().decode())
+
+
 def run_lbtheory(net: Path, trips: Path, gap: float, threads: int,
                  objective: str = "wardrop") -> dict:
     cmd = [sys.executable, "-m", "lbtheory.cli", "equilibrium", str(net), "--trips", str(trips),
            "--objective", objective, "--method", "bush", "--gap", repr(gap), "--threads",
            str(threads), "--json"]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t
-    if proc.returncode != 0:
-        return {"wall": wall, "error": proc.stderr.strip().splitlines()[-1:]}
-    rep = json.loads(proc.stdout)
+    wall, cpu, code, out, err = timed(cmd, env=env)
+    if code != 0:
+        return {"wall": wall, "error": err.strip().splitlines()[-1:]}
+    rep = json.loads(out)
     eqs = rep["equilibria"]
     solve = sum(e["seconds"] for e in eqs.values())
-    return {"wall": wall, "solve": solve, "iterations": [e["iterations"] for e in eqs.values()],
-            "gap": [rep["relative_gaps"][k] for k in eqs], "status": [e["status"] for e in
-                                                                    eqs.values()]}
+    return {"wall": wall, "cpu": cpu, "solve": solve,
+            "iterations": [e["iterations"] for e in eqs.values()],
+            "gap": [rep["relative_gaps"][k] for k in eqs],
+            "status": [e["status"] for e in eqs.values()]}
 
 
 def run_tapb(binary: str, net: Path, trips: Path, gap: float, threads: int,
@@ -105,12 +119,9 @@ def run_tapb(binary: str, net: Path, trips: Path, gap: float, threads: int,
     params.write_text(f"<NETWORK FILE> {net}\n<TRIPS FILE> {trips}\n<CONVERGENCE GAP> {gap!r}\n"
                       f"<MAX RUN TIME> 600\n<NUMBER OF THREADS> {threads}\n"
                       f"<FLOWS FILE> {folder / 'tapb_flows.txt'}\n<DATA PATH> {folder}/\n")
-    t = time.perf_counter()
-    proc = subprocess.run([binary, str(params)], capture_output=True, text=True, cwd=folder)
-    wall = time.perf_counter() - t
-    text = proc.stdout + proc.stderr
-    gaps = re.findall(r"[Gg]ap[^0-9\-]*([0-9.]+e[-+]?[0-9]+)", text)
-    return {"wall": wall, "rc": proc.returncode, "gap": float(gaps[-1]) if gaps else None}
+    wall, cpu, code, out, err = timed([binary, str(params)], cwd=folder)
+    gaps = re.findall(r"[Gg]ap[^0-9\-]*([0-9.]+e[-+]?[0-9]+)", out + err)
+    return {"wall": wall, "cpu": cpu, "rc": code, "gap": float(gaps[-1]) if gaps else None}
 
 
 def main() -> None:
@@ -131,8 +142,8 @@ def main() -> None:
         for d in args.tntp:
             nets += pairs(d)
         nets += synthetic(args.synthetic, folder)
-        print(f"{'network':16} {'gap':>6} {'thr':>3} | {'wall s':>7} {'solve s':>7} "
-              f"{'start+read':>10} {'iters':>6} {'reached':>16} | TAP-B wall (solve)")
+        print(f"{'network':16} {'gap':>6} {'thr':>3} | {'wall s':>7} {'cpu s':>7} "
+              f"{'solve s':>7} {'start+read':>10} {'iters':>6} {'reached':>16} | TAP-B")
         for name, net, trips in nets:
             for gap in args.gap:
                 for threads in args.threads:
@@ -142,7 +153,8 @@ def main() -> None:
                         continue
                     if tapb:
                         b = run_tapb(tapb, net, trips, gap, threads, folder)
-                        ref = (f"{b['wall']:.2f} s, gap {b['gap']}, rc {b['rc']}; "
+                        ref = (f"{b['wall']:.2f} s (cpu {b['cpu']:.2f}), gap {b['gap']}, "
+                               f"rc {b['rc']}; "
                                f"ratio {r['wall'] / b['wall']:.2f}")
                     else:
                         key = (STANDS_FOR.get(name, name), gap, threads)
@@ -152,7 +164,8 @@ def main() -> None:
                     gaps = "/".join(f"{g:.1e}" for g in r["gap"])
                     its = "/".join(str(i) for i in r["iterations"])
                     print(f"{name:16} {gap:6.0e} {threads:3d} | {r['wall']:7.2f} "
-                          f"{r['solve']:7.2f} {r['wall'] - r['solve']:10.2f} {its:>6} "
+                          f"{r['cpu']:7.2f} {r['solve']:7.2f} {r['wall'] - r['solve']:10.2f} "
+                          f"{its:>6} "
                           f"{gaps:>16} | {ref}", flush=True)
 
 

@@ -33,7 +33,8 @@ def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike, *,
         ``{"equilibria": {"wardrop": G, "system_optimum": G}, "price_of_anarchy": p,
         "requested_gap": t, "relative_gaps": {"wardrop": g, "system_optimum": g}}`` with G as
         :meth:`lbtheory.games.GameResult.to_dict` (arc order as in the file, Beckmann objective
-        in the file's units, plus ``solver``, ``seconds`` and ``iterations``), p the ratio of
+        in the file's units, plus ``solver``, ``seconds``, ``iterations`` and
+        ``gap_history``, the ``[iteration, seconds, gap]`` of each certificate), p the ratio of
         :func:`lbtheory.equilibrium.price_of_anarchy` (a number), t the target relative gap
         and g the gap each equilibrium reached (each ≤ t when its status is optimal). With one
         objective, only its equilibrium and gap, and p is ``None``.
@@ -58,9 +59,22 @@ def tntp_report(net_path: str | os.PathLike, trips_path: str | os.PathLike, *,
         found = {key: solve_game(game, Objective.parse(key), **kw)}
         ratio = None
     eqs = {key: {**res.to_dict(), "solver": res.solver, "seconds": res.seconds,
-                 "iterations": res.iterations} for key, res in found.items()}
+                 "iterations": res.iterations, "gap_history": _history(res)}
+           for key, res in found.items()}
     return {"equilibria": eqs, "price_of_anarchy": ratio, "requested_gap": tol,
             "relative_gaps": {key: float(res.relative_gap) for key, res in found.items()}}
+
+
+def _history(res) -> list[list[float]]:
+    """``[[iteration, seconds, relative gap], ...]`` of the solver's certificates (empty when
+    the solver keeps none, e.g. CVXPY)."""
+    from ..games._result import SolveTrace
+
+    tr = res.stats
+    if not isinstance(tr, SolveTrace) or not len(tr.iteration):
+        return []
+    return [[int(i), float(t), float(g)] for i, t, g in
+            zip(tr.iteration, tr.seconds, tr.relative_gap)]
 
 
 def run_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike | None, *,
