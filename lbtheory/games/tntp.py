@@ -535,9 +535,11 @@ def _fast_trips(path: str) -> TNTPTrips | None:
     e = len(tok) // 4
     if len(tok) != 4 * e or tok[1::4].count(":") != e or tok[3::4].count(";") != e:
         return None
-    chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    # one array element per character (bytes when ASCII, the usual case: 4× less to scan)
+    chars = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) if text.isascii() else
+             np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32))
     newline = np.cumsum(chars == 10)
-    ink = np.flatnonzero(~np.isin(chars, (9, 10, 11, 12, 13, 32)))
+    ink = np.flatnonzero((chars != 32) & ((chars < 9) | (chars > 13)))  # not ASCII space
     last = ink[np.append(newline[ink[1:]] != newline[ink[:-1]], True)]  # of each line
     if not np.all(chars[last] == ord(";")):
         return None  # an entry without its ';', or one across lines
