@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._array import is_concrete, is_jax, sigmoid, softplus, xp
+from ._array import is_concrete, is_jax, sigmoid, softplus, when_jax_loaded, xp
 from ._checks import check_real
 from .errors import ModelError
 
@@ -131,6 +131,13 @@ class ServiceModel:
         """Validate parameters (named in messages); called at construction with concrete values."""
 
 
+def _register_pytree(cls: type, fields: list[str]) -> None:
+    """Register a service-model dataclass as a JAX pytree (run once JAX is imported)."""
+    import jax
+
+    jax.tree_util.register_dataclass(cls, data_fields=fields, meta_fields=[])
+
+
 def service_model(cls: type | None = None, *, replace: bool = False) -> Any:
     """Class decorator: frozen dataclass + JAX pytree + Assumption-1 check at construction.
 
@@ -165,12 +172,7 @@ def service_model(cls: type | None = None, *, replace: bool = False) -> Any:
     cls.__post_init__ = __post_init__
     cls = dataclasses.dataclass(frozen=True)(cls)
     fields = [f.name for f in dataclasses.fields(cls)]
-    try:
-        import jax
-
-        jax.tree_util.register_dataclass(cls, data_fields=fields, meta_fields=[])
-    except ImportError:  # pragma: no cover
-        pass
+    when_jax_loaded(lambda: _register_pytree(cls, fields))
     if cls.name:
         old = MODEL_REGISTRY.get(cls.name)
         same = old is not None and (old.__module__, old.__qualname__) == \
@@ -589,9 +591,10 @@ def _bank_unflatten(aux, children):
                                            for m, i in zip(children, idxs)))
 
 
-try:
-    import jax as _jax
+def _register_bank() -> None:
+    import jax
 
-    _jax.tree_util.register_pytree_node(ModelBank, _bank_flatten, _bank_unflatten)
-except ImportError:  # pragma: no cover
-    pass
+    jax.tree_util.register_pytree_node(ModelBank, _bank_flatten, _bank_unflatten)
+
+
+when_jax_loaded(_register_bank)

@@ -43,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "core numba sees, and at most that, with a warning; 1 is "
                 "deterministic, more vary the flows in the last bits, every answer "
                 "certified to --gap; TNTP networks only)")
+    parser.add_argument("--objective", default=None,
+                        choices=["wardrop", "system-optimum", "both"],
+                        help="equilibria of a TNTP network to solve: wardrop, system-optimum, "
+                             "or both and the price of anarchy (default both; TNTP networks "
+                             "only)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="write a figure (.png/.pdf/.svg): per-cell load and PoA as demand "
                              "grows (cell networks only)")
@@ -119,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
             check_int(args.threads, "--threads", low=1))
         return run_tntp(args.topology, args.trips, as_json=args.json,
                         solver=check_solver(args.solver), method=args.method or "auto", tol=gap,
-                        threads=threads)
+                        threads=threads, objective=args.objective or "both")
     for flag, value in (("--method", args.method), ("--gap", args.gap),
-                        ("--threads", args.threads)):
+                        ("--threads", args.threads), ("--objective", args.objective)):
         if value is not None:
             raise ParameterError(f"{flag} applies to TNTP routing games only; cell networks are "
                                  f"solved to --tol by the equilibrium engine: drop {flag}")

@@ -19,42 +19,33 @@ classic TNTP sizes), :mod:`.metrics` (relative gap, AEC), :mod:`.cells` (CellNet
 :mod:`._cvxforms` (the one registry of exact convex CVXPY forms, keyed by class).
 """
 
-from ._bush import BushState, bush_assignment
-from ._cvxforms import (
-    ARC_FORMS,
-    DCP_FORMS,
-    DCPForm,
-    arc_objective,
-    bank_objective,
-    check_convex_form,
-    dcp_potential_value,
-    form_terms,
-)
-from ._result import GamePoAResult, GameResult, Objective, SolveTrace, evaluate_flow
-from .arccosts import MM1, ArcCost, ArcCostBank, Polynomial, ServiceArc, affine, bpr, constant
-from .cells import cell_inflows, routing_from_game, to_routing_game
-from .classic import (
-    GridFamily,
-    braess,
-    grid_game,
-    mm1_two_link,
-    mm1_two_link_poa,
-    pigou,
-    pigou_poa,
-)
-from .frank_wolfe import FWMethod, FWTrace, frank_wolfe
-from .game import Commodity, GameArc, RoutingGame
-from .metrics import (
-    all_or_nothing,
-    gap_measures,
-    shortest_path_cost,
-    shortest_paths,
-    used_arc_spread,
-)
-from .solve import Method, certify, solve_game
-from .synthetic import synthetic_network
-from .tap import TAPState, gradient_projection
-from .tntp import load_tntp_game, read_tntp_flow, read_tntp_network, read_tntp_trips, write_tntp
+import sys
+import types
+
+#: public name -> the submodule defining it; names load on first use, so ``import
+#: lbtheory.games`` imports neither numba, scipy, JAX nor CVXPY (a traffic assignment from a
+#: TNTP file never needs the last two; see tests/test_startup.py).
+_EXPORTS = {
+    **dict.fromkeys(("BushState", "bush_assignment"), "_bush"),
+    **dict.fromkeys(("ARC_FORMS", "DCP_FORMS", "DCPForm", "arc_objective", "bank_objective",
+                     "check_convex_form", "dcp_potential_value", "form_terms"), "_cvxforms"),
+    **dict.fromkeys(("GamePoAResult", "GameResult", "Objective", "SolveTrace", "evaluate_flow"),
+                    "_result"),
+    **dict.fromkeys(("MM1", "ArcCost", "ArcCostBank", "Polynomial", "ServiceArc", "affine",
+                     "bpr", "constant"), "arccosts"),
+    **dict.fromkeys(("cell_inflows", "routing_from_game", "to_routing_game"), "cells"),
+    **dict.fromkeys(("GridFamily", "braess", "grid_game", "mm1_two_link", "mm1_two_link_poa",
+                     "pigou", "pigou_poa"), "classic"),
+    **dict.fromkeys(("FWMethod", "FWTrace", "frank_wolfe"), "frank_wolfe"),
+    **dict.fromkeys(("Commodity", "GameArc", "RoutingGame"), "game"),
+    **dict.fromkeys(("all_or_nothing", "gap_measures", "shortest_path_cost", "shortest_paths",
+                     "used_arc_spread"), "metrics"),
+    **dict.fromkeys(("Method", "certify", "solve_game"), "solve"),
+    **dict.fromkeys(("synthetic_network",), "synthetic"),
+    **dict.fromkeys(("TAPState", "gradient_projection"), "tap"),
+    **dict.fromkeys(("load_tntp_game", "read_tntp_flow", "read_tntp_network", "read_tntp_trips",
+                     "write_tntp"), "tntp"),
+}
 
 __all__ = [
     "ArcCost", "ArcCostBank", "Polynomial", "MM1", "ServiceArc", "affine", "bpr", "constant",
@@ -80,8 +71,32 @@ _HIDDEN = frozenset({"wardrop_equilibrium", "system_optimum", "price_of_anarchy"
 
 
 def __getattr__(name: str) -> object:
-    if name in _HIDDEN:
-        from . import solve
+    import importlib
 
-        return getattr(solve, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _EXPORTS.get(name) or ("solve" if name in _HIDDEN else None)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    if name in _EXPORTS:
+        globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    mods = {n for n, v in globals().items()
+            if isinstance(v, types.ModuleType) and n not in ("sys", "types")}
+    return sorted(set(__all__) | mods)
+
+
+class _Package(types.ModuleType):
+    """This package's module type: the import system binds each loaded submodule as an
+    attribute of its package, which would shadow the function ``frank_wolfe`` by the module
+    ``frank_wolfe``; the function keeps the name (as when the package imported it eagerly)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

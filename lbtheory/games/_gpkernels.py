@@ -24,13 +24,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._codes import COST, MARGINAL, MARGINAL_PRIME, POLYNOMIAL, POTENTIAL, PRIME, TOTAL
+
 _INF = np.inf
 
-#: what an arc-cost formula evaluates at flow x: ℓ(x), ℓ'(x), ∫_0^x ℓ, x·ℓ(x), the marginal
-#: cost x·ℓ'(x) + ℓ(x) and its derivative
-COST, PRIME, POTENTIAL, TOTAL, MARGINAL, MARGINAL_PRIME = 0, 1, 2, 3, 4, 5
-#: family codes of :func:`formula_array` (and of ``kind`` in the solver kernels)
-POLYNOMIAL, QUEUE = 0, 1
 # The formulas and the per-arc dispatch (_arc, _cost, _deriv) are inlined into every kernel
 # (numba inline="always"): as calls, the solver kernels ran them 5–10 % slower and arc_costs
 # ≈ 50× slower; the price is ≈ 10 s more on a cold numba cache.

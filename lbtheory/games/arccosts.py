@@ -40,7 +40,7 @@ from .._checks import check_fields, check_option
 from ..costs import CostKind, cell_cost_prime, flow_cost, flow_potential
 from ..errors import ModelError
 from ..models import ServiceModel
-from . import _gpkernels as kern
+from . import _codes as codes
 
 __all__ = [
     "ArcCost",
@@ -108,23 +108,25 @@ class _Compiled(ArcCost):
         if any(v.size != 1 and v.shape != shape for v in vals):  # a size-1 array is repeated
             vals = [np.broadcast_to(v, shape) for v in vals]
         out = np.empty(shape)
-        kern.formula_array(self._FAMILY, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
+        from ._gpkernels import formula_array  # numba: loaded with the first evaluation
+
+        formula_array(self._FAMILY, what, *(v.reshape(-1) for v in vals), out.reshape(-1))
         return out[()]
 
     def cost(self, x: Any) -> np.ndarray:
-        return self._eval(kern.COST, x)
+        return self._eval(codes.COST, x)
 
     def cost_prime(self, x: Any) -> np.ndarray:
-        return self._eval(kern.PRIME, x)
+        return self._eval(codes.PRIME, x)
 
     def potential(self, x: Any) -> np.ndarray:
-        return self._eval(kern.POTENTIAL, x)
+        return self._eval(codes.POTENTIAL, x)
 
     def total(self, x: Any) -> np.ndarray:
-        return self._eval(kern.TOTAL, x)
+        return self._eval(codes.TOTAL, x)
 
     def marginal(self, x: Any) -> np.ndarray:
-        return self._eval(kern.MARGINAL, x)
+        return self._eval(codes.MARGINAL, x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +144,7 @@ class Polynomial(_Compiled):
         power: p ≥ 0 (a scalar; arcs with different powers form different groups).
     """
 
-    _FAMILY = kern.POLYNOMIAL
+    _FAMILY = codes.POLYNOMIAL
 
     a: Any
     b: Any
@@ -196,7 +198,7 @@ class MM1(_Compiled):
         scale: k > 0 (cost units × flow units).
     """
 
-    _FAMILY = kern.QUEUE
+    _FAMILY = codes.QUEUE
 
     capacity: Any
     scale: Any = 1.0
@@ -279,7 +281,6 @@ class ArcCostBank:
     """
 
     def __init__(self, costs: Sequence[ArcCost]) -> None:
-        self.m = len(costs)
         groups: dict[Any, list[int]] = {}
         for a, c in enumerate(costs):
             if not isinstance(c, ArcCost):
@@ -288,12 +289,41 @@ class ArcCostBank:
             if any(np.ndim(getattr(c, f.name)) > 0 for f in dataclasses.fields(c)):
                 raise ModelError(f"arc {a}: give one scalar-parameter cost per arc")
             groups.setdefault(c.group_key(), []).append(a)
-        self.groups = tuple((_stack([costs[a] for a in idx]), np.asarray(idx, dtype=int))
-                            for idx in groups.values())
-        self.costs = tuple(costs)
+        self._init(len(costs), tuple((_stack([costs[a] for a in idx]),
+                                      np.asarray(idx, dtype=int)) for idx in groups.values()))
+        self._costs = tuple(costs)
+
+    def _init(self, m: int, groups: tuple) -> None:
+        self.m = m
+        self.groups = groups
+        self._costs: tuple[ArcCost, ...] | None = None
         self.upper = np.full(self.m, np.inf)
         for fam, idx in self.groups:
             self.upper[idx] = fam.upper(len(idx))
+
+    @classmethod
+    def from_groups(cls, m: int, groups: Sequence[tuple[ArcCost, np.ndarray]]) -> ArcCostBank:
+        """The bank of ``m`` arcs whose families are given grouped: ``(family with one
+        parameter array entry per arc of the group, arc indices)`` per group, the groups
+        partitioning 0..m−1 (vectorised construction, e.g. a TNTP file's links)."""
+        bank = cls.__new__(cls)
+        bank._init(m, tuple((fam, np.asarray(idx, dtype=int)) for fam, idx in groups))
+        return bank
+
+    @property
+    def costs(self) -> tuple[ArcCost, ...]:
+        """One scalar-parameter :class:`ArcCost` per arc, in arc order."""
+        if self._costs is None:
+            out: list[Any] = [None] * self.m
+            for fam, idx in self.groups:
+                fields = [f.name for f in dataclasses.fields(fam)]
+                vals = {f: np.broadcast_to(np.asarray(getattr(fam, f)), (len(idx),))
+                        if np.ndim(getattr(fam, f)) else getattr(fam, f) for f in fields}
+                for j, a in enumerate(idx):
+                    out[a] = type(fam)(**{f: (float(v[j]) if np.ndim(v) else v)
+                                          for f, v in vals.items()})
+            self._costs = tuple(out)
+        return self._costs
 
     def _apply(self, method: str, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=float)

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_int, check_real
-from ..errors import DataFormatError
-from .arccosts import bpr, constant
-from .game import Commodity, GameArc, RoutingGame, reachable_nodes, usable_arcs
+from .._checks import check_int, check_option, check_real
+from ..errors import DataFormatError, Engine
+from .arccosts import ArcCostBank, Polynomial
+from .game import RoutingGame, reaches
 
 __all__ = ["TNTPNetwork", "TNTPTrips", "read_tntp_network", "read_tntp_trips",
            "read_tntp_flow", "read_tntp_metadata", "load_tntp_game", "write_tntp", "LINK_FIELDS"]
@@ -142,7 +142,12 @@ def _metadata(path: str, lines, required: tuple[str, ...],
               optional: tuple[str, ...] = ()) -> tuple[dict, list]:
     lines = iter(lines)
     meta = _tags(path, lines)
-    body = list(lines)
+    return _meta_values(path, meta, required, optional), list(lines)
+
+
+def _meta_values(path: str, meta: dict[str, tuple[str, int]], required: tuple[str, ...],
+                 optional: tuple[str, ...] = ()) -> dict:
+    """The required (non-negative integer) and optional (non-negative number) tags' values."""
     out = {}
     for key in required:
         if key not in meta:
@@ -154,7 +159,7 @@ def _metadata(path: str, lines, required: tuple[str, ...],
         if key in meta:
             value, no = meta[key]
             out[key] = _number(path, no, key, value, name=f"<{key}>", low=0.0)
-    return out, body
+    return out
 
 
 def _bad(path: str, no: int, field: str) -> Callable[[str], DataFormatError]:
@@ -174,8 +179,13 @@ def _number(path: str, no: int, field: str, token: str, *, name: str | None = No
     return check_real(v, name, low=low, error=_bad(path, no, field))
 
 
-def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
+def read_tntp_network(path: str | os.PathLike, *,
+                      engine: Engine | str = Engine.AUTO) -> TNTPNetwork:
     """Parse a ``*_net.tntp`` file (see the module docstring for the quirks handled).
+
+    ``engine``: ``"auto"`` (default) parses the canonical layout in blocks
+    (see below, ~20× faster) and anything else with the reference line-by-line
+    parser, ``"reference"`` always with the reference; both give the same arrays and errors.
 
     Raises:
         DataFormatError: missing metadata, a link line without 10 columns, an unknown node,
@@ -183,6 +193,10 @@ def read_tntp_network(path: str | os.PathLike) -> TNTPNetwork:
             with ``<NUMBER OF LINKS>``.
     """
     path = str(path)
+    if _fast(engine):
+        net = _fast_network(path)
+        if net is not None:
+            return net
     req = ("NUMBER OF ZONES", "NUMBER OF NODES", "FIRST THRU NODE", "NUMBER OF LINKS")
     meta, body = _metadata(path, _content_lines(path), req,
                            optional=("TOLL FACTOR", "DISTANCE FACTOR"))
@@ -229,14 +243,20 @@ def _check_node_count(path: str, meta: dict, n_links: int) -> None:
                               path=path, field="NUMBER OF NODES")
 
 
-def read_tntp_trips(path: str | os.PathLike) -> TNTPTrips:
-    """Parse a ``*_trips.tntp`` file (``Origin k`` blocks of ``dest : demand;`` entries).
+def read_tntp_trips(path: str | os.PathLike, *,
+                    engine: Engine | str = Engine.AUTO) -> TNTPTrips:
+    """Parse a ``*_trips.tntp`` file (``Origin k`` blocks of ``dest : demand;`` entries);
+    ``engine`` as :func:`read_tntp_network`.
 
     Raises:
         DataFormatError: missing ``<NUMBER OF ZONES>``, an entry before any ``Origin`` line, a
             malformed entry, a zone outside 1..zones, or a negative demand.
     """
     path = str(path)
+    if _fast(engine):
+        trips = _fast_trips(path)
+        if trips is not None:
+            return trips
     meta, body = _metadata(path, _content_lines(path), ("NUMBER OF ZONES",))
     zones = meta["NUMBER OF ZONES"]
     o_l, d_l, q_l, n_l = [], [], [], []
@@ -265,6 +285,11 @@ def read_tntp_trips(path: str | os.PathLike) -> TNTPTrips:
             n_l.append(no)
     return TNTPTrips(path, zones, np.asarray(o_l, dtype=int), np.asarray(d_l, dtype=int),
                      np.asarray(q_l, dtype=float), np.asarray(n_l, dtype=int))
+
+
+def _fast(engine: Engine | str) -> bool:
+    """Whether ``engine`` asks for the block parser first (auto/compiled) or not (reference)."""
+    return check_option(Engine, engine, "engine") is not Engine.REFERENCE
 
 
 def _zone(path: str, no: int, field: str, token: str, zones: int) -> int:
@@ -298,23 +323,24 @@ def read_tntp_flow(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _check_reachable(net: TNTPNetwork, trips: TNTPTrips) -> None:
-    """The game's own arc-use rule and reachability, reported against the trips file's line."""
+    """The game's own arc-use rule and reachability, reported against the trips file's line
+    (the first unreachable entry of the lowest such origin)."""
     n = net.nodes
     tails = net.links[:, 0].astype(int) - 1
     heads = net.links[:, 1].astype(int) - 1
     non_through = np.arange(n) < net.first_thru_node - 1  # zones below the first thru node
-    for o in np.unique(trips.origins[trips.demand > 0]):
-        mask = usable_arcs(tails, heads, net.blocked, non_through, int(o - 1))
-        reach = reachable_nodes(n, tails, heads, mask, int(o - 1))
-        bad = np.flatnonzero((trips.origins == o) & (trips.demand > 0)
-                             & ~reach[trips.destinations - 1] & (trips.destinations != o))
-        if bad.size:
-            e = bad[0]
-            raise DataFormatError(
-                f"demand {trips.demand[e]:g} from zone {o} to zone {trips.destinations[e]}, "
-                f"which cannot be reached from it in {Path(net.path).name} (blocked links and "
-                f"the first thru node {net.first_thru_node} considered)",
-                path=trips.path, line=int(trips.lines[e]), field="destination")
+    sel = np.flatnonzero((trips.demand > 0) & (trips.destinations != trips.origins))
+    ok = reaches(n, tails, heads, net.blocked, non_through, trips.origins[sel] - 1,
+                 trips.destinations[sel] - 1)
+    if not ok.all():
+        bad = sel[~ok]
+        e = bad[trips.origins[bad] == trips.origins[bad].min()][0]
+        o = trips.origins[e]
+        raise DataFormatError(
+            f"demand {trips.demand[e]:g} from zone {o} to zone {trips.destinations[e]}, "
+            f"which cannot be reached from it in {Path(net.path).name} (blocked links and "
+            f"the first thru node {net.first_thru_node} considered)",
+            path=trips.path, line=int(trips.lines[e]), field="destination")
 
 
 def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
@@ -338,19 +364,7 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
         raise DataFormatError(f"<NUMBER OF ZONES> {trips.zones} exceeds the network's "
                               f"{net.nodes} nodes", path=trips.path, field="NUMBER OF ZONES")
     _check_reachable(net, trips)
-    arcs = []
-    for row, blocked in zip(net.links, net.blocked):
-        t, h, cap, length, fft, b, power, _, toll = row[:9]
-        extra = net.toll_factor * toll + net.distance_factor * length
-        if blocked:
-            cost = constant(fft + extra)
-        else:
-            c = bpr(fft, b, cap, power)
-            cost = dataclasses.replace(c, a=c.a + extra) if extra else c
-        arcs.append(GameArc(int(t), int(h), cost, bool(blocked)))
     keep = trips.origins != trips.destinations
-    comms = [Commodity(int(o), int(d), float(q)) for o, d, q in
-             zip(trips.origins[keep], trips.destinations[keep], trips.demand[keep])]
     total = float(trips.demand[keep].sum())
     if not total > 0:
         what = ("only intra-zonal demand (origin = destination, which is dropped)"
@@ -360,10 +374,35 @@ def load_tntp_game(net_path: str | os.PathLike, trips_path: str | os.PathLike):
     if not np.isfinite(total):
         raise DataFormatError(f"the total demand overflows float64 ({total}); rescale the trip "
                               "table's units", path=trips.path, field="demand")
-    game = RoutingGame(list(range(1, net.nodes + 1)), arcs, comms,
-                       non_through=list(range(1, net.first_thru_node)))
+    links = net.links
+    game = RoutingGame.from_arrays(
+        net.nodes, links[:, 0].astype(int) - 1, links[:, 1].astype(int) - 1, _link_costs(net),
+        net.blocked, trips.origins[keep] - 1, trips.destinations[keep] - 1, trips.demand[keep],
+        np.arange(net.nodes) < net.first_thru_node - 1)
     _check_finite_costs(net, game, total)
     return game
+
+
+def _link_costs(net: TNTPNetwork) -> ArcCostBank:
+    """The links' generalised costs t0·(1 + B·(x/c)^p) + toll_factor·toll +
+    distance_factor·length, grouped by power (blocked links: the constant t0 + the extra
+    terms), as the bank of ``[bpr(...) or constant(...) per link]`` would group them."""
+    L = net.links
+    fft, b, cap, power = L[:, 4], L[:, 5], L[:, 2], L[:, 6]
+    extra = net.toll_factor * L[:, 8] + net.distance_factor * L[:, 3]
+    blocked = net.blocked
+    a = fft + extra
+    coef = np.where(blocked, 0.0, fft * b)
+    scale = np.where(blocked, 1.0, cap)
+    key = np.where(blocked, 1.0, power)
+    keys, first = np.unique(key, return_index=True)
+    groups = []
+    for k in keys[np.argsort(first)]:  # in order of first appearance, as ArcCostBank groups
+        idx = np.flatnonzero(key == k)
+        # (a one-arc group keeps scalar parameters, as ArcCostBank's stacking does)
+        pa, pb, ps = (v[idx] if idx.size > 1 else np.asarray(v[idx[0]]) for v in (a, coef, scale))
+        groups.append((Polynomial(pa, pb, ps, float(k)), idx))
+    return ArcCostBank.from_groups(len(L), groups)
 
 
 def _check_finite_costs(net: TNTPNetwork, game, total: float) -> None:
@@ -422,3 +461,140 @@ def write_tntp(net_path: str | os.PathLike, trips_path: str | os.PathLike,
             out.append("  " + "  ".join(ents[i:i + 5]))
         out.append("")
     Path(trips_path).write_text("\n".join(out) + "\n")
+
+
+# ------------------------------------------------------------------ the fast readers
+# Fast TNTP readers: block parsing of the canonical layout, the reference reader for the rest.
+#
+# :func:`_fast_network` and :func:`_fast_trips` read a ``*_net.tntp`` / ``*_trips.tntp`` file as
+# :func:`~lbtheory.games.tntp.read_tntp_network` / :func:`~lbtheory.games.tntp.read_tntp_trips`
+# (the reference twins) do, but convert the numbers of the whole body at once (numpy) instead of
+# one checked ``float`` per field: Python touches each line once (comments stripped, tokens split,
+# the layout checked), never each number. They accept only what the reference accepts with the
+# same values — a network body of lines of exactly 10 numbers, and trips bodies of ``Origin z``
+# lines and lines of ``d : q ;`` entries (the ``;`` of the last entry of a line may be missing) —
+# and return ``None`` for anything else (a non-number, a zone out of range, a negative value, an
+# unusual layout …): the caller then runs the reference reader, which gives the same answer or
+# its error message naming the file, the line and the field. So both readers agree on every file
+# (tests/test_tntp_fast.py checks the arrays on every bundled network and the messages on the
+# malformed ones).
+
+#: columns (of :data:`LINK_FIELDS`) that must be ≥ 0
+_NONNEG_COLS = np.array([LINK_FIELDS.index(f) for f in ("capacity", "length", "free_flow_time",
+                                                         "b", "power", "toll")])
+
+
+_ORIGIN = re.compile(r"^[ \t]*origin[ \t]+(\S+)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+#: Files above this size (bytes) skip the block parser, which reads a file whole: the largest
+#: public TNTP files are ~100 MB; a larger one is read line by line by the reference parser.
+FAST_MAX_BYTES: int = 1 << 30
+
+
+def _body(path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()):
+    """``(metadata, first body line number, body text without comments)``, the metadata read and
+    checked by the reference code; ``None`` when the file cannot be read."""
+    try:
+        if os.path.getsize(path) > FAST_MAX_BYTES:
+            return None  # the reference streams it, line by line with a line-length limit
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            raw = fh.read().split("\n")
+    except OSError:
+        return None
+    # (text mode translates \r\n and \r: the same lines as the reference's file iteration)
+    end = [0]
+
+    def content():
+        for no, line in enumerate(raw, start=1):
+            text = line.split("~", 1)[0].strip()
+            if text:
+                end[0] = no
+                yield no, text
+
+    meta = _meta_values(path, _tags(path, content()), required, optional)
+    body = "\n".join(raw[end[0]:])
+    if "~" in body:
+        body = re.sub(r"~[^\n]*", "", body)
+    return meta, end[0] + 1, body
+
+
+def _fast_network(path: str) -> TNTPNetwork | None:
+    """The network of ``path`` as :func:`read_tntp_network` reads it, or ``None`` when its body
+    is not the canonical layout (see above)."""
+    req = ("NUMBER OF ZONES", "NUMBER OF NODES", "FIRST THRU NODE", "NUMBER OF LINKS")
+    got = _body(path, req, ("TOLL FACTOR", "DISTANCE FACTOR"))
+    if got is None:
+        return None
+    meta, first, body = got
+    width = len(LINK_FIELDS)
+    tokens: list[str] = []
+    lines: list[int] = []
+    for no, line in enumerate(body.split("\n"), start=first):
+        text = line.strip()
+        if not text:
+            continue
+        tok = text.replace(";", " ").split()
+        if len(tok) != width or text.count(";") > 1 or (";" in text and text[-1] != ";"):
+            return None
+        tokens += tok
+        lines.append(no)
+    if len(lines) != meta["NUMBER OF LINKS"]:
+        return None
+    try:
+        links = np.array(tokens, dtype=float).reshape(-1, width)
+    except ValueError:
+        return None
+    n = meta["NUMBER OF NODES"]
+    nodes = links[:, :2]
+    if not (np.isfinite(links).all() and (links[:, _NONNEG_COLS] >= 0).all()
+            and (nodes == np.floor(nodes)).all() and (nodes >= 1).all() and (nodes <= n).all()):
+        return None
+    _check_node_count(path, meta, len(lines))
+    return TNTPNetwork(path, meta["NUMBER OF ZONES"], n, meta["FIRST THRU NODE"], links,
+                       np.asarray(lines, dtype=int), float(meta.get("TOLL FACTOR", 0.0)),
+                       float(meta.get("DISTANCE FACTOR", 0.0)))
+
+
+def _fast_trips(path: str) -> TNTPTrips | None:
+    """The trip table of ``path`` as :func:`read_tntp_trips` reads it, or ``None`` when its body
+    is not the canonical layout: ``Origin z`` lines, and lines of ``d : q;`` entries each ending
+    with its ``;`` (the reference also takes a last entry without one)."""
+    got = _body(path, ("NUMBER OF ZONES",))
+    if got is None:
+        return None
+    zones, first, body = got[0]["NUMBER OF ZONES"], got[1], got[2]
+    parts = _ORIGIN.split(body)  # [before, zone, block, zone, block, ...]
+    if parts[0].strip():
+        return None  # entries before any origin line (or an unusual origin line)
+    blocks = parts[2::2]
+    text = "".join(parts[0::2])  # the body without the origin lines' text, every newline kept
+    tok = text.replace(":", " : ").replace(";", " ; ").split()
+    e = len(tok) // 4
+    if len(tok) != 4 * e or tok[1::4].count(":") != e or tok[3::4].count(";") != e:
+        return None
+    # one array element per character (bytes when ASCII, the usual case: 4× less to scan)
+    chars = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) if text.isascii() else
+             np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32))
+    newline = np.cumsum(chars == 10)
+    ink = np.flatnonzero((chars != 32) & ((chars < 9) | (chars > 13)))  # not ASCII space
+    last = ink[np.append(newline[ink[1:]] != newline[ink[:-1]], True)]  # of each line
+    if not np.all(chars[last] == ord(";")):
+        return None  # an entry without its ';', or one across lines
+    try:
+        origins = np.array(parts[1::2], dtype=float)
+        vals = np.array(tok[0::2], dtype=float)  # destination, demand, destination, …
+    except ValueError:
+        return None
+    dest, q = vals[0::2], vals[1::2]
+    zs = np.concatenate([origins, dest])
+    if not (np.isfinite(zs).all() and (zs == np.floor(zs)).all() and (zs >= 1).all()
+            and (zs <= zones).all() and np.isfinite(q).all() and (q >= 0).all()):
+        return None
+    # the line of each entry is the line of its ';'; an origin's entries are its block's
+    semis = np.flatnonzero(chars == ord(";"))
+    lines = first + newline[semis]
+    ends = len(parts[0]) + np.cumsum([len(b) for b in blocks])
+    counts = np.diff(np.searchsorted(semis, ends), prepend=0)
+    return TNTPTrips(path, zones, np.repeat(origins.astype(int), counts), dest.astype(int), q,
+                     lines.astype(int))
