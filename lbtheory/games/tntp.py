@@ -118,7 +118,8 @@ def _tags(path: str, lines) -> dict[str, tuple[str, int]]:
     for no, text in lines:
         m = _TAG.match(text)
         if not m:
-            raise DataFormatError(f"expected a metadata tag or <END OF METADATA>, got {text!r}",
+            raise DataFormatError(f"expected a metadata tag or <END OF METADATA>, got {text[:80]!r}"
+                                  f"{'…' if len(text) > 80 else ''}",
                                   path=path, line=no, field="metadata")
         key = m.group(1).strip().upper()
         if key == "END OF METADATA":
@@ -499,9 +500,14 @@ def _body(path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()):
         if os.path.getsize(path) > FAST_MAX_BYTES:
             return None  # the reference streams it, line by line with a line-length limit
         with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            raw = fh.read().split("\n")
+            text = fh.read()
     except OSError:
         return None
+    if "\0" in text:
+        return None  # binary: the reference names the line
+    raw = text.split("\n")
+    if max(map(len, raw)) >= MAX_LINE_CHARS:
+        return None  # the reference refuses the overlong line by number
     # (text mode translates \r\n and \r: the same lines as the reference's file iteration)
     end = [0]
 
