@@ -2,7 +2,8 @@
 (clairvoyant rollout, oracle deferral) on each Knowl setup of the vLLM-faithful model, at the
 operating point of :data:`lbtheory.intelligent._setups.SETUPS`.
 
-Run:  PYTHONPATH=. python experiments/intelligent_headroom.py [--requests 500] [--seeds 2]
+Run (a script, not a sweep experiment: the leading underscore keeps `lbtheory sweep` from
+loading it):  PYTHONPATH=. python experiments/_intelligent_headroom.py [--requests 500] [--seeds 2]
       [--out experiments/results/intelligent-headroom]
 
 Protocol (fixed before the run): evaluation workload seeds 20,000, 20,001, … (never the
