@@ -13,19 +13,18 @@ peak of the workloads relative to Rand's, median over the Appendix-B scenarios) 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from lbtheory.io import save_figure_atomic
-from lbtheory.plotting import figure, policy_color
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _figcli, also when loaded by path
+from _figcli import OUT, RESULTS, require, run, save  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "experiments" / "results"
-OUT = ROOT / "paper_figures" / "out"
+from lbtheory.plotting import figure, policy_color  # noqa: E402
+
+RES = RESULTS
 SIGNALS = {"weights": ("o", "weights y(t)"), "workloads": ("s", "workloads n(t)")}
 
 
@@ -88,11 +87,11 @@ def _panel_spectral(ax, eta: dict | None, s: dict) -> None:
     ax.legend(fontsize=7)
 
 
-def draw(results: Path, out: Path) -> Path | None:
-    p = results / "appendix-b-linear" / "summary.json"
-    if not p.is_file():
-        print(f"appendix_b_linear: {p} missing, figure skipped", file=sys.stderr)
-        return None
+def draw(results: Path, out: Path) -> Path:
+    """The figure from ``results`` into ``out`` (MissingResults names the sweep when the
+    summary is missing)."""
+    [p] = require(results, "appendix-b-linear/summary.json", sweep="appendix-b-linear",
+                  minutes=15)
     s = json.loads(p.read_text(encoding="utf-8"))
     q = results / "appendix-b-eta" / "summary.json"
     eta = json.loads(q.read_text(encoding="utf-8")) if q.is_file() else None
@@ -115,25 +114,13 @@ def draw(results: Path, out: Path) -> Path | None:
                  f"{sy['step']:g} at t = {sy['t_step']:g} s; η_crit = {sy['eta_crit']:.3g} "
                  f"(profile {s['profile']}, {s['points'][0]['runs']} seeds per η)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
-    path = out / "appendix_b_linear.png"
-    save_figure_atomic(fig, path)
-    return path
+    return save(fig, Path(out) / "appendix_b_linear.png")
 
 
-def main(results: Path | None = None, out: Path | None = None) -> int:
-    """Write the figure from ``results`` (default :data:`RES`) into ``out`` (default
-    :data:`OUT`); returns 0 (a missing summary is named on stderr)."""
-    out = OUT if out is None else Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = draw(RES if results is None else Path(results), out)
-    if path:
-        print(path)
-    return 0
+def main(results: Path = RESULTS, out: Path = OUT) -> Path:
+    """Write the figure from ``results`` into ``out``; returns its path."""
+    return draw(Path(results), Path(out))
 
 
 if __name__ == "__main__":
-    _ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    _ap.add_argument("--results", type=Path, default=None)
-    _ap.add_argument("--out", type=Path, default=None)
-    _a = _ap.parse_args()
-    sys.exit(main(_a.results, _a.out))
+    run(main, __doc__)

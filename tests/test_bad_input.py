@@ -227,16 +227,16 @@ def test_help_lists_subcommands_in_readme_order(capsys):
 
 def test_tntp_path_honours_solver(monkeypatch, capsys):
     """``--solver`` reaches the routing-game solver on the TNTP path (it used to be ignored)."""
-    import lbtheory.equilibrium
+    import lbtheory.games.solve
 
     seen = []
-    real = lbtheory.equilibrium.price_of_anarchy
+    real = lbtheory.games.solve.solve_pair
 
-    def spy(game, *, solver=None, **kw):
-        seen.append(solver)
-        return real(game, solver=solver, **kw)
+    def spy(game, **kw):
+        seen.append(kw.get("solver"))
+        return real(game, **kw)
 
-    monkeypatch.setattr(lbtheory.equilibrium, "price_of_anarchy", spy)
+    monkeypatch.setattr(lbtheory.games.solve, "solve_pair", spy)
     assert main(["equilibrium", *BRAESS_ARGS, "--solver", "ecos", "--json"]) == 0
     assert seen == ["ECOS"]
     assert json.loads(capsys.readouterr().out)["price_of_anarchy"] == pytest.approx(552 / 498)

@@ -247,7 +247,10 @@ TOY = textwrap.dedent('''
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lbtheory.cli", *args]
+    """The ``lbtheory`` console script, as a user runs it. (Under ``python -m lbtheory.cli`` a
+    Ctrl-C landing while a module is being imported is handled — one ``interrupted`` line — but
+    CPython's runpy still ends the process by SIGINT, exit -2, about a third of the time.)"""
+    return [str(Path(sys.executable).with_name("lbtheory")), *args]
 
 
 def _env(**extra: str) -> dict:

@@ -197,7 +197,8 @@ def test_figure_script_renders_unclipped(script, tmp_path, monkeypatch):
 
 
 #: the PNGs each script draws from the committed results (every figure of ``make figures``)
-FIGURES = {"appendix_b": 7, "balanceroute": 5, "fluid_six_policies": 1, "poa_braess": 1,
+FIGURES = {"appendix_b": 7, "appendix_b_linear": 1, "balanceroute": 5, "fluid_six_policies": 1,
+           "poa_braess": 1,
            "stability_chart": 1}
 
 

@@ -72,6 +72,7 @@ from ..io import read_config_file, topology_from_dict
 from ..network import CellNetwork
 from ..routers import FitFamily
 from ._observation import ModelNoise, Probing
+from ._outages import outage_events
 
 __all__ = ["ServerSpec", "ServerKind", "LeafPolicy", "TokenDist", "Burst", "Outage",
            "Estimation", "Affinity", "RateVariation", "Probing", "ModelNoise",
@@ -197,20 +198,6 @@ class Outage:
     start_s: float
     end_s: float
     replicas: int
-
-
-def outage_events(outages: tuple[Outage, ...], replicas: Any) -> list[tuple[float, int, int]]:
-    """The online-server changes of ``outages`` — ``(t, cell, online)`` at each outage's start
-    and end, in that order (both engines push them so) — where ``online`` is the cell's servers
-    after every change at t: the minimum ``replicas`` of its outages active at t
-    ([start_s, end_s)), or all its ``replicas[cell]`` servers when none is. So a short outage
-    nested in a long one does not end the long one."""
-
-    def online(cell: int, t: float) -> int:
-        return min([int(replicas[cell])] + [o.replicas for o in outages
-                                            if o.cell == cell and o.start_s <= t < o.end_s])
-
-    return [(t, o.cell, online(o.cell, t)) for o in outages for t in (o.start_s, o.end_s)]
 
 
 @dataclasses.dataclass(frozen=True)
