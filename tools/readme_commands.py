@@ -28,7 +28,7 @@ _VOLATILE = [
     (re.compile(r"\bin \d+(\.\d+)? s\b"), "in <t> s"),
     (re.compile(r"\d+(\.\d+)?s/episode"), "<t>s/episode"),
     (re.compile(r"wall \d+(\.\d+)? s"), "wall <t> s"),
-    (re.compile(r"\(([\w:]+), \d+(\.\d+)?(e-?\d+)? s\)"), r"(\1, <t> s)"),  # a solver's time
+    (re.compile(r"\(([\w:]+), \d+(\.\d+)?(e-?\d+)? s(?=[,)])"), r"(\1, <t> s"),  # solver time
     (re.compile(r"^compiling kernels once.*\n?", re.M), ""),  # first run after an install only
     (re.compile(r"/tmp/tmp\.\w+"), "/tmp/<dir>"),  # a `mktemp -d` folder
     (re.compile(r"residual \d\.\de-(1[3-9]|[2-9]\d)"), "residual <1e-12"),  # rounding level
