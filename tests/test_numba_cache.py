@@ -23,10 +23,12 @@ def test_the_fingerprint_changes_with_any_module(tmp_path):
     assert before == source_fingerprint(str(pkg))
     f = pkg / "routers" / "_baselines.py"
     f.write_text(f.read_text() + "\n# changed\n")
-    assert source_fingerprint(str(pkg)) != before
+    changed = source_fingerprint(str(pkg))
+    assert changed != before
     (pkg / "__pycache__").mkdir(exist_ok=True)
-    (pkg / "__pycache__" / "x.nbi").write_text("")  # caches do not count
-    assert source_fingerprint(str(pkg)) == source_fingerprint(str(pkg))
+    (pkg / "__pycache__" / "x.nbi").write_text("")  # caches and non-Python files do not count
+    (pkg / "notes.txt").write_text("x")
+    assert source_fingerprint(str(pkg)) == changed
 
 
 def _cache_dir(env: dict) -> str:

@@ -83,7 +83,9 @@ NEED_SOLVE = -2
 @njit(cache=True, error_model="numpy")
 def read_time(t: float, tau: float, share: float, jit: float, phase: float,
               L: float) -> float:
-    """u_ij(k) of :mod:`._staleness` (its :func:`~._staleness.read_time`, compiled)."""
+    """u_ij(k) of :mod:`._staleness`'s docstring (before the max; ``share`` = S·[k mod R ≠ 0]):
+    the time a probe's workload was read. One definition: the reference engine
+    (:mod:`._probes`) calls this compiled function too."""
     u = t - tau
     u = u - share  # S on a peer replica's round, 0.0 (no change) on the router's own
     u = u - jit

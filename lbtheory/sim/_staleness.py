@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from ..stats import percentile
+from ._kernels_routers import read_time  # u_ij(k): one definition, both engines call it
 from ._scenario import Scenario
 
 __all__ = ["JITTER_ROUNDS", "stale_tables", "stale_scalars", "read_time", "probe_ages",
@@ -78,18 +79,6 @@ def stale_tables(sc: Scenario, seq: np.random.SeedSequence) -> np.ndarray:
     if jit > 0:
         out[2:] = jit * rng.uniform(0.0, 1.0, size=(M, n, n))
     return out
-
-
-def read_time(t: float, tau: float, share: float, jit: float, phase: float,
-              L: float) -> float:
-    """u_ij(k) of the module docstring (before the max; ``share`` = S·[k mod R ≠ 0]), in the
-    order (the reference engine's copy of :func:`~._kernels_routers.probe_workloads`)."""
-    u = t - tau
-    u = u - share  # S on a peer replica's round, 0.0 (no change) on the router's own
-    u = u - jit
-    if L > 0.0:
-        u = phase + L * math.floor((u - phase) / L)
-    return u
 
 
 def _round_times(delta: float, T: float) -> np.ndarray:
