@@ -217,5 +217,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
 
 
+def entry() -> None:
+    """The ``lbtheory`` console script: :func:`main`, then exit with its code. After a Ctrl-C
+    the process ends without interpreter finalisation (``os._exit``): a JAX scan or numba
+    threads may still be running in native code, and tearing the interpreter down under them
+    crashed the process (SIGSEGV after the ``interrupted`` line, seen in CI)."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
