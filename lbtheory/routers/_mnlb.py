@@ -19,6 +19,7 @@ built once with ``cp.Parameter``s (λ̂, μ̄) and re-solved (DPP).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,10 +104,13 @@ class MNLBProgram:
         return x
 
 
-def _installed() -> list[str]:
+@functools.cache
+def _installed() -> tuple[str, ...]:
+    """CVXPY's installed solvers, asked once per process (the query imports every solver
+    module's probe: 3 ms a call, 20 % of an Appendix-B cell when asked at every re-solve)."""
     import cvxpy as cp
 
-    return cp.installed_solvers()
+    return tuple(cp.installed_solvers())
 
 
 class MNLBState(NamedTuple):
