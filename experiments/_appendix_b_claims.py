@@ -464,8 +464,11 @@ def write_claims(root: Path) -> Path:
         "with the Azure conversation trace's variation), each cell's latency model fitted to "
         "the simulator's own (N, latency) measurements, per-cost flow stepsizes derived from "
         "the fluid model's critical stepsize (flow weights start at Rand's), latency-model "
-        "noise on every fitted parameter, Rand and the six DLB routers inside error aversion, "
-        "10-minute runs with the first 60 s discarded.",
+        "noise drawn per fitted parameter and per trial, Rand and the six DLB routers inside "
+        "error aversion, probes as stale as DLB's stack makes them [R] (3 root replicas taking "
+        "turns, 10-ms leaf caches, one period of jitter; probe period 10 ms), MNLB spilling "
+        "above its 0.9 cap in proportion to capacity, 10-minute runs with the first 60 s "
+        "discarded.",
         "",
         "Numbers: normalised latency = policy / Rand on the same arrivals; per scenario the mean "
         "over its trials, then the mean over scenarios with a 95 % Student-t interval over "

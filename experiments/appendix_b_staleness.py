@@ -105,7 +105,7 @@ def _figure(groups: list[dict], ranking: list[dict], path: Path) -> None:
                     color=policy_color(p), linestyle="--" if p.startswith("disc") else "-")
         ax.axhline(1.0, color="0.5", lw=0.8)
         ax.set_ylabel(f"{title} latency / Rand")
-        ax.set_title(f"{title} latency vs staleness")
+        ax.set_title(f"{title} latency vs staleness", pad=22)
     axes[0].legend(fontsize=7, ncol=2)
     ax = axes[2]
     for k, (cost, _, flow) in enumerate(COSTS):
@@ -121,15 +121,17 @@ def _figure(groups: list[dict], ranking: list[dict], path: Path) -> None:
                     label=f"Flow − Disc, {cost}")
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_ylabel("Flow − Disc of mean / Rand (paired, 95 % CI)")
-    ax.set_title("below 0: Flow better")
+    ax.set_title("below 0: Flow better", pad=22)
     ax.legend(fontsize=7)
     for a in axes:
         a.set_xscale("log")
         a.set_xlabel("measured probe age, mean (s)")
-        for g, xv in zip(gs, x):
-            a.annotate(f"P={g['level']['probe_period_s']:g}s", (xv, 0.02),
-                       xycoords=("data", "axes fraction"), fontsize=6, rotation=90,
-                       ha="center", va="bottom", color="0.4")
+        # the probe period of each point on a top axis (inside the panel it hid data points)
+        top = a.secondary_xaxis("top")
+        top.set_xticks(x, [f"{g['level']['probe_period_s'] * 1e3:g}" for g in gs],
+                       fontsize=7, color="0.35")
+        top.set_xticks([], minor=True)
+        top.set_xlabel("probe period P (ms)", fontsize=7, color="0.35")
     save_figure_atomic(fig, path)
 
 

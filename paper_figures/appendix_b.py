@@ -274,7 +274,8 @@ def main(results: Path = RESULTS, out: Path = OUT) -> list[Path]:
                   "utilisation Λ / Σμ̄ (mean demand / capacity)",
                   out / "appendix_b_utilisation.png"),
         fig_lines(S["noise"], "Exp 3 (Fig 10-style): latency-model noise ε", "noise_eps",
-                  "noise ε: every fitted parameter of cell j\n× (1 + εξ_j), ξ_j ~ U[−1, 1]",
+                  "noise ε: each fitted parameter of each cell × (1 + εξ),\n"
+                  "ξ ~ U[−1, 1] drawn per parameter and trial",
                   out / "appendix_b_noise.png"),
         fig_lines(S["y"], "Exp 4: processing-time scaling y (token times ÷ y, rates × y)", "y",
                   "y (large = short 'sand' requests)", out / "appendix_b_y.png", logx=True),
