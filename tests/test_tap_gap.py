@@ -117,12 +117,12 @@ def test_any_gap_certifies_through_the_cli(games, size, tmp_path, capsys):
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("verb", VERBS.values())
-def test_a_looser_gap_never_costs_more_iterations(games, size, verb):
+def test_a_looser_gap_never_costs_more_passes(games, size, verb):
     its = []
     for tol in GAPS:
         res = verb(games[size], tol=tol, method="bush")
         assert res.solver == "bush" and res.status is SolveStatus.OPTIMAL
-        its.append(res.iterations)
+        its.append(res.state.passes)  # the work (the certificates between vary: issue 37)
     assert its == sorted(its) and its[0] < its[-1]
 
 
@@ -185,3 +185,39 @@ def test_the_optimum_warm_started_from_the_equilibrium(games):
     marginal_tstt = float(cold.arc_flow @ game.costs.marginal(cold.arc_flow))
     assert abs(so.total_travel_time - cold.total_travel_time) <= 2e-10 * marginal_tstt
     assert so.iterations < cold.iterations
+
+
+
+LANDING = [1e-4, 1e-6, 1e-8]
+
+
+@pytest.fixture(scope="module")
+def classic():
+    return {s: synthetic_network(s, seed=0)[0] for s in ("winnipeg", "chicago_sketch")}
+
+
+def _lands(res, tol, low):
+    assert res.status is SolveStatus.OPTIMAL
+    assert low * tol <= res.relative_gap <= tol, (tol, res.relative_gap)
+    hist = res.state.history  # the last certificate is the answer's, the one before above tol
+    assert hist[-1][2] <= tol < hist[-2][2]
+    assert hist[-1][2] == pytest.approx(res.relative_gap, rel=1e-6, abs=1e-3 * tol)
+
+
+@pytest.mark.parametrize("size", ["winnipeg", "chicago_sketch"])
+@pytest.mark.parametrize("objective", ["wardrop", "system_optimum"])
+def test_the_certified_gap_lands_within_two_times_below_the_request(classic, size, objective):
+    """Issue 37, item 3: the solver stops within 2× of the requested gap — in [tol/2, tol],
+    the gap of the independent evaluation (scipy's Dijkstra in evaluate_flow) — not one
+    iteration's factor (10–100×) below it; the history ends at the answer's certificate."""
+    for tol in LANDING:
+        _lands(bush_assignment(classic[size], tol=tol, objective=objective), tol, 0.5)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("objective", ["wardrop", "system_optimum"])
+def test_small_networks_land_within_a_pass_of_the_request(games, size, objective):
+    """On the small networks one pass (or one origin's share of it) gains up to ~6× near the
+    optimum, so the landing is within [tol/10, tol] there (measured: 1.02–6×)."""
+    for tol in LANDING + [1e-10]:
+        _lands(bush_assignment(games[size], tol=tol, objective=objective), tol, 0.1)

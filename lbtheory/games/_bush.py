@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from ..errors import ParameterError, SolverError, SolveStatus, renamed_keywords
 from . import _bushkernels as bk
 from ._result import GameResult, Objective, SolveTrace, evaluate_flow
 from .game import RoutingGame
-from .tap import _Net, certificate_gap, encode_costs
+from .tap import _Net, certificate_parts, encode_costs
 
 __all__ = ["BushState", "bush_assignment", "RELAX", "PARALLEL_MIN", "numba_threads"]
 
@@ -50,8 +52,10 @@ class BushState:
     """Bushes and origin flows of a bush-based solve (for warm starts).
 
     Attributes: ``origins`` (node indices), ``demand`` (origins × nodes, flow units), ``bush``
-    (origins × arcs, bool), ``origin_flow`` (origins × arcs, flow units) and ``history`` (the
-    solve's ``(iteration, seconds, relative gap)`` after each certificate).
+    (origins × arcs, bool), ``origin_flow`` (origins × arcs, flow units), ``history`` (the
+    solve's ``(iteration, seconds, relative gap)`` after each certificate; an iteration is the
+    passes between two certificates) and ``passes`` (the solve's passes over all origins, a
+    partial pass counted by its share of the origins: the work, whatever the certificates).
     """
 
     n_arcs: int
@@ -60,6 +64,7 @@ class BushState:
     bush: np.ndarray
     origin_flow: np.ndarray
     history: tuple[tuple[int, float, float], ...] = ()
+    passes: float = 0.0
 
 
 def _start(game: RoutingGame, net: _Net, enc: tuple, so: bool, warm: BushState | None,
@@ -113,7 +118,9 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
         objective: ``"wardrop"`` (costs ℓ) or ``"system_optimum"`` (marginal costs).
         tol: stop when the relative gap (dimensionless, :func:`gap_measures`) is ≤ tol.
         max_iterations: outer iterations (each: every bush updated and equilibrated ``repeat``
-            times, then ``inner`` passes equilibrating every bush once; ``max_iter=`` is its
+            times, then up to ``inner`` passes equilibrating every bush once, then a
+            certificate; near ``tol`` fewer passes, down to one over some origins, so that the
+            certified gap lands in [tol/2, tol] — see :func:`_plan`; ``max_iter=`` is its
             deprecated name); time_limit: wall-clock seconds.
         warm: the state of an earlier solve of a game with the same arcs and origins.
         stall: stop (status MAX_ITERATIONS) when the best gap has not halved over this many
@@ -156,19 +163,53 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
                       repeat, warm, stall, throw, relax, threads)
 
 
-def _passes(history: list[tuple[int, float, float]], tol: float, full: int, last: int) -> int:
-    """Passes of the next outer iteration: ``full`` (the update pass and the inner passes),
-    or fewer when the gap's per-pass rate over the last iteration (``last`` passes) predicts
-    ``tol`` sooner — so the certificate lands just below ``tol`` (within about one pass's
-    factor, 2–3×) instead of a whole iteration's factor (10–100×) below it."""
-    if len(history) < 2:
-        return full
+#: A partial pass (see :func:`_plan`) aims at this share of the requested gap: high enough
+#: that the gap's noise from pass to pass (a factor 0.5–2) rarely lands it below half the gap.
+AIM = 0.75
+
+
+def _excess(game: RoutingGame, F: np.ndarray, cost: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """Each origin's TSTT − SPTT (cost units) under ``cost`` with distances ``dist``."""
+    return F @ cost - np.einsum("kv,kv->k", game.demand, np.where(game.demand > 0, dist, 0.0))
+
+
+def _plan(g: float, rate: float | None, tol: float, full: int,
+          excess: Callable[[], np.ndarray], tstt: float) -> tuple[int, np.ndarray | None]:
+    """The passes until the next certificate, at gap ``g`` > ``tol`` with ``rate`` the gap's
+    factor per pass over the last stretch of whole passes (None: unknown; NaN: the first
+    certificate, after which one pass measures it): ``(passes, None)``
+    for whole passes — ``full`` (the update pass and the inner passes), or fewer when the rate
+    predicts ``tol`` sooner: half the passes it predicts — or, within 2 passes of it,
+    ``(1, subset)``: one pass over the origins of largest ``excess()`` (their
+    TSTT − SPTT terms, cost units, of total ``tstt``; computed only then), as many as the rate
+    says bring the gap to :data:`AIM` × tol. So the certificate lands in [tol/2, tol] instead
+    of one pass's factor (2–5×) or one iteration's (10–100×) below it."""
+    if rate is None:
+        return full, None
+    if math.isnan(rate):  # after the first certificate: one pass measures the rate
+        return 1, None
+    need = math.log(tol / g) / math.log(rate)  # passes to reach tol at that rate
+    if need >= 2.0:  # half the way (the gap speeds up near the optimum), then re-measured
+        return int(min(full, math.floor(need / 2.0 + 1e-9))), None
+    e = excess()
+    cut = (g - AIM * tol) * tstt / (1.0 - rate)  # excess those origins must carry
+    top = np.argsort(-e, kind="stable")
+    take = int(np.searchsorted(np.cumsum(e[top]), cut)) + 1
+    if take >= e.size:
+        return 1, None
+    return 1, top[:take].astype(np.int64)
+
+
+def _rate(history: list[tuple[int, float, float]], spent: list[float]) -> float | None:
+    """The gap's factor per pass between the last two certificates (``spent[-1]``: the whole
+    passes between them, negative for a partial pass; None when the gap did not fall or the
+    passes were a partial one)."""
+    if len(history) < 2 or spent[-1] < 1:
+        return None
     g0, g1 = history[-2][2], history[-1][2]
     if not 0.0 < g1 < g0 or not np.isfinite(g0):
-        return full
-    rate = (g1 / g0) ** (1.0 / last)  # the gap's factor per pass, < 1
-    need = math.log(tol / g1) / math.log(rate)  # passes to reach tol at that rate
-    return int(min(full, max(1, math.ceil(need - 1e-9))))
+        return None
+    return min((g1 / g0) ** (1.0 / spent[-1]), 0.95)
 
 
 def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: int,
@@ -194,33 +235,44 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
     gap, best, status, it = np.inf, np.inf, SolveStatus.MAX_ITERATIONS, 0
     history: list[tuple[int, float, float]] = []  # (iteration, seconds, gap)
     lowest: list[float] = []  # lowest[k] = min gap of history[: k + 1] (the stall test's)
+    done: list[float] = []  # passes done before each certificate (a partial pass: its share)
+    spent: list[float] = [0.0]  # passes before each certificate (see below)
     stalled = False
     order = np.random.default_rng(0)  # origin order of each pass (seeded: reproducible)
     what = f"bush assignment ({objective})"
-    passes = 1 + inner
+    full, rate, partials = 1 + inner, None, 0
     while it < max_iterations:
-        gap = certificate_gap(game, net, enc, x, so, what, "bush", threads)
+        gap, cost, dist = certificate_parts(game, net, enc, x, so, what, "bush", threads)
         history.append((it, time.perf_counter() - t0, gap))
         lowest.append(min(gap, lowest[-1]) if lowest else gap)
+        done.append(done[-1] + abs(spent[-1]) if done else 0.0)
         if gap < best:
             best = gap
             np.copyto(best_F, F)
         if gap <= tol:
             status = SolveStatus.OPTIMAL
             break
-        if len(history) > stall and not best <= 0.5 * lowest[len(history) - stall - 1]:
+        # stalled: the best gap has not halved over the last `stall` iterations' passes
+        back = int(np.searchsorted(done, done[-1] - stall * full, side="right")) - 1
+        if back >= 0 and done[-1] >= stall * full and not best <= 0.5 * lowest[back]:
             stalled = True
             break
         if time.perf_counter() - t0 > time_limit:
             break
         it += 1
-        passes = _passes(history, tol, 1 + inner, passes)
+        rate = _rate(history, spent) or rate
+        passes, subset = _plan(gap, (math.nan if it == 1 else rate) if partials < 3 else None,
+                               tol, full,
+                               functools.partial(_excess, game, F, cost, dist), float(x @ cost))
+        partials = partials + 1 if subset is not None else 0
         for j in range(passes):
+            perm = order.permutation(K) if subset is None else order.permutation(subset)
             bk.bush_pass(*enc, so, safe, net.origins, n, *args, x, F, inb, j == 0,
-                         repeat if j == 0 else 1, tiny, orders, cnts, relax, threads,
-                         order.permutation(K))
+                         repeat if j == 0 else 1, tiny, orders, cnts, relax, threads, perm)
             if threads > 1:  # concurrent shifts may have missed updates of the totals
                 x = F.sum(axis=0)
+        # whole passes, or a partial pass as minus its share of the origins
+        spent.append(float(passes) if subset is None else -subset.size / K)
         x = F.sum(axis=0)  # re-summed: no drift of the incrementally updated totals
     res = evaluate_flow(game, best_F, objective, status=status, solver="bush",
                         seconds=time.perf_counter() - t0, iterations=it)
@@ -233,7 +285,7 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
                           f"({time.perf_counter() - t0:.1f} s){why}", solver="bush",
                           status=res.status)
     state = BushState(game.n_arcs, game.origins.copy(), game.demand.copy(), inb, F,
-                      tuple(history))
+                      tuple(history), done[-1] if done else 0.0)
     h = np.asarray(history, dtype=float).reshape(-1, 3)
     trace = SolveTrace(h[:, 1].copy(), h[:, 2].copy(), h[:, 0].astype(np.int64))
     return dataclasses.replace(res, state=state, stats=trace)

@@ -271,10 +271,11 @@ def _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_s
 def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start, in_arcs,
               heads, tails, usable, nonthru, x, F, inb, update, repeat, tiny, orders, cnts, relax,
               threads, perm):
-    """One pass over all origins, in the order ``perm`` (a permutation of the origin
-    indices): (``update``) update the bush, then ``repeat`` Algorithm-B equilibrations of it
-    (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate`; every pass after a cold or warm
-    start must update). Returns the largest segment cost difference seen (cost units).
+    """One pass over the origins ``perm`` (a permutation of the origin indices, or of a subset of
+    them: a partial pass), in that order: (``update``) update the bush, then ``repeat`` Algorithm-B
+    equilibrations of it (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate`; every pass after
+    a cold or warm start must update). Returns the largest segment cost difference seen (cost
+    units).
 
     ``threads`` = 1: Gauss–Seidel, every origin sees every earlier shift (deterministic).
     ``threads`` > 1: the origins are shared among that many numba threads (lane l takes
@@ -286,7 +287,7 @@ def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_st
     from run to run (not the certificate: that is computed afterwards from the re-summed flows).
     """
     m = heads.size
-    K = origins.size
+    K = perm.size
     cst = np.empty(m)
     der = np.empty(m)
     for a in range(m):

@@ -186,6 +186,14 @@ def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x
     Raises:
         SolverError: an arc at or above its M/M/1 capacity (infinite cost), naming ``what``.
     """
+    return certificate_parts(game, net, enc, x, so, what, solver, threads)[0]
+
+
+def certificate_parts(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x: np.ndarray,
+                      so: bool, what: str, solver: str,
+                      threads: int = 1) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(gap, cost, dist)``: :func:`certificate_gap` with the arc costs (ℓ or marginal) and the
+    shortest-path distances (origins × nodes) it was computed from."""
     c = kern.arc_costs(*enc, x, so, False)
     if not np.all(np.isfinite(c)):
         bad = int(np.flatnonzero(~np.isfinite(c))[0])
@@ -195,7 +203,7 @@ def certificate_gap(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...], x
                           detail="infeasible_start")
     dist = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
                           net.tails, net.usable, net.nonthru, c, threads)
-    return gap_measures(game, x, c, dist=dist)[0]
+    return gap_measures(game, x, c, dist=dist)[0], c, dist
 
 
 @renamed_keywords(max_iter="max_iterations")

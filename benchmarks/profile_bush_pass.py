@@ -1,0 +1,138 @@
+"""Where one bush pass's time goes (issue 37, item 4): the parts of Algorithm B timed apart.
+
+On a synthetic network (default ``winnipeg`` and ``chicago_sketch``), solved to a gap first
+(default 1e-6, so the bushes are the late-stage bushes the passes spend their time on), each part
+runs over all origins, one thread, several times (median of ``REPEATS``): the topological order
+of every bush; the shortest/longest-path labels over it; a whole equilibration pass (cached
+order, labels, segments and Newton shifts; flows changed, so it runs on a copy each time); an
+update pass (a fresh order, labels twice, arcs dropped and added); and the certificate (a
+Dijkstra per origin and the gap). Printed: milliseconds per pass over all origins, the share of
+an equilibration pass that is labels, the divergent nodes (shifts) per pass and shifts per
+second. Timings are CPU seconds (``time.process_time``), so a loaded machine skews them less.
+
+Run: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/profile_bush_pass.py [SIZE ...]
+[--gap G]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from numba import njit
+
+from lbtheory.games import _bushkernels as bk
+from lbtheory.games import bush_assignment
+from lbtheory.games.synthetic import synthetic_network
+from lbtheory.games.tap import _Net, certificate_parts, encode_costs
+
+REPEATS = 7
+
+
+@njit(cache=False)
+def _topo_all(origins, n, out_start, out_arcs, heads, inb):
+    ws = bk._workspace(n, heads.size)
+    indeg, order, pos = ws[0], ws[1], ws[2]
+    total = 0
+    for k in range(origins.size):
+        total += bk._topo(k, origins[k], n, out_start, out_arcs, heads, inb, indeg, order, pos)
+    return total
+
+
+@njit(cache=False)
+def _labels_all(origins, n, out_start, out_arcs, in_start, in_arcs, heads, tails, inb, F, cst):
+    """Labels of every bush; returns the divergent nodes (where a shift would happen)."""
+    ws = bk._workspace(n, heads.size)
+    indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
+    div = 0
+    for k in range(origins.size):
+        cnt = bk._topo(k, origins[k], n, out_start, out_arcs, heads, inb, indeg, order, pos)
+        bk._labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, True, L, U, minp,
+                   maxp)
+        for i in range(1, cnt):
+            j = order[i]
+            if maxp[j] >= 0 and maxp[j] != minp[j]:
+                div += 1
+    return div
+
+
+def _median(fn, repeats: int = REPEATS) -> float:
+    out = []
+    for _ in range(repeats):
+        t = time.process_time()
+        fn()
+        out.append(time.process_time() - t)
+    return statistics.median(out)
+
+
+def profile(size: str, gap: float) -> None:
+    game = synthetic_network(size, seed=0)[0]
+    res = bush_assignment(game, tol=gap)
+    st = res.state
+    enc = encode_costs(game)
+    kind = enc[0]
+    P = enc[4]
+    safe = bool(np.all(kind == 0) and np.all((P == 0) | (P >= 1) | (enc[2] == 0)))
+    net = _Net(game)
+    n, K = game.n_nodes, len(game.origins)
+    by_head = np.argsort(game.heads, kind="stable").astype(np.int64)
+    in_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(game.heads, minlength=n), out=in_start[1:])
+    args = (net.out_start, net.out_arcs, in_start, by_head, net.heads, net.tails, net.usable,
+            net.nonthru)
+    tiny = 1e-13 * game.demand.sum(axis=1)
+    from lbtheory.games import _gpkernels as kern
+    x0 = st.origin_flow.sum(axis=0)
+    cst = kern.arc_costs(*enc, x0, False, False)
+    orders = np.zeros((K, n), dtype=np.int32)
+    cnts = np.zeros(K, dtype=np.int64)
+    perm = np.arange(K, dtype=np.int64)
+
+    def one_pass(update: bool) -> None:
+        x, F, inb = x0.copy(), st.origin_flow.copy(), st.bush.copy()
+        bk.bush_pass(*enc, False, safe, net.origins, n, *args, x, F, inb, True, 1, tiny,
+                     orders, cnts, 1.0, 1, perm)  # fills the order cache
+        t = time.process_time()
+        bk.bush_pass(*enc, False, safe, net.origins, n, *args, x, F, inb, update, 1, tiny,
+                     orders, cnts, 1.0, 1, perm)
+        one_pass.t = time.process_time() - t
+
+    def timed_pass(update: bool) -> float:
+        out = []
+        for _ in range(REPEATS):
+            one_pass(update)
+            out.append(one_pass.t)
+        return statistics.median(out)
+
+    _topo_all(net.origins, n, net.out_start, net.out_arcs, net.heads, st.bush)
+    div = _labels_all(net.origins, n, *args[:6], st.bush, st.origin_flow, cst)
+    topo = _median(lambda: _topo_all(net.origins, n, net.out_start, net.out_arcs, net.heads,
+                                     st.bush))
+    labels = _median(lambda: _labels_all(net.origins, n, *args[:6], st.bush, st.origin_flow,
+                                         cst)) - topo
+    equil = timed_pass(False)
+    upd = timed_pass(True) - equil
+    cert = _median(lambda: certificate_parts(game, net, enc, x0, False, "x", "bush", 1))
+    print(f"{size} ({n} nodes, {game.n_arcs} arcs, {K} origins) at gap {res.relative_gap:.1e}, "
+          f"{res.iterations} iterations: ms per pass over all origins (CPU): topological orders "
+          f"{1e3 * topo:.1f}, labels {1e3 * labels:.1f}, equilibration pass {1e3 * equil:.1f} "
+          f"(labels {labels / equil:.0%}, {div} divergent nodes = "
+          f"{div / max(equil - labels, 1e-9) / 1e6:.2f} M shifts/s outside the labels), "
+          f"bush update +{1e3 * upd:.1f}, certificate {1e3 * cert:.1f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", nargs="*", default=["winnipeg", "chicago_sketch"])
+    ap.add_argument("--gap", type=float, default=1e-6)
+    a = ap.parse_args()
+    warm = synthetic_network("sioux_falls")[0]
+    bush_assignment(warm, tol=1e-6)
+    for size in a.sizes:
+        profile(size, a.gap)
+
+
+if __name__ == "__main__":
+    main()
