@@ -162,7 +162,8 @@ def test_every_router_has_a_kernel():
         "p2c": ("p2c", [2, 0]), "p2c-tokens-d3": ("p2c", [3, 1]), "p2c-d1": ("p2c", [1, 0]),
         "minmin": ("minmin", []), "maxcap": ("maxcap", []),
         "heuristic": ("heuristic", calibrate_impact(cfg.timing).kernel_params().tolist()),
-        "small-large": ("small-large", [600])}
+        "small-large": ("small-large", [600, 0]),  # threshold, size (0: prompt + output)
+        "small-large-output": ("small-large", [120, 1])}  # 1: the predicted output
     names = ROUTERS + list(VARIANTS)
     assert set(names) <= set(expected), set(names) - set(expected)
     assert len(set(CODES.values())) == len(CODES)  # one code per kernel
@@ -171,7 +172,7 @@ def test_every_router_has_a_kernel():
         kernel, params = expected[name]
         assert getattr(spec, "kernel", None) is None and spec.code == CODES[kernel], name
         assert spec.params.dtype == np.float64 and spec.params.tolist() == params, name
-        assert spec.state.tolist() == ([0, 0] if name == "small-large" else [0]), name
+        assert spec.state.tolist() == ([0, 0] if name.startswith("small") else [0]), name
     prm = _compiled.kernel_spec(_router("heuristic"), cfg).params
     assert prm[3] > 0 and prm[4:].tolist() == [0.5, 1.0]  # ε (s) calibrated, α = 1/2, split
 
