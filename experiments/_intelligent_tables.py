@@ -270,14 +270,11 @@ def _selection(r: dict) -> str:
 
 
 def _bvr_md(s: dict) -> list[str]:
-    lines = ["## Knowl 6 — batching vs routing (2 instances, Azure code block then "
-             f"conversation block, {s['requests']:,} requests; small/large threshold "
-             f"{s['threshold_tokens']} tokens)", "",
-             "| router | FCFS batcher E2E (s) | shortest-prompt-first E2E (s) |", "|---|---|---|"]
-    for name, r in s["results"].items():
-        lines.append(f"| {name} | {r['fcfs']['latency']['mean']:.2f} | "
-                     f"{r['spf']['latency']['mean']:.2f} |")
-    return lines + [""]
+    """Knowl 6's section (:func:`_knowl6_table.markdown`; summaries before issue 35, of the
+    ordered-Azure FCFS/SPF table, are skipped)."""
+    from _knowl6_table import markdown
+
+    return markdown(s) if "cells" in s else []
 
 
 def write_results(root: Path) -> Path:

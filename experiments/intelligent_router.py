@@ -18,7 +18,9 @@ Each table is one experiment of the group ``intelligent-router`` (cells cached, 
 ``k4-25``       not in the seed: Knowl 4 at λ = 25 req/s, the rate where the load sweep
                 (``load``, run first) found the heuristics' largest gain over round robin
                 (−3.0 to −4.3 %): does a learnt router find headroom where there is some?
-``bvr``         Knowl 6: batching vs routing, 2 instances, ordered Azure arrivals
+``bvr``         Knowl 6: 3 batchers × 3 routers × 4 arrival orders of four request classes on
+                2 V100 instances, 3,000 requests, workload seeds 0-4
+                (:mod:`lbtheory.intelligent._knowl6`; table and rules: ``_knowl6_table``)
 ``load``        where routing matters: the heuristics on Knowl 4's and Knowl 5's clusters
                 at 0.5–3× the tables' rates (the seed's round-robin latencies, 168–1,005 s,
                 describe overloaded clusters; the tables' rates give 3.8–8 s here)
@@ -79,9 +81,6 @@ from _intelligent_tables import PAPER, summarise_load, summarise_table, write_re
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.sweep import Experiment, script_main
 
-ROOT = Path(__file__).resolve().parents[1]
-TRACES = [ROOT / "examples" / "traces" / f"AzureLLMInferenceTrace_{k}.csv"
-          for k in ("code", "conv")]
 HEURISTICS = ["rr", "random", "jsq", "jsq-tokens", "minmin", "maxcap", "heuristic",
               "small-large"]
 RL = [("rl", "hurl"), ("wa-rl", "hurl"), ("wg-rl", "hurl"), ("wg-rl", "literal")]
@@ -277,7 +276,8 @@ def rl_run(config: dict) -> dict:
 
 
 def cell(config: dict) -> dict:
-    """One cell: ``bvr``, a heuristic on a table's episodes, or one RL training seed."""
+    """One cell: a Knowl 6 (``bvr``) cell, a heuristic on a table's episodes, or one RL
+    training seed."""
     if config["part"] == "bvr":
         return batching_vs_routing(config)
     if config["part"] == "heuristic":
@@ -286,26 +286,28 @@ def cell(config: dict) -> dict:
 
 
 def batching_vs_routing(config: dict) -> dict:
-    """2 instances, ordered arrivals (task blocks: code, then conversation), router × batcher."""
-    from lbtheory.intelligent import ClusterConfig, SizePartitionRouter, simulate
+    """Knowl 6: one (order, batcher, router) cell on every workload seed: makespan (the
+    seed's "total E2E", s), mean E2E (s), preemptions per request, instance 0's share."""
+    from lbtheory.intelligent import SizePartitionRouter, simulate
+    from lbtheory.intelligent._knowl6 import SMALL_OUTPUT_TOKENS, knowl6_cluster, knowl6_workload
     from lbtheory.registry import make_router
-    from lbtheory.workloads import mix_traces, read_trace, workload_from_arrays
 
-    wl0 = mix_traces([read_trace(p) for p in TRACES], n_requests=config["requests"],
-                     seed=config["seed"], rate_rps=config["rate_rps"])
-    order = np.argsort(wl0.task, kind="stable")
-    wl = workload_from_arrays(wl0.arrival_s, wl0.prompt_tokens[order], wl0.output_tokens[order],
-                              task=wl0.task[order], task_names=wl0.task_names)
-    threshold = int(np.median(wl.prompt_tokens + wl.output_tokens))
-    routers = {"small-large": lambda: SizePartitionRouter(threshold),
-               "rr": lambda: make_router("rr", "instances"),
-               "decode-balancer": lambda: make_router("jsq-tokens", "instances")}
-    out: dict = {"threshold_tokens": threshold, "requests": len(wl), "results": {}}
-    for rname, make in routers.items():
-        for batcher in ("fcfs", "spf"):
-            s = simulate(wl, make(), ClusterConfig(n_instances=2, admission=batcher)).summary()
-            out["results"].setdefault(rname, {})[batcher] = s
-    return out
+    cfg = knowl6_cluster(config["batcher"])
+    runs = {}
+    for seed in config["seeds"]:
+        wl = knowl6_workload(config["order"], config["requests"], seed=seed,
+                             rate_rps=config["rate_rps"])
+        router = SizePartitionRouter(SMALL_OUTPUT_TOKENS, size="output") \
+            if config["router"] == "small-large" else make_router(
+                {"rr": "rr", "decode-balancer": "jsq-tokens"}[config["router"]], "instances")
+        res = simulate(wl, router, cfg)
+        if res.completed != len(wl):
+            raise RuntimeError(f"Knowl 6 cell {config}: {res.completed} of {len(wl)} finished")
+        runs[str(seed)] = {"makespan_s": float(np.max(res.finish_s) - wl.arrival_s[0]),
+                           "mean_e2e_s": float(np.mean(res.e2e_s)),
+                           "preemptions_per_request": float(np.mean(res.preempted)),
+                           "share_instance0": float(np.mean(res.instance == 0))}
+    return {"runs": runs}
 
 
 def _collector(table: str):
@@ -323,18 +325,31 @@ def _collector(table: str):
     return collect
 
 
+#: Knowl 6 per profile: requests and workload seeds (seed 0 first; seeds 1-4 added after it as
+#: a robustness check, the rules unchanged)
+BVR = {"quick": {"requests": 400, "seeds": [0]},
+       "full": {"requests": 3000, "seeds": [0, 1, 2, 3, 4]}}
+
+
 def _bvr_grid(profile: str) -> list[dict]:
-    return [{"part": "bvr", "requests": 600 if profile == "quick" else 3000, "seed": 7,
-             "rate_rps": 20.0}]
+    from _knowl6_table import BATCHERS, ORDERS, ROUTERS
+
+    return [{"part": "bvr", "order": o, "batcher": b, "router": r, "rate_rps": 20.0,
+             **BVR[profile]} for o in ORDERS for b in BATCHERS for r in ROUTERS]
 
 
 def _bvr_collect(rows: list, out_dir: Path, profile: str) -> None:
-    conf = {"profile": profile, "traces": [p.name for p in TRACES], "instances": 2}
-    write_json_atomic(out_dir / "summary.json", {"table": "bvr", "profile": profile,
-                                                 "config": conf,
-                                                 "manifest": run_manifest(conf, seed=7),
-                                                 **rows[0][1]})
-    write_results(out_dir.parent)
+    from _knowl6_table import markdown, summarise
+
+    from lbtheory.io import write_text_atomic
+
+    conf = {"profile": profile, "instances": 2, "hardware": "v100", "rate_rps": 20.0,
+            **BVR[profile]}
+    s = {"table": "bvr", "profile": profile, "config": conf,
+         "manifest": run_manifest(conf, seed=0), "requests": BVR[profile]["requests"],
+         "rate_rps": 20.0, **summarise(rows)}
+    write_json_atomic(out_dir / "summary.json", s)
+    write_text_atomic(out_dir / "knowl6.md", "\n".join(markdown(s)))
 
 
 #: the load sweep [R] (fixed before the run): Knowl 4's and Knowl 5's clusters and mixes at
@@ -391,9 +406,9 @@ EXPERIMENTS = [
                            "clusters from half to three times the tables' rates",
                grid=_load_grid, cell=cell, collect=_load_collect, version=VERSION),
     Experiment(name="intelligent-router-bvr", group="intelligent-router",
-               description="Intelligent Router Knowl 6: batching vs routing (2 instances, "
-                           "ordered arrivals)", grid=_bvr_grid, cell=cell, collect=_bvr_collect,
-               version=VERSION),
+               description="Intelligent Router Knowl 6: 3 batchers x 3 routers x 4 arrival "
+                           "orders (2 instances, 3,000 requests)", grid=_bvr_grid, cell=cell,
+               collect=_bvr_collect, version=VERSION),
 ]
 assert set(PAPER) <= set(TABLES)
 

@@ -153,3 +153,36 @@ def test_histogram_predictor_runs_on_disjoint_halves(capsys):
     assert rc == 0, err
     r = json.loads(out)["routers"]
     assert r["heuristic"]["completed"] == r["minmin"]["completed"] == 60
+
+
+def test_admission_flag_selects_the_batcher(tmp_path, capsys):
+    # A (p 60, d 2), B (50, 1), C (30, 5), D (10, 1) at t = 0 on one instance of 100 KV tokens:
+    # FCFS admits A alone first, bin packing A and C (tests/test_intelligent_batchers.py), so
+    # the makespans differ; each run equals the library's simulation with that batcher.
+    from lbtheory.commands.intelligent import ADMISSIONS
+    from lbtheory.intelligent import Admission, ClusterConfig, simulate
+    from lbtheory.registry import make_router
+    from lbtheory.workloads import workload_from_arrays
+
+    assert ADMISSIONS == tuple(a.value for a in Admission)
+    trace = _csv(tmp_path, "0.0,60,2\n0.0,50,1\n0.0,30,5\n0.0,10,1\n")
+    wl = workload_from_arrays([0.0] * 4, [60, 50, 30, 10], [2, 1, 5, 1])
+    means = {}
+    for flag, adm in (("--admission", "fcfs"), ("--admission", "bin-packing"),
+                      ("--batcher", "lwl")):
+        rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "4",
+                                     "--rate", "0", "--instances", "1", "--kv-budget", "100",
+                                     "--json", "--policy", "rr", flag, adm])
+        assert rc == 0, err
+        means[adm] = json.loads(out)["routers"]["rr"]["latency"]["mean"]
+        lib = simulate(wl, make_router("rr", "instances"),
+                       ClusterConfig(n_instances=1, kv_budget_tokens=100, admission=adm))
+        assert means[adm] == pytest.approx(lib.summary()["latency"]["mean"], rel=1e-12)
+    assert len(set(means.values())) == 3
+    with pytest.raises(SystemExit) as exc:  # argparse's choices, as --predictor's
+        main(["intelligent", "evaluate", trace, "--admission", "sjf"])
+    assert exc.value.code == 2 and "argument --admission: invalid choice" in \
+        capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["intelligent", "evaluate", "--help"])
+    assert "bin-packing" in capsys.readouterr().out

@@ -1,5 +1,5 @@
 """The compiled instance simulator against the Python reference: the same per-request outcomes
-bit for bit for every registry router (both admission orders, KV-limited preemption-heavy runs,
+bit for bit for every registry router (every admission order, KV-limited preemption-heavy runs,
 tight prefill limits), the same views at every decision for a Python router, the same
 environment episodes and trained parameters (the shared baseline picks against numpy:
 ``test_decisions.py``); the formulas the kernels share with the Python code;
@@ -17,6 +17,7 @@ from numba import njit
 
 from lbtheory.errors import ParameterError
 from lbtheory.intelligent import (
+    Admission,
     ClusterConfig,
     CompiledClusterSim,
     DQNConfig,
@@ -51,7 +52,8 @@ FIELDS = ("dispatch_s", "admit_s", "first_token_s", "finish_s", "tbt_mean_s", "t
 ROUTERS = [n for n in INSTANCE_POLICIES if n not in ("rl", "wa-rl", "wg-rl")]
 VARIANTS = {"jsq-random-ties": dict(name="jsq", ties="random"),
             "p2c-tokens-d3": dict(name="p2c", d=3, load="tokens"),
-            "p2c-d1": dict(name="p2c", d=1)}
+            "p2c-d1": dict(name="p2c", d=1),
+            "small-large-output": dict(name="small-large", size="output", threshold_tokens=120)}
 
 
 def _router(name: str):
@@ -75,6 +77,9 @@ def _synthetic(seed: int, n: int = 300):
 
 #: workload families: (workload, cluster) — Azure mix at saturation; a KV budget that forces
 #: preemptions; prefill and batch limits that bind on most iterations.
+#: every admission order of the instance batcher
+ADMISSIONS = [a.value for a in Admission]
+
 CASES = {
     "azure": lambda adm: (_azure(400, 20.0, 1), ClusterConfig(n_instances=4, admission=adm)),
     "kv-limited": lambda adm: (_synthetic(2), ClusterConfig(
@@ -96,7 +101,7 @@ def _assert_same(a, b) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("admission", ["fcfs", "spf"])
+@pytest.mark.parametrize("admission", ADMISSIONS)
 @pytest.mark.parametrize("name", ROUTERS + list(VARIANTS))
 def test_compiled_engine_reproduces_the_reference_bit_for_bit(name, admission, case):
     wl, cfg = CASES[case](admission)
@@ -157,7 +162,8 @@ def test_every_router_has_a_kernel():
         "p2c": ("p2c", [2, 0]), "p2c-tokens-d3": ("p2c", [3, 1]), "p2c-d1": ("p2c", [1, 0]),
         "minmin": ("minmin", []), "maxcap": ("maxcap", []),
         "heuristic": ("heuristic", calibrate_impact(cfg.timing).kernel_params().tolist()),
-        "small-large": ("small-large", [600])}
+        "small-large": ("small-large", [600, 0]),  # threshold, size (0: prompt + output)
+        "small-large-output": ("small-large", [120, 1])}  # 1: the predicted output
     names = ROUTERS + list(VARIANTS)
     assert set(names) <= set(expected), set(names) - set(expected)
     assert len(set(CODES.values())) == len(CODES)  # one code per kernel
@@ -166,7 +172,7 @@ def test_every_router_has_a_kernel():
         kernel, params = expected[name]
         assert getattr(spec, "kernel", None) is None and spec.code == CODES[kernel], name
         assert spec.params.dtype == np.float64 and spec.params.tolist() == params, name
-        assert spec.state.tolist() == ([0, 0] if name == "small-large" else [0]), name
+        assert spec.state.tolist() == ([0, 0] if name.startswith("small") else [0]), name
     prm = _compiled.kernel_spec(_router("heuristic"), cfg).params
     assert prm[3] > 0 and prm[4:].tolist() == [0.5, 1.0]  # ε (s) calibrated, α = 1/2, split
 
@@ -205,7 +211,7 @@ class _Probe:
         return int(rng.integers(view.config.n_instances)), state
 
 
-@pytest.mark.parametrize("admission", ["fcfs", "spf"])
+@pytest.mark.parametrize("admission", ADMISSIONS)
 def test_a_python_router_sees_the_same_views_on_both_engines(admission):
     wl = _synthetic(4, 250)
     cfg = ClusterConfig(n_instances=3, kv_budget_tokens=1100, max_batch=12, admission=admission)
@@ -268,6 +274,8 @@ def test_mixing_reward_kernel_matches_the_estimator_bit_for_bit():
 # -- the environment ----------------------------------------------------------------------------
 @pytest.mark.parametrize("guidance, admission, kv", [("static", "fcfs", 32768),
                                                      ("annealed", "spf", 1200),
+                                                     ("static", "lwl", 1200),
+                                                     ("annealed", "bin-packing", 1200),
                                                      ("none", "fcfs", 1200)])
 def test_environment_episodes_are_identical_on_both_engines(guidance, admission, kv):
     def wf(seed):

@@ -177,3 +177,33 @@ def test_the_experiment_backfills_the_ideal_e2e_of_old_cells_as_stored(monkeypat
     assert kept is newer and "ideal_e2e_s" not in old
     assert np.mean(list(got["ideal_e2e_s"].values())) == pytest.approx(stored["ideal_e2e_s"],
                                                                        rel=1e-12)
+
+
+def test_knowl6_rules_by_hand(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    import _knowl6_table as k6
+
+    paper = np.array([[k6.PAPER[b][r] for r in k6.ROUTERS]
+                      for b in k6.BATCHERS]).transpose(2, 0, 1)  # [order, batcher, router]
+    got = k6.claims(paper)
+    # order 1: routers' spreads at BP, LWL, FCFS: 704.50 − 581.50, 704.50 − 585.14,
+    # 704.50 − 605.65 -> min 98.85; batchers' spreads at SL, RR, DB: 0, 607.45 − 581.50,
+    # 605.65 − 595.82 -> max 25.95
+    rd = got["routing_dominates"]
+    assert rd["min_router_spread_s"][0] == pytest.approx(98.85)
+    assert rd["max_batcher_spread_s"][0] == pytest.approx(25.95)
+    assert rd["holds"] and got["ordered_equalise"]["holds"]
+    # order 3, round robin: (424.80 − 424.64) / 424.64
+    assert got["ordered_equalise"]["batcher_spread_pct"][2][1] == pytest.approx(
+        100 * 0.16 / 424.64)
+    # a batcher spread of 2 % in order 4 (round robin) breaks the second rule only; one router
+    # spread smaller than a batcher spread breaks the first in that order only
+    t = paper.copy()
+    t[3, 0, 1] = 1.02 * t[3, 2, 1]
+    got = k6.claims(t)
+    assert got["ordered_equalise"]["per_order_router"][1] == [True, False, True]
+    assert got["routing_dominates"]["holds"] and not got["ordered_equalise"]["holds"]
+    t = paper.copy()
+    t[1, 2, :] = [650.0, 650.0, 640.0]  # FCFS, order 2: routers' spread 10; batchers' at RR 96
+    got = k6.claims(t)
+    assert got["routing_dominates"]["per_order"] == [True, False, True, True]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lbtheory.intelligent import ClusterConfig, IterationTimeModel, simulate
+from lbtheory.intelligent import Admission, ClusterConfig, IterationTimeModel, simulate
 from lbtheory.intelligent._engine import ClusterSim
 from lbtheory.intelligent._simulate import result_of, run_router
 from lbtheory.registry import make_router
@@ -116,6 +116,9 @@ def test_blocks_are_conserved_at_every_iteration_and_recomputes_accounted(waterm
     assert np.all(r.peak_kv_tokens <= cfg.total_blocks * 16)
 
 
+#: every admission order of the instance batcher
+ADMISSIONS = [a.value for a in Admission]
+
 VLLM_CASES = {
     "vllm": dict(n_instances=3, kv_budget_tokens=2048, max_batch=24, block_tokens=16,
                  watermark=0.01, prefill_priority=True),
@@ -126,7 +129,7 @@ VLLM_CASES = {
 
 
 @pytest.mark.parametrize("case", list(VLLM_CASES))
-@pytest.mark.parametrize("admission", ["fcfs", "spf"])
+@pytest.mark.parametrize("admission", ADMISSIONS)
 @pytest.mark.parametrize("router", ["rr", "jsq", "minmin", "heuristic", "small-large"])
 def test_compiled_vllm_model_equals_the_reference(case, admission, router):
     wl = _random(6, 200)

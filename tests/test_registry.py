@@ -78,8 +78,10 @@ def test_small_large_is_an_entry_with_its_kernel():
     assert e.simulators == {Simulator.INSTANCES} and e.compiled("instances")
     r = make_router("small-large", "instances", threshold_tokens=600)
     spec = kernel_spec(r, ClusterConfig(n_instances=4))
-    assert isinstance(spec, BuiltinSpec) and spec.params.tolist() == [600.0]
+    assert isinstance(spec, BuiltinSpec) and spec.params.tolist() == [600.0, 0.0]  # + size
     assert spec.state.tolist() == [0, 0]
+    out = make_router("small-large", "instances", threshold_tokens=250, size="output")
+    assert kernel_spec(out, ClusterConfig(n_instances=4)).params.tolist() == [250.0, 1.0]
 
 
 @pytest.mark.parametrize("sim", [Simulator.CELLS, Simulator.INSTANCES])

@@ -20,7 +20,8 @@ MAX_EPOCH_S = 3600.0
 CLUSTER_FLAGS = {"n_instances": ("instances", "--instances"),
                  "kv_budget_tokens": ("kv_budget", "--kv-budget"),
                  "max_batch": ("max_batch", "--max-batch"), "epoch_s": ("epoch", "--epoch"),
-                 "chunked_prefill": ("chunked_prefill", "--chunked-prefill")}
+                 "chunked_prefill": ("chunked_prefill", "--chunked-prefill"),
+                 "admission": ("admission", "--admission")}
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:

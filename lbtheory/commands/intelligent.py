@@ -27,6 +27,8 @@ JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_
 #: they drive the simulator's state themselves.
 HEADROOM_NAMES = ("clairvoyant", "oracle-defer")
 SETUP_NAMES = ("k4", "k5", "k5-chunked", "k7", "k8")
+#: the values of lbtheory.intelligent.Admission (not imported here: the CLI starts without numba)
+ADMISSIONS = ("fcfs", "spf", "lwl", "bin-packing")
 
 
 def _common(p: argparse.ArgumentParser, requests: int) -> None:
@@ -55,6 +57,11 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
                    help="split prefills into chunks (the iteration's token budget covers "
                         "decodes too); evaluate takes it, and the other cluster settings, from "
                         "a checkpoint unless given")
+    option(p, "--admission", aliases=("--batcher",), default="fcfs", choices=ADMISSIONS,
+           help="the instances' batcher (admission order): fcfs (vLLM's), spf (shortest prompt "
+                "first), lwl (least work left: fewest predicted output tokens first) or "
+                "bin-packing (first-fit decreasing by prompt + predicted output); preempted "
+                "requests resume first under every one")
     p.add_argument("--engine", default="auto",
                    help="instance simulator: auto / compiled (numba), or reference (the Python "
                         "engine: same results, slower)")
@@ -234,7 +241,7 @@ def _setup(args: argparse.Namespace):
     check_real(args.rate, "--rate", unit="req/s", low=0.0)
     check_real(args.epoch, "--epoch", unit="s", low=0.0, high=MAX_EPOCH_S, low_open=True)
     traces = [read_trace(p) for p in args.trace]
-    over = {"max_batch": args.max_batch, "epoch_s": args.epoch}
+    over = {"max_batch": args.max_batch, "epoch_s": args.epoch, "admission": args.admission}
     if args.kv_budget is not None:
         over["kv_budget_tokens"] = args.kv_budget
     if args.chunked_prefill:  # (a setup's own chunked prefill stays unless asked for)

@@ -41,8 +41,9 @@ from ..registry import Simulator, compiled_kernel
 from ..routers import KernelProvider, KernelSpec, Load, Ties
 from ..workloads import Workload
 from . import _core
+from ._admission import ADMISSION_CODES
 from ._core import QH, QT, CoreState
-from ._engine import Admission, ClusterConfig, InstanceView
+from ._engine import ClusterConfig, InstanceView
 from ._impact import calibrate_impact
 from ._rkernels import CODES, routing_loop, run_builtin
 
@@ -113,8 +114,9 @@ def spec_mixing(router: Any, config: ClusterConfig) -> BuiltinSpec:
 
 
 def spec_small_large(router: Any, config: ClusterConfig) -> BuiltinSpec:
-    """Dedicated small/large partition: the threshold; the two round-robin positions."""
-    return _builtin("small-large", [router.threshold_tokens], [0, 0])
+    """Dedicated small/large partition: the threshold and the size (0: prompt + predicted
+    output, 1: predicted output); the two round-robin positions."""
+    return _builtin("small-large", [router.threshold_tokens, router.size == "output"], [0, 0])
 
 
 @functools.cache
@@ -336,7 +338,7 @@ def _new_state(wl: Workload, cfg: ClusterConfig, output: np.ndarray, pred: np.nd
     gi[[c.BUDGET, c.MAX_BATCH, c.MAX_PREFILL, c.ADMISSION, c.QUEUE_VIEW, c.RECORD, c.HIST0,
         c.N_LABELS, c.LOG_IDS0, c.CHUNKED, c.BLOCK, c.TOTAL_BLK, c.CAP_BLK, c.PRIO]] = [
         cfg.kv_budget_tokens, cfg.max_batch, cfg.max_prefill_tokens,
-        int(cfg.admission is Admission.SPF), queue_view, int(record), c.BATCH0 + cap, n_lab,
+        ADMISSION_CODES[cfg.admission], queue_view, int(record), c.BATCH0 + cap, n_lab,
         2 * n_log, int(cfg.chunked_prefill), cfg.block_tokens, cfg.total_blocks,
         cfg.total_blocks - cfg.watermark_blocks, int(cfg.prefill_priority)]
     gf = np.concatenate([cfg.timing.coefficients(), [0.0, cfg.epoch_s], np.full(m, np.inf)])

@@ -31,11 +31,12 @@ states them; the cross-engine tests check the two bit for bit). The state is a
   start and end times).
 
 Few arrays on purpose: numba counts references to every array of a tuple at each call
-boundary. Shortest-prompt-first keeps each waiting queue ordered at all times (preempted
-requests first, then fresh ones by (prompt, id)): the reference sorts at every iteration start,
-and the two agree because preempted requests only ever enter at the front and fresh ones only by
-dispatch, between two starts. Chunked prefill: ``_start_chunked`` / the chunked branch of
-``_finish``, the reference's ``_start_chunked`` / ``_finish`` step for step.
+boundary. An admission order other than FCFS keeps each waiting queue ordered at all times
+(preempted requests first, then fresh ones by :func:`~._admission.admission_key`, compared by
+``_after``; bin packing admits from anywhere in the queue): the reference sorts at every
+iteration start, and the two agree because preempted requests only ever enter at the front and
+fresh ones only by dispatch, between two starts. Chunked prefill: ``_start_chunked`` / the
+chunked branch of ``_finish``, the reference's ``_start_chunked`` / ``_finish`` step for step.
 """
 
 from __future__ import annotations
@@ -113,17 +114,36 @@ def _insert_after(ri, mi, m, u, v):
 
 
 @njit(cache=True)
-def _pop_front(ri, mi, m):
-    v = mi[WHEAD, m]
-    h = ri[NXT, v]
-    mi[WHEAD, m] = h
-    if h < 0:
-        mi[WTAIL, m] = -1
+def _unlink(ri, mi, m, v):
+    """Take ``v`` out of instance ``m``'s waiting queue (the head, or any under bin packing)."""
+    u, w = ri[PRV, v], ri[NXT, v]
+    if u < 0:
+        mi[WHEAD, m] = w
     else:
-        ri[PRV, h] = -1
+        ri[NXT, u] = w
+    if w < 0:
+        mi[WTAIL, m] = u
+    else:
+        ri[PRV, w] = u
     ri[NXT, v] = -1
+    ri[PRV, v] = -1
     mi[N_WAIT, m] -= 1
-    return v
+
+
+@njit(cache=True)
+def _after(ri, adm, u, v):
+    """Whether fresh waiting request ``u`` goes behind ``v`` under admission code ``adm``
+    (:data:`~._admission.ADMISSION_CODES`: 1 SPF, 2 LWL, 3 bin packing), i.e.
+    ``admission_key(u) > admission_key(v)``."""
+    if adm == 1:
+        a, c = ri[P, u], ri[P, v]
+    elif adm == 2:
+        a, c = ri[PRED, u], ri[PRED, v]
+        if a == c:
+            a, c = ri[P, u], ri[P, v]
+    else:  # decreasing footprint
+        a, c = ri[P, v] + ri[PRED, v], ri[P, u] + ri[PRED, u]
+    return a > c or (a == c and u > v)
 
 
 # -- one instance --------------------------------------------------------------------------------
@@ -164,9 +184,9 @@ def _preempt(ri, mi, gi, m):
 
 
 @njit(cache=True)
-def _admit_one(ri, rf, mi, m, t, nv, slot):
-    """Move the head waiting request (``nv`` tokens to prefill) into batch slot ``slot``."""
-    v = _pop_front(ri, mi, m)
+def _admit_one(ri, rf, mi, m, t, nv, slot, v):
+    """Move waiting request ``v`` (``nv`` tokens to prefill) into batch slot ``slot``."""
+    _unlink(ri, mi, m, v)
     mi[WAIT_TOK, m] -= nv
     mi[BATCH0 + slot, m] = v
     if np.isnan(rf[ADMIT, v]):
@@ -218,13 +238,16 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
     na = 0
     b = gi[BLOCK]
     if not preempted or nr == 0:
-        while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH] and tok > 0:
-            head = mi[WHEAD, m]
-            nv = ri[P, head] + ri[GEN, head]
+        u = mi[WHEAD, m]  # the next candidate (bin packing skips what does not fit)
+        while u >= 0 and nr + na < gi[MAX_BATCH] and tok > 0:
+            nv = ri[P, u] + ri[GEN, u]
             nb = (nv + b) // b
+            v, u = u, ri[NXT, u]
             if need + nb > gi[CAP_BLK]:
-                break
-            v = _admit_one(ri, rf, mi, m, t, nv, nr + na)
+                if gi[ADMISSION] != 3:
+                    break
+                continue
+            _admit_one(ri, rf, mi, m, t, nv, nr + na, v)
             na += 1
             ri[LEFT, v] = nv
             c = min(nv, tok)
@@ -249,15 +272,16 @@ def _admit_prefills(ri, rf, mi, gi, m, t, need):
     sum_q = 0.0
     sum_q2 = 0.0
     qtok = 0
-    while mi[N_WAIT, m] > 0 and nr + na < gi[MAX_BATCH]:
-        head = mi[WHEAD, m]
-        nv = ri[P, head] + ri[GEN, head]
-        if na > 0 and qtok + nv > gi[MAX_PREFILL]:
-            break
+    u = mi[WHEAD, m]  # the next candidate (bin packing skips what does not fit)
+    while u >= 0 and nr + na < gi[MAX_BATCH]:
+        nv = ri[P, u] + ri[GEN, u]
         nb = (nv + b) // b
-        if need + nb > gi[CAP_BLK]:
-            break
-        _admit_one(ri, rf, mi, m, t, nv, nr + na)
+        v, u = u, ri[NXT, u]
+        if (na > 0 and qtok + nv > gi[MAX_PREFILL]) or need + nb > gi[CAP_BLK]:
+            if gi[ADMISSION] != 3:
+                break
+            continue
+        _admit_one(ri, rf, mi, m, t, nv, nr + na, v)
         na += 1
         x = float(nv)
         sum_q += x
@@ -466,9 +490,9 @@ def dispatch(s, pos, m):
     s.rf[DISPATCH, v] = s.gf[NOW]
     ri[INSTANCE, v] = m
     u = mi[WTAIL, m]
-    if gi[ADMISSION] == 1:  # shortest prompt first: behind resumed and smaller fresh requests
-        p = ri[P, v]
-        while u >= 0 and ri[PREEMPTED, u] == 0 and (ri[P, u] > p or (ri[P, u] == p and u > v)):
+    adm = gi[ADMISSION]
+    if adm != 0:  # in the batcher's order: behind resumed requests and fresh ones keyed before
+        while u >= 0 and ri[PREEMPTED, u] == 0 and _after(ri, adm, u, v):
             u = ri[PRV, u]
     _insert_after(ri, mi, m, u, v)
     mi[WAIT_TOK, m] += ri[P, v]

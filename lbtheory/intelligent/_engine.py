@@ -51,7 +51,6 @@ simulators use too.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -62,18 +61,10 @@ from .._checks import check_int, check_memory, check_option, check_real, check_t
 from ..errors import ParameterError
 from ..routers import IdenticalTargets
 from ..workloads import Workload
+from ._admission import Admission, admission_key
 from ._timing import IterationTimeModel
 
 __all__ = ["ClusterConfig", "ClusterSim", "InstanceView", "Admission"]
-
-
-class Admission(enum.StrEnum):
-    """The instance batcher's admission order."""
-
-    #: first come, first served (vLLM's default).
-    FCFS = "fcfs"
-    #: shortest prompt first (preempted requests still resume first).
-    SPF = "spf"
 
 _EPS = 1e-12
 
@@ -92,8 +83,8 @@ class ClusterConfig:
         epoch_s: router decision epoch (s), the paper's 0.02 s minimum decode batch time.
         timing: the iteration-time model.
         admission: the instance batcher's admission order, :class:`Admission` or its value:
-            ``"fcfs"`` (vLLM's default) or ``"spf"`` (shortest prompt first; preempted requests
-            still resume first).
+            ``"fcfs"`` (vLLM's default), ``"spf"``, ``"lwl"`` or ``"bin-packing"`` (defined
+            there); preempted requests always resume first.
         chunked_prefill: split prefills into chunks; ``max_prefill_tokens`` is then the
             iteration's token budget, decodes included (module docstring).
         block_tokens: KV-cache block size (tokens): a request holds ``ceil(tokens / block)``
@@ -299,8 +290,7 @@ class ClusterSim:
         """Preempt by recomputation (the most recently admitted first) while the running
         requests' KV, their next token and the reserved rest of their prefills (chunked
         prefill; ``left`` is 0 otherwise) exceed the budget; then order the waiting queue
-        (shortest prompt first: preempted requests, then fresh ones by (prompt, id)). Returns
-        ``(need, preempted)``."""
+        (:meth:`_admission_order`). Returns ``(need, preempted)``."""
         cfg, p, gen, left = self.cfg, self.p, self.gen, self.left
         blk = cfg.blocks
         run = ins.running
@@ -318,7 +308,7 @@ class ClusterSim:
             self.preempted[v] += 1
             self.preemptions += 1
             preempted = True
-        if cfg.admission is Admission.SPF and len(ins.waiting) > 1:
+        if cfg.admission is not Admission.FCFS and len(ins.waiting) > 1:
             ins.waiting = deque(self._admission_order(ins))
         return need, preempted
 
@@ -345,27 +335,30 @@ class ClusterSim:
             self.iterations_log.append((m, t, ins.busy_until, (*ins.running, *ins.admitted)))
 
     def _admit_prefills(self, ins: _Instance, t: float, need: int) -> tuple[int, float, float]:
-        """Admit waiting requests (FCFS order of the queue) while the batch has room, the
+        """Admit waiting requests (in the queue's order) while the batch has room, the
         prefill tokens fit ``max_prefill_tokens`` (the first always does) and ``need`` (blocks)
-        plus the request's prompt and first token plus the watermark fit the blocks. Returns
-        ``(need, Σ q, Σ q²)``."""
+        plus the request's prompt and first token plus the watermark fit the blocks; the first
+        that does not ends the admissions (bin packing skips it). Returns ``(need, Σq, Σq²)``."""
         cfg, p, gen, wait, run = self.cfg, self.p, self.gen, ins.waiting, ins.running
         cap = cfg.total_blocks - cfg.watermark_blocks
+        skipped: list[int] = []
         sum_q = sum_q2 = 0.0
         qtok = 0
         while wait and len(run) + len(ins.admitted) < cfg.max_batch:
             nv = p[wait[0]] + gen[wait[0]]
-            if ins.admitted and qtok + nv > cfg.max_prefill_tokens:
-                break
             nb = cfg.blocks(nv + 1)
-            if need + nb > cap:
-                break
+            if (ins.admitted and qtok + nv > cfg.max_prefill_tokens) or need + nb > cap:
+                if cfg.admission is not Admission.BIN_PACKING:
+                    break
+                skipped.append(wait.popleft())
+                continue
             self._admit_one(ins, t, nv)
             x = float(nv)
             sum_q += x
             sum_q2 += x * x
             qtok += nv
             need += nb
+        wait.extendleft(reversed(skipped))
         return need, sum_q, sum_q2
 
     def _start(self, m: int, t: float) -> None:
@@ -377,7 +370,7 @@ class ClusterSim:
         ins.admitted = []
         ins.prefill_only = False
         if cfg.prefill_priority:  # vLLM: prompts first; a prefill iteration runs no decodes
-            if cfg.admission is Admission.SPF and len(ins.waiting) > 1:
+            if cfg.admission is not Admission.FCFS and len(ins.waiting) > 1:
                 ins.waiting = deque(self._admission_order(ins))
             p, gen = self.p, self.gen
             held = sum(cfg.blocks(p[v] + gen[v]) for v in ins.running)
@@ -420,12 +413,16 @@ class ClusterSim:
                 sum_q2 += x * x + 2.0 * x * o
         ins.admitted = []
         cap = cfg.total_blocks - cfg.watermark_blocks
+        skipped: list[int] = []
         if not preempted or not run:
             while wait and len(run) + len(ins.admitted) < cfg.max_batch and tok > 0:
                 nv = p[wait[0]] + gen[wait[0]]
                 nb = cfg.blocks(nv + 1)
                 if need + nb > cap:
-                    break
+                    if cfg.admission is not Admission.BIN_PACKING:
+                        break
+                    skipped.append(wait.popleft())
+                    continue
                 v = self._admit_one(ins, t, nv)
                 left[v] = nv
                 c = min(nv, tok)
@@ -435,6 +432,7 @@ class ClusterSim:
                 x = float(c)
                 sum_q += x
                 sum_q2 += x * x
+        wait.extendleft(reversed(skipped))
         ins.chunks = chunks
         self._begin(m, t, need, sum_q, sum_q2, n_dec, ins.kv_used - partial_kv)
 
@@ -564,13 +562,15 @@ class ClusterSim:
         return v
 
     def _admission_order(self, ins: _Instance) -> list[int]:
-        """The waiting requests of an instance in the order its batcher admits them (under
-        shortest-prompt-first: resumed requests, then fresh ones by (prompt, id))."""
-        if self.cfg.admission is not Admission.SPF:
+        """The waiting requests of an instance in the order its batcher tries them: FCFS as
+        queued, else preempted requests (as queued), then fresh ones by :func:`admission_key`."""
+        adm = self.cfg.admission
+        if adm is Admission.FCFS:
             return list(ins.waiting)
-        p, pre = self.p, self.preempted
+        p, pred, pre = self.p, self.pred, self.preempted
         return ([v for v in ins.waiting if pre[v] > 0]
-                + sorted((v for v in ins.waiting if pre[v] == 0), key=lambda v: (p[v], v)))
+                + sorted((v for v in ins.waiting if pre[v] == 0),
+                         key=lambda v: admission_key(adm, p[v], pred[v], v)))
 
     def view(self) -> InstanceView:
         """The router's view at the current epoch."""

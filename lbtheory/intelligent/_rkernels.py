@@ -196,8 +196,10 @@ def route_builtin(s, code, params, rstate, rng):
     if code == _MIXING:  # params: ImpactParams.kernel_params()
         x, y = mixing_loads(mi, params)
         return 0, mixing_argmax(ri[P, head], ri[PRED, head], x, y, params)
-    # small-large: params: threshold (tokens); rstate: the two round-robin pointers
-    small = ri[P, head] + ri[PRED, head] < params[0]
+    # small-large: params: threshold (tokens), size (0: prompt + output, 1: output); rstate:
+    # the two round-robin pointers
+    size = ri[PRED, head] if params[1] != 0.0 else ri[P, head] + ri[PRED, head]
+    small = size < params[0]
     return 0, size_partition_pick(small, n_inst, rstate)
 
 

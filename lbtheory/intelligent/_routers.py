@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
+from ..errors import ParameterError
 from ..routers import Assignment, Stateless
 from ._engine import InstanceView
 from ._impact import ImpactParams, calibrate_impact, instance_loads, mixing_argmax
@@ -105,16 +106,22 @@ class MixingRouter:
 
 @dataclasses.dataclass(frozen=True)
 class SizePartitionRouter:
-    """Dedicated small/large partition (2 or more instances): requests with prompt + predicted
-    output below ``threshold_tokens`` go round robin to the first half of the instances, the
-    others to the second half — the "Dedicated Small-Large" router of the paper's
-    batching-vs-routing table [R]."""
+    """Dedicated small/large partition (2 or more instances): requests whose size is below
+    ``threshold_tokens`` go round robin to the first half of the instances, the others to the
+    second half — the "Dedicated Small-Large" router of the paper's batching-vs-routing table
+    [R]. ``size``: ``"total"`` (prompt + predicted output, the default) or ``"output"`` (the
+    predicted output alone: the decode iterations, a request's service time — size-interval
+    task assignment)."""
 
     threshold_tokens: int = 1024
     name: str = "small-large"
+    size: str = "total"
 
     def __post_init__(self) -> None:
         check_int(self.threshold_tokens, "SizePartitionRouter.threshold_tokens", low=0)
+        if self.size not in ("total", "output"):
+            raise ParameterError(f"SizePartitionRouter.size must be 'total' or 'output', got "
+                                 f"{self.size!r}")
 
     def init(self, seed: int = 0) -> tuple[int, int]:
         """Round-robin pointers of the small and the large half."""
@@ -127,7 +134,9 @@ class SizePartitionRouter:
     def route(self, state: tuple[int, int], view: InstanceView,
               rng: np.random.Generator) -> tuple[int, tuple[int, int]]:
         """The next instance of the head request's half (:func:`size_partition_pick`)."""
-        small = int(view.queue_prompt[0]) + int(view.queue_output_pred[0]) < self.threshold_tokens
+        size = int(view.queue_output_pred[0]) + (
+            int(view.queue_prompt[0]) if self.size == "total" else 0)
+        small = size < self.threshold_tokens
         pointers = np.array(state, dtype=np.int64)
         g = size_partition_pick(small, view.config.n_instances, pointers)
         return int(g), (int(pointers[0]), int(pointers[1]))
