@@ -1,5 +1,5 @@
-"""Knowl 6 (batching vs routing) of the Intelligent Router experiments: the seed's table, the
-two claims' rules (fixed before the full run) and the markdown table (ours beside the seed's).
+"""Knowl 6 (batching vs routing) of the Intelligent Router experiments: the paper's table, the
+two claims' rules (fixed before the full run) and the markdown table (ours beside the paper's).
 
 The setup (classes, orders, cluster, routers, metric) is :mod:`lbtheory.intelligent._knowl6`'s.
 """
@@ -17,7 +17,7 @@ LABELS = {"bin-packing": "Bin packing", "lwl": "Least work left", "fcfs": "FCFS"
           "four-random": "four classes random", "lh-then-hl": "LH, then HL",
           "hl-then-lh": "HL, then LH"}
 
-#: the seed's "Total End-to-End Latency (s)", batcher -> router -> the four orders
+#: the paper's "Total End-to-End Latency (s)", batcher -> router -> the four orders
 PAPER = {
     "bin-packing": {"small-large": (704.50, 644.75, 566.25, 588.15),
                     "rr": (581.50, 559.30, 424.80, 440.68),
@@ -32,7 +32,7 @@ PAPER = {
 
 #: the two claims' rules, written before the full run (the lead's brief, adopted unchanged)
 RULES = """\
-**Rules** (fixed before the full run; applied alike to the seed's table and to ours, ours on the
+**Rules** (fixed before the full run; applied alike to the paper's table and to ours, ours on the
 mean over the workload seeds and on each seed alone). T(o, b, r) is the makespan of order o,
 batcher b, router r.
 
@@ -76,7 +76,7 @@ def _array(rows: list, key: str, seed: int | None = None) -> np.ndarray:
 
 
 def summarise(rows: list) -> dict:
-    """The table (means over seeds, ranges) and both rules on ours and on the seed's."""
+    """The table (means over seeds, ranges) and both rules on ours and on the paper's."""
     seeds = sorted({int(s) for _, r in rows for s in r["runs"]})
     mk = _array(rows, "makespan_s")
     per_seed = [claims(_array(rows, "makespan_s", s)) for s in seeds]
@@ -109,7 +109,7 @@ def _verdict(ok: bool) -> str:
 
 
 def markdown(s: dict) -> list[str]:
-    """The Knowl 6 section: the table (ours: mean makespan over the seeds [range]; the seed's),
+    """The Knowl 6 section: the table (ours: mean makespan over the seeds [range]; the paper's),
     the rules and their outcome."""
     n = len(s["seeds"])
     seeds = f"workload seed {s['seeds'][0]}" if n == 1 else f"{n} workload seeds"
@@ -118,10 +118,10 @@ def markdown(s: dict) -> list[str]:
              "Total E2E read as the makespan (first arrival to last completion, s; module "
              "docstring of `lbtheory.intelligent._knowl6`). Ours"
              + (": mean over the seeds [min–max]" if n > 1 else "")
-             + "; the seed's beside it. Mean E2E per request and preemptions per request "
+             + "; the paper's beside it. Mean E2E per request and preemptions per request "
              "(ours) in the last columns of each order.", "",
              "| batcher | router | " + " | ".join(
-                 f"{LABELS[o]}: ours | seed | mean E2E | preempt./req" for o in ORDERS) + " |",
+                 f"{LABELS[o]}: ours | paper | mean E2E | preempt./req" for o in ORDERS) + " |",
              "|---|---|" + "---|" * (4 * len(ORDERS))]
     by = {(c["order"], c["batcher"], c["router"]): c for c in s["cells"]}
     for b in BATCHERS:
@@ -144,10 +144,10 @@ def markdown(s: dict) -> list[str]:
               f"routers' spread vs largest batchers' spread: {spread}); "
               f"{_per_seed(s, 'routing_dominates')}on the mean E2E "
               f"reading: {_verdict(s['claims_mean_e2e']['routing_dominates']['holds'])}; the "
-              f"seed's table: {_verdict(paper['routing_dominates']['holds'])}.",
+              f"paper's table: {_verdict(paper['routing_dominates']['holds'])}.",
               f"* Ordered arrivals equalise the batchers: {_verdict(oe['holds'])} on the means "
               f"(batchers' spread — {rel}); "
               f"{_per_seed(s, 'ordered_equalise')}on the mean E2E "
               f"reading: {_verdict(s['claims_mean_e2e']['ordered_equalise']['holds'])}; the "
-              f"seed's table: {_verdict(paper['ordered_equalise']['holds'])}.", ""]
+              f"paper's table: {_verdict(paper['ordered_equalise']['holds'])}.", ""]
     return lines
