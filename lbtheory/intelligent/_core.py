@@ -74,9 +74,10 @@ def _no_refcounts() -> dict[str, bool]:
     target option) where this numba has it. The kernels allocate nothing and only index
     arrays their callers own, and numba's atomic increments and decrements of every array at
     each call boundary took over half of the engine's time (BENCHMARKS.md, issue 35)."""
-    from numba.core.options import TargetOptions
+    from numba.core.cpu import CPUTargetOptions
 
-    return {"_nrt": False} if hasattr(TargetOptions, "_nrt") else {}
+    return {"_nrt": False} if isinstance(getattr(CPUTargetOptions, "_nrt", None),
+                                         CPUTargetOptions.Mapping) else {}
 
 
 _KERNEL = {"cache": True, **_no_refcounts()}
