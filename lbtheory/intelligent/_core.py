@@ -300,7 +300,7 @@ def _start(ri, rf, mi, gi, gf, m, t):
             x = ri[P, v] + ri[GEN, v]
             h = (x + b - 1) // b
             held += h
-            grown += h + (1 if x % b == 0 else 0)
+            grown += h + (1 if x == h * b else 0)  # a full last block: one division, not two
         need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, held)
         if na > 0:
             mi[PONLY, m] = 1
