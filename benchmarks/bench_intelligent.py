@@ -3,6 +3,7 @@ Python reference, environment decisions per second, the paper-budget training ru
 time and router decision latency. Prints Markdown tables with the command and the machine load.
 
 Run:  .venv/bin/python benchmarks/bench_intelligent.py [--quick] [--reps N] [--skip-train]
+      [--vllm-only] [--clock wall|cpu]
 
 * **simulator** — the same workload, router and cluster on both engines (outcomes are identical,
   bit for bit): wall time of ``simulate`` (median of ``--reps``), the ratio, simulated requests
@@ -59,12 +60,17 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
+#: the clock of the simulator tables: wall (``time.perf_counter``) or this process's CPU time
+#: (``time.process_time``; ``--clock cpu``), steadier on a machine shared with other jobs.
+CLOCK = time.perf_counter
+
+
 def _median_time(fn, reps: int) -> float:
     times = []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     return float(np.median(times))
 
 
@@ -244,7 +250,12 @@ def main() -> None:
     ap.add_argument("--skip-train", action="store_true", help="skip the training run")
     ap.add_argument("--vllm-only", action="store_true",
                     help="only the vLLM-faithful instance model's table (issue 35)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time the simulator tables by wall clock or by this process's CPU "
+                         "time (steadier when other jobs share the machine)")
     args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.vllm_only:
         reps = 1 if args.quick else args.reps
         print("$ .venv/bin/python benchmarks/bench_intelligent.py " + " ".join(sys.argv[1:]))

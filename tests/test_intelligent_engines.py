@@ -416,3 +416,12 @@ def test_python_routers_drive_the_compiled_core_directly():
     assert sims[0].preemptions == sims[1].preemptions
     assert all(np.array_equal(x, y, equal_nan=True)
                for x, y in zip(sims[0].records().values(), sims[1].records().values()))
+
+
+def test_core_kernels_compile_without_reference_counting():
+    # _core's kernels allocate nothing; numba's refcounting was over half of the engine's time
+    from lbtheory.intelligent import _core
+
+    assert _core._KERNEL.get("_nrt") is False
+    for fn in (_core.advance, _core.dispatch, _core._start, _core._finish, _core._preempt):
+        assert fn.targetoptions.get("_nrt") is False, fn

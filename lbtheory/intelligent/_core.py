@@ -70,6 +70,20 @@ NOW, EPOCH_S, BUSY0 = 5, 6, 7
 _EPS = 1e-12
 
 
+def _no_refcounts() -> dict[str, bool]:
+    """numba options of this module's kernels: reference counting off (numba's ``_nrt``
+    target option) where this numba has it. The kernels allocate nothing and only index
+    arrays their callers own, and numba's atomic increments and decrements of every array at
+    each call boundary took over half of the engine's time (BENCHMARKS.md, issue 35)."""
+    from numba.core.cpu import CPUTargetOptions
+
+    return {"_nrt": False} if isinstance(getattr(CPUTargetOptions, "_nrt", None),
+                                         CPUTargetOptions.Mapping) else {}
+
+
+_KERNEL = {"cache": True, **_no_refcounts()}
+
+
 class CoreState(NamedTuple):
     """The compiled simulator's arrays (module docstring)."""
 
@@ -83,7 +97,7 @@ class CoreState(NamedTuple):
 
 
 # -- the waiting queues (doubly linked lists) ---------------------------------------------------
-@njit(cache=True)
+@njit(**_KERNEL)
 def _push_front(ri, mi, m, v):
     h = mi[WHEAD, m]
     ri[NXT, v] = h
@@ -96,7 +110,7 @@ def _push_front(ri, mi, m, v):
     mi[N_WAIT, m] += 1
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _insert_after(ri, mi, m, u, v):
     """Link ``v`` after ``u`` in instance ``m``'s waiting queue (``u = -1``: at the front)."""
     if u < 0:
@@ -113,7 +127,7 @@ def _insert_after(ri, mi, m, u, v):
     mi[N_WAIT, m] += 1
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _unlink(ri, mi, m, v):
     """Take ``v`` out of instance ``m``'s waiting queue (the head, or any under bin packing)."""
     u, w = ri[PRV, v], ri[NXT, v]
@@ -130,7 +144,7 @@ def _unlink(ri, mi, m, v):
     mi[N_WAIT, m] -= 1
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _after(ri, adm, u, v):
     """Whether fresh waiting request ``u`` goes behind ``v`` under admission code ``adm``
     (:data:`~._admission.ADMISSION_CODES`: 1 SPF, 2 LWL, 3 bin packing), i.e.
@@ -147,7 +161,7 @@ def _after(ri, adm, u, v):
 
 
 # -- one instance --------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(**_KERNEL)
 def _preempt(ri, mi, gi, m):
     """Preempt by recomputation (the most recently admitted first) while the running requests'
     KV, their next token and the reserved rest of their prefills (chunked prefill; ``LEFT`` is
@@ -183,7 +197,7 @@ def _preempt(ri, mi, gi, m):
     return need, preempted
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _admit_one(ri, rf, mi, m, t, nv, slot, v):
     """Move waiting request ``v`` (``nv`` tokens to prefill) into batch slot ``slot``."""
     _unlink(ri, mi, m, v)
@@ -194,7 +208,7 @@ def _admit_one(ri, rf, mi, m, t, nv, slot, v):
     return v
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context, gi_block):
     """Start the iteration formed (``na`` admitted; ``need`` blocks of ``gi_block`` tokens),
     or mark the instance idle."""
@@ -208,7 +222,7 @@ def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context, gi_block):
     gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(n_decode), float(context))
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _start_chunked(ri, rf, mi, gi, gf, m, t):
     """:func:`_start` with chunked prefill (the reference's ``_start_chunked``)."""
     need, preempted = _preempt(ri, mi, gi, m)
@@ -260,7 +274,7 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
     _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_dec, mi[KV_USED, m] - partial_kv, gi[BLOCK])
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _admit_prefills(ri, rf, mi, gi, m, t, need):
     """Admit waiting requests while the batch has room, the prefill tokens fit
     ``MAX_PREFILL`` (the first always does) and ``need`` (blocks) plus the request's prompt and
@@ -291,7 +305,7 @@ def _admit_prefills(ri, rf, mi, gi, m, t, need):
     return need, na, sum_q, sum_q2
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _start(ri, rf, mi, gi, gf, m, t):
     """Form and start the next iteration of instance ``m`` at time ``t`` (s): preempt by
     recomputation (the most recently admitted first) while the running requests' next tokens
@@ -310,7 +324,7 @@ def _start(ri, rf, mi, gi, gf, m, t):
             x = ri[P, v] + ri[GEN, v]
             h = (x + b - 1) // b
             held += h
-            grown += h + (1 if x % b == 0 else 0)
+            grown += h + (1 if x == h * b else 0)  # a full last block: one division, not two
         need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, held)
         if na > 0:
             mi[PONLY, m] = 1
@@ -330,7 +344,7 @@ def _start(ri, rf, mi, gi, gf, m, t):
     _begin(mi, gf, m, t, need, na, sum_q, sum_q2, nr, mi[KV_USED, m], b)
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _finish(ri, rf, mi, gi, gf, m):
     """End the current iteration of instance ``m``: every scheduled request emits one token,
     finished ones leave (freeing their KV); returns the end time (s)."""
@@ -394,7 +408,7 @@ def _finish(ri, rf, mi, gi, gf, m):
     return t
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _log(mi, gi, gf, log_i, log_f, m, t):
     """Record the iteration just started: ``log_i[k]`` its instance, ``log_i[K + k]`` the end
     of its ids in ``log_i[2K:]`` (``K = gi[LOG_IDS0] // 2``), ``log_f[2k:2k + 2]`` its times."""
@@ -415,7 +429,7 @@ def _log(mi, gi, gf, log_i, log_f, m, t):
     gi[N_LOG_IDS] = j
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def _run_instance(s, m, t_start, t_until):
     """Instance ``m``: start an iteration at ``t_start`` when it is ≥ 0, then end and start
     iterations while the current one ends by ``t_until`` (s; ``inf``: until idle)."""
@@ -433,13 +447,13 @@ def _run_instance(s, m, t_start, t_until):
 
 
 # -- the cluster and the router queue -----------------------------------------------------------
-@njit(cache=True)
+@njit(**_KERNEL)
 def queue_length(s):
     """Requests in the router queue."""
     return s.gi[QT] - s.gi[QH]
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def advance(s):
     """Move to the next decision epoch with a non-empty router queue and run the instances up
     to it (True); when no request is left to route, run the instances to the end (False). The
@@ -477,7 +491,7 @@ def advance(s):
     return True
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def dispatch(s, pos, m):
     """Route the request at router-queue position ``pos`` to instance ``m``; return its id (the
     caller checks the ranges)."""
@@ -503,7 +517,7 @@ def dispatch(s, pos, m):
     return v
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def earliest_completion_s(coef, n_decode, kv_used, fewest):
     """T̂_c [R]: min over instances with decoding requests (``n_decode[m] > 0``) of
     ``fewest[m]`` (the fewest predicted output tokens left, at least 1) × the instance's
@@ -518,7 +532,7 @@ def earliest_completion_s(coef, n_decode, kv_used, fewest):
     return best
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def fewest_left(s, out):
     """Per instance, the fewest predicted output tokens left (at least 1) among its running
     (decoding) requests, into ``out``; 0 where none runs."""
@@ -533,7 +547,7 @@ def fewest_left(s, out):
         out[m] = best
 
 
-@njit(cache=True)
+@njit(**_KERNEL)
 def waiting_ids(s, m, out):
     """The waiting requests of instance ``m``, head first, into ``out``; returns how many."""
     k = 0
