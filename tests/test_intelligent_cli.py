@@ -169,7 +169,7 @@ def test_admission_flag_selects_the_batcher(tmp_path, capsys):
     wl = workload_from_arrays([0.0] * 4, [60, 50, 30, 10], [2, 1, 5, 1])
     means = {}
     for flag, adm in (("--admission", "fcfs"), ("--admission", "bin-packing"),
-                      ("--batcher", "lwl")):
+                      ("--admission", "lwl")):
         rc, out, err = _run(capsys, ["intelligent", "evaluate", trace, "--requests", "4",
                                      "--rate", "0", "--instances", "1", "--kv-budget", "100",
                                      "--json", "--policy", "rr", flag, adm])

@@ -57,7 +57,7 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
                    help="split prefills into chunks (the iteration's token budget covers "
                         "decodes too); evaluate takes it, and the other cluster settings, from "
                         "a checkpoint unless given")
-    option(p, "--admission", aliases=("--batcher",), default="fcfs", choices=ADMISSIONS,
+    option(p, "--admission", default="fcfs", choices=ADMISSIONS,
            help="the instances' batcher (admission order): fcfs (vLLM's), spf (shortest prompt "
                 "first), lwl (least work left: fewest predicted output tokens first) or "
                 "bin-packing (first-fit decreasing by prompt + predicted output); preempted "
