@@ -92,6 +92,7 @@ def profile(size: str, gap: float) -> None:
 
     def one_pass(update: bool) -> None:
         x, F, inb = x0.copy(), st.origin_flow.copy(), st.bush.copy()
+        cnts[:] = 0  # the order cache must be that of this bush (or empty)
         bk.bush_pass(*enc, False, safe, net.origins, n, *args, x, F, inb, True, 1, tiny,
                      orders, cnts, 1.0, 1, perm)  # fills the order cache
         t = time.process_time()

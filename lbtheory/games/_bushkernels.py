@@ -169,27 +169,101 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_star
 
 
 @njit(cache=True)
+def _labels_drop(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, L, U, minp, maxp,
+                 tiny):
+    """:func:`_labels` over all bush arcs of origin k (``used_only`` False) with the unused arcs
+    (flow ≤ ``tiny``, zeroed) off the cheapest-path tree dropped on the way, in one sweep: per
+    node in topological order its cheapest-path label (the tree arc kept, so the labels L/minp
+    are those of the bush before and after the drop), then its unused in-arcs off the tree
+    dropped, then its longest-path label U/maxp over the remaining in-arcs — the labels
+    :func:`_labels` gives on the bush after the drop. Unused arcs into the origin are dropped
+    too; every other bush arc enters a node the order reaches (trees and added arcs only join
+    reached nodes). Returns the number of arcs dropped."""
+    ib = inb[k]
+    Fk = F[k]
+    dropped = 0
+    for v in range(n):
+        L[v] = _INF
+        U[v] = -_INF
+        minp[v] = -1
+        maxp[v] = -1
+    o = order[0]
+    L[o] = 0.0
+    U[o] = 0.0
+    for e in range(in_start[o], in_start[o + 1]):  # an arc into the origin is never needed
+        a = in_arcs[e]
+        if ib[a] and Fk[a] <= tiny:
+            Fk[a] = 0.0
+            ib[a] = False
+            dropped += 1
+    for idx in range(1, cnt):
+        v = order[idx]
+        lo = in_start[v]
+        hi = in_start[v + 1]
+        for e in range(lo, hi):
+            a = in_arcs[e]
+            if ib[a]:
+                c = L[tails[a]] + cst[a]
+                if c < L[v]:
+                    L[v] = c
+                    minp[v] = a
+        mp = minp[v]
+        for e in range(lo, hi):
+            a = in_arcs[e]
+            if not ib[a]:
+                continue
+            if Fk[a] <= tiny:
+                Fk[a] = 0.0  # a rounding residue (see _equilibrate) counts as unused
+                if a != mp:
+                    ib[a] = False
+                    dropped += 1
+                    continue
+            t = tails[a]
+            if U[t] > -_INF and U[t] + cst[a] > U[v]:
+                U[v] = U[t] + cst[a]
+                maxp[v] = a
+    return dropped
+
+
+@njit(cache=True)
 def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
-            nonthru, o, ws, tiny):
+            nonthru, o, ws, tiny, orders, cnts):
     """Drop the unused arcs off the cheapest-path tree from the bush of origin k, then add the
     usable arcs that shorten the longest-path (or, ascending it, the cheapest-path) label of
-    their head. Returns the number of arcs added."""
+    their head. Returns the number of arcs added.
+
+    The bush's topological order comes from the cache ``orders``/``cnts`` (``cnts[k]`` = 0:
+    none cached, computed here) and recomputed (Kahn) only when arcs were dropped or added, then
+    left in the cache (and in the workspace) for the equilibration: the same order as a fresh
+    one each time, so the same flows as computing it afresh, bit for bit. (Dropping arcs keeps
+    the old order topological, and so does adding arcs whose tail precedes their head in it;
+    keeping it then saves more, but changes the shift sequence: one Winnipeg-size solve to
+    1e-10 needed 182 passes instead of 141.)"""
     ib = inb[k]
     Fk = F[k]
     indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
     m = heads.size
-    cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
-    _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp, maxp)
-    for a in range(m):
-        if ib[a] and Fk[a] <= tiny:
-            Fk[a] = 0.0  # a rounding residue (see _equilibrate) counts as unused
-            if minp[heads[a]] != a:
-                ib[a] = False
-    # the order stays topological (and every node reached) without the dropped arcs
-    _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp, maxp)
+    cnt = cnts[k]
+    cached = cnt > 0
+    if cached:
+        for v in range(n):
+            pos[v] = -1
+        for i in range(cnt):
+            order[i] = orders[k, i]
+            pos[order[i]] = i
+    else:
+        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+    changed = _labels_drop(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, L, U, minp,
+                           maxp, tiny)
     added = 0
     for a in range(m):
-        if ib[a] or not usable[a]:
+        if ib[a]:
+            if pos[heads[a]] < 0 and Fk[a] <= tiny:  # unreached: no label, so off the tree
+                Fk[a] = 0.0
+                ib[a] = False
+                changed += 1
+            continue
+        if not usable[a]:
             continue
         t = tails[a]
         h = heads[a]
@@ -199,6 +273,12 @@ def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, ta
         if U[t] + c < U[h] - 1e-14 * U[h] or (L[t] + c < L[h] - 1e-14 * L[h] and U[t] < U[h]):
             ib[a] = True
             added += 1
+    changed += added
+    if changed > 0:
+        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+    if changed > 0 or not cached:
+        orders[k, :cnt] = order[:cnt]
+        cnts[k] = cnt
     return added
 
 
@@ -252,16 +332,17 @@ def _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_s
             heads, tails, usable, nonthru, x, cst, der, F, inb, update, repeat, tiny, orders, cnts,
             relax, ws):
     """(``update``) update the bush of origin k, then ``repeat`` equilibrations of it; returns
-    the largest segment cost difference seen."""
+    the largest segment cost difference seen. The bush's topological order is the cached one
+    (``orders``/``cnts``, kept current by :func:`_update`)."""
     o = origins[k]
     if update:
         _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
-                nonthru, o, ws, tiny[k])
+                nonthru, o, ws, tiny[k], orders, cnts)
     worst = 0.0
-    for r in range(repeat):
+    for _ in range(repeat):
         w = _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start,
                          out_arcs, in_start, in_arcs, heads, tails, o, ws, tiny[k], orders, cnts,
-                         update and r == 0, relax)
+                         False, relax)
         if w > worst:
             worst = w
     return worst
@@ -273,8 +354,9 @@ def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_st
               threads, perm):
     """One pass over the origins ``perm`` (a permutation of the origin indices, or of a subset of
     them: a partial pass), in that order: (``update``) update the bush, then ``repeat`` Algorithm-B
-    equilibrations of it (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate`; every pass after
-    a cold or warm start must update). Returns the largest segment cost difference seen (cost
+    equilibrations of it (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate` and
+    :func:`_update`; ``cnts`` zeros after a cold or warm start, and that first pass must update).
+    Returns the largest segment cost difference seen (cost
     units).
 
     ``threads`` = 1: Gauss–Seidel, every origin sees every earlier shift (deterministic).

@@ -205,18 +205,113 @@ def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost
     return dist
 
 
+@njit(cache=True)
+def _dists(origin, n, start, head, cost, nonthru, dist, hk, hv, where):
+    """Shortest-path distances from ``origin`` on a compact forward star (``start``: each node's
+    first entry; ``head``/``cost`` per entry, the usable arcs only) by a binary heap of nodes
+    with decrease-key (``where``: a node's heap slot, −1 unreached, −2 settled; at most n
+    entries). The same arc-use rule as :func:`dijkstra` and the same distances (each the least
+    of its settled predecessors' dist + cost, whatever the heap's order). Fills ``dist``."""
+    for v in range(n):
+        dist[v] = _INF
+        where[v] = -1
+    dist[origin] = 0.0
+    hk[0] = 0.0
+    hv[0] = origin
+    where[origin] = 0
+    size = 1
+    while size > 0:
+        du = hk[0]
+        u = hv[0]
+        where[u] = -2
+        size -= 1
+        if size > 0:  # sift the last element down from the root
+            k, v = hk[size], hv[size]
+            i = 0
+            while True:
+                c = 2 * i + 1
+                if c >= size:
+                    break
+                if c + 1 < size and hk[c + 1] < hk[c]:
+                    c += 1
+                if hk[c] >= k:
+                    break
+                hk[i] = hk[c]
+                hv[i] = hv[c]
+                where[hv[i]] = i
+                i = c
+            hk[i] = k
+            hv[i] = v
+            where[v] = i
+        if nonthru[u] and u != origin:
+            continue
+        for e in range(start[u], start[u + 1]):
+            h = head[e]
+            i = where[h]
+            if i == -2:  # settled (the origin among them)
+                continue
+            nd = du + cost[e]
+            if nd < dist[h]:
+                dist[h] = nd
+                if i < 0:
+                    i = size
+                    size += 1
+                while i > 0:  # sift up
+                    par = (i - 1) // 2
+                    if hk[par] <= nd:
+                        break
+                    hk[i] = hk[par]
+                    hv[i] = hv[par]
+                    where[hv[i]] = i
+                    i = par
+                hk[i] = nd
+                hv[i] = h
+                where[h] = i
+
+
 @njit(cache=True, parallel=True)
-def all_dists(origins, n, out_start, out_arcs, heads, tails, usable, nonthru, cost, threads):
-    """Shortest-path distances (K × n) from every origin under ``cost``, the origins shared
-    among ``threads`` numba threads (each row is written by one; the same bits for any count)."""
+def _dists_lanes(origins, n, start, head, ce, nonthru, lanes, D):
+    """:func:`_dists` for every origin into the rows of D, the origins shared among ``lanes``
+    numba threads (lane l takes origins l, l + lanes, …)."""
     K = origins.size
+    for lane in prange(lanes):
+        hk = np.empty(n + 1)
+        hv = np.empty(n + 1, dtype=np.int64)
+        where = np.empty(n, dtype=np.int64)
+        for k in range(lane, K, lanes):
+            _dists(origins[k], n, start, head, ce, nonthru, D[k], hk, hv, where)
+
+
+@njit(cache=True)
+def all_dists(origins, n, out_start, out_arcs, heads, tails, usable, nonthru, cost, threads):
+    """Shortest-path distances (K × n) from every origin under ``cost`` (the arc-use rule of
+    :func:`dijkstra`), the origins shared among ``threads`` numba threads (each row is written
+    by one; the same bits for any count; one thread runs no parallel region, whose start-up
+    and spinning workers cost more than the Dijkstras at these sizes). The usable arcs are
+    packed once into a compact forward star with their costs (:func:`_dists`)."""
+    K = origins.size
+    start = np.zeros(n + 1, dtype=np.int64)
+    head = np.empty(out_arcs.size, dtype=np.int64)
+    ce = np.empty(out_arcs.size)
+    j = 0
+    for u in range(n):
+        for e in range(out_start[u], out_start[u + 1]):
+            a = out_arcs[e]
+            if usable[a]:
+                head[j] = heads[a]
+                ce[j] = cost[a]
+                j += 1
+        start[u + 1] = j
     D = np.empty((K, n))
     lanes = max(min(threads, K), 1)
-    for lane in prange(lanes):
-        pred = np.empty(n, dtype=np.int64)
-        for k in range(lane, K, lanes):
-            dijkstra(origins[k], n, out_start, out_arcs, heads, tails, usable, nonthru, cost,
-                     D[k], pred)
+    if lanes > 1:
+        _dists_lanes(origins, n, start, head, ce, nonthru, lanes, D)
+        return D
+    hk = np.empty(n + 1)
+    hv = np.empty(n + 1, dtype=np.int64)
+    where = np.empty(n, dtype=np.int64)
+    for k in range(K):
+        _dists(origins[k], n, start, head, ce, nonthru, D[k], hk, hv, where)
     return D
 
 
