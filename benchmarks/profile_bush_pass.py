@@ -25,8 +25,9 @@ from numba import njit
 
 from lbtheory.games import _bushkernels as bk
 from lbtheory.games import bush_assignment
+from lbtheory.games._bush import setup
 from lbtheory.games.synthetic import synthetic_network
-from lbtheory.games.tap import _Net, certificate_parts, encode_costs
+from lbtheory.games.tap import certificate_parts
 
 REPEATS = 7
 
@@ -71,18 +72,8 @@ def profile(size: str, gap: float) -> None:
     game = synthetic_network(size, seed=0)[0]
     res = bush_assignment(game, tol=gap)
     st = res.state
-    enc = encode_costs(game)
-    kind = enc[0]
-    P = enc[4]
-    safe = bool(np.all(kind == 0) and np.all((P == 0) | (P >= 1) | (enc[2] == 0)))
-    net = _Net(game)
+    enc, safe, net, args, tiny = setup(game)
     n, K = game.n_nodes, len(game.origins)
-    by_head = np.argsort(game.heads, kind="stable").astype(np.int64)
-    in_start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(game.heads, minlength=n), out=in_start[1:])
-    args = (net.out_start, net.out_arcs, in_start, by_head, net.heads, net.tails, net.usable,
-            net.nonthru)
-    tiny = 1e-13 * game.demand.sum(axis=1)
     from lbtheory.games import _gpkernels as kern
     x0 = st.origin_flow.sum(axis=0)
     cst = kern.arc_costs(*enc, x0, False, False)

@@ -212,23 +212,32 @@ def _rate(history: list[tuple[int, float, float]], spent: list[float]) -> float 
     return min((g1 / g0) ** (1.0 / spent[-1]), 0.95)
 
 
-def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: int,
-           time_limit: float, inner: int, repeat: int, warm: BushState | None, stall: int,
-           throw: bool, relax: float, threads: int) -> GameResult:
-    so = objective is Objective.SYSTEM_OPTIMUM
-    t0 = time.perf_counter()
+def setup(game: RoutingGame) -> tuple[tuple, bool, _Net, tuple, np.ndarray]:
+    """What every bush pass of ``game`` reads: ``(enc, safe, net, args, tiny)`` — the encoded
+    costs, whether every cost is BPR-safe for the Newton shift, the network, the forward and
+    backward stars (``args`` of :func:`_bushkernels.bush_pass`) and each origin's negligible
+    flow (1e-13 of its demand). Shared by the solver and ``benchmarks/profile_bush_pass.py``."""
     enc = encode_costs(game)
     kind, A, B, S, P = enc
     safe = bool(np.all(kind == 0) and np.all((P == 0) | (P >= 1) | (B == 0)))
     net = _Net(game)
-    n, K = game.n_nodes, len(game.origins)
+    n = game.n_nodes
     by_head = np.argsort(game.heads, kind="stable").astype(np.int64)
     in_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(game.heads, minlength=n), out=in_start[1:])
     args = (net.out_start, net.out_arcs, in_start, by_head, net.heads, net.tails, net.usable,
             net.nonthru)
+    return enc, safe, net, args, 1e-13 * game.demand.sum(axis=1)
+
+
+def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: int,
+           time_limit: float, inner: int, repeat: int, warm: BushState | None, stall: int,
+           throw: bool, relax: float, threads: int) -> GameResult:
+    so = objective is Objective.SYSTEM_OPTIMUM
+    t0 = time.perf_counter()
+    enc, safe, net, args, tiny = setup(game)
+    n, K = game.n_nodes, len(game.origins)
     x, F, inb = _start(game, net, enc, so, warm, args)
-    tiny = 1e-13 * game.demand.sum(axis=1)
     orders = np.zeros((K, n), dtype=np.int32)  # topological orders (cache)
     cnts = np.zeros(K, dtype=np.int64)
     best_F = np.empty_like(F)  # the best flows so far (one buffer: K × m can be large)
