@@ -27,7 +27,7 @@ Knowl 7 and 8 have no table: their clairvoyant headroom is under 3 % (the issue'
   (``seed = 100 s``), 20 episodes of the setup's request count, ``DQNConfig`` defaults otherwise
   (monotone network, validation selection on two held-out episodes ``100 s + 20``, ``+ 21``).
   The cells run WG-RL's seeds first, then WA-RL's, then RL's.
-* **Amendment** (16:20 UTC, after the first two WG-RL cells had finished and before any other
+* **Amendment** (16:16 UTC, after the first two WG-RL cells had finished and before any other
   cell): a training takes ≈ 15 min on this shared 2-core machine (≈ 9 min idle), so the 15
   trainings do not fit in the session that runs them. The full profile drops **Baseline RL**
   (the paper's unguided row, not its contribution); WG-RL and WA-RL keep 5 training seeds each.

@@ -155,6 +155,40 @@ hd = Path("../experiments/results/intelligent-headroom/summary.md")
 display(Markdown(hd.read_text() if hd.exists() else "no headroom results committed"))
 """),
 ("md", """
+## Knowl 4 on the vLLM-faithful model: how much of the headroom do the learnt routers take?
+`lbtheory sweep intelligent-router-vllm-k4` (protocol written before the run, in
+`experiments/intelligent_router_vllm.py`): the calibrated Knowl 4 set-up, the paper's action
+space (deferral always allowed, no bounded-loads cap), predicted lengths for every router but
+the clairvoyant, 5 training seeds × 20 episodes of 2,000 requests per RL router, 10 held-out
+evaluation episodes. The clairvoyant runs on 500-request episodes of the same seeds, so every
+router is also evaluated there: its *share of the headroom* is its Δ there over the
+clairvoyant's. Left: Δ at full length (the paper's quantity, paper's value as ×); right: the
+share of the headroom (1 = all of it).
+"""),
+("code", """
+vk4 = Path("../experiments/results/intelligent-router-vllm-k4")
+if (vk4 / "summary.json").exists():
+    display(Markdown((vk4 / "table.md").read_text()))
+    s = json.loads((vk4 / "summary.json").read_text())
+    rows = [(n, r) for n, r in sorted(s["routers"].items(), key=lambda kv: (kv[1]["kind"], kv[0]))
+            if n != "rr"]
+    y = np.arange(len(rows))
+    fig, (a1, a2) = figure(width=8.0, height=3.4, ncols=2, sharey=True)
+    for ax, key in ((a1, "delta_pct"), (a2, "share")):
+        v = np.array([r[key] for _, r in rows], dtype=float)
+        lo = np.nan_to_num(np.abs(v[:, 0] - v[:, 1])); hi = np.nan_to_num(np.abs(v[:, 2] - v[:, 0]))
+        ax.errorbar(v[:, 0], y, xerr=[lo, hi], fmt="o", color="k", capsize=3, label="measured")
+        ax.axvline(0, color="0.6", lw=0.8)
+    paper = [(i, r["paper_pct"]) for i, (_, r) in enumerate(rows) if r["paper_pct"] is not None]
+    a1.plot([p for _, p in paper], [i for i, _ in paper], "x", color="C3", label="paper")
+    a2.axvline(1, color="C0", lw=0.8, ls="--", label="clairvoyant")
+    a1.set_yticks(y, [n for n, _ in rows]); a1.set_xlabel("Δ mean E2E vs RR, 2,000 requests (%)")
+    a2.set_xlabel("share of the clairvoyant's gain (500 requests)")
+    a1.legend(loc="lower right", fontsize=8); a2.legend(loc="lower right", fontsize=8)
+else:
+    print("run: .venv/bin/lbtheory sweep intelligent-router-vllm-k4 --profile full")
+"""),
+("md", """
 ## Knowl 6: does routing dominate batching?
 Three batchers (FCFS; least work left; bin packing — [R] definitions in
 `lbtheory/intelligent/_admission.py`) × three routers (dedicated small–large, round robin, the
