@@ -45,6 +45,9 @@ def _rows():
     rows += [({"part": "headroom", "seed": s, **common},
               {"label": "clairvoyant", "short": {str(s): _ep(v)}, "seconds": 1.0})
              for s, v in zip(seeds, (9.0, 17.0), strict=True)]
+    rows += [({"part": "headroom-full", "seed": s, **common},
+              {"label": "clairvoyant", "full": {str(s): _ep(v)}, "seconds": 1.0})
+             for s, v in zip(seeds, (80.0, 190.0), strict=True)]
     full = [(95.0, 180.0), (90.0, 190.0), (99.0, 210.0)]
     short = [(9.8, 18.0), (9.0, 18.0), (10.0, 19.0)]
     for k in range(3):
@@ -76,6 +79,14 @@ def test_share_of_headroom_intervals_and_collapse_by_hand(vllm):
     hs = stats.t.ppf(0.975, 2) * np.std(shares, ddof=1) / math.sqrt(3)
     np.testing.assert_allclose(r["share"], [np.mean(shares), np.mean(shares) - hs,
                                             np.mean(shares) + hs], rtol=1e-9)
+    # the full-length headroom (an addition to the protocol): −20 % and −5 %, mean −12.5 %;
+    # each seed's full-length Δ over it, then the t-interval
+    assert s["clairvoyant_full_delta_pct"][0] == pytest.approx(-12.5)
+    sf = [d / -12.5 for d in per_full]
+    hf = stats.t.ppf(0.975, 2) * np.std(sf, ddof=1) / math.sqrt(3)
+    np.testing.assert_allclose(r["share_full"], [np.mean(sf), np.mean(sf) - hf,
+                                                 np.mean(sf) + hf], rtol=1e-9)
+    assert s["routers"]["jsq"]["share_full"] == pytest.approx(-3.5 / -12.5)
     # 1.6× the fair share in one episode: collapsed, whatever the interval says
     assert r["max_share"] == 1.6 and r["collapsed"]
     assert r["verdict"] == "not reproduced (collapsed)" and r["paper_pct"] == -11.43
@@ -93,4 +104,5 @@ def test_share_of_headroom_intervals_and_collapse_by_hand(vllm):
     assert j["paper_pct"] == -0.46 and j["verdict"] == "reproduced"
     assert s["routers"]["rr"]["share"] is None
     table = "\n".join(vllm.markdown(s, "quick"))
-    assert "**-12.5 %**" in table and "| wg-rl-hurl (3 seeds) |" in table
+    assert "**-12.5 %** [-44.3, +19.3]" in table and "| wg-rl-hurl (3 seeds) |" in table
+    assert "at full length, on 2 episodes, **-12.5 %** [-107.8, +82.8]" in table
