@@ -185,28 +185,43 @@ def headroom_run(config: dict) -> dict:
         res, st["setup"].instances)}, "seconds": time.perf_counter() - t0}
 
 
-def rl_run(config: dict) -> dict:
-    """Train one router (one training seed); evaluate it greedily on every evaluation episode,
-    full length and headroom length."""
-    from lbtheory.intelligent import DQNConfig, RoutingEnv, greedy_rollout, train_dqn
+def train(config: dict) -> tuple:
+    """``(TrainResult, setup dict, seconds)``: one RL cell's training (deterministic: the
+    same config trains the same network)."""
+    from lbtheory.intelligent import DQNConfig, train_dqn
 
     st = _setup(config)
-    cfg, m = st["cluster"], st["setup"].instances
-    label = _label(config["router"], config["reading"])
     dq = DQNConfig(router=config["router"], reading=config["reading"],
                    episodes=config["episodes"], seed=100 * config["train_seed"])
     t0 = time.perf_counter()
-    res = train_dqn(st["workload_fn"], cfg, dq, env_config=st["env"],
+    res = train_dqn(st["workload_fn"], st["cluster"], dq, env_config=st["env"],
                     predict_fn=st["predict_fn"])
-    train_s = time.perf_counter() - t0
-    out: dict = {"label": label, "train_seed": config["train_seed"], "train_s": train_s,
-                 "history": res.history, "selected_episode": res.selected_episode,
-                 "status": res.status.value, "full": {}, "short": {}}
+    return res, st, time.perf_counter() - t0
+
+
+def evaluate(res, st: dict, config: dict, defer: bool = True) -> dict:
+    """The trained network's greedy policy on every evaluation episode, full length and
+    headroom length (``defer=False``: waiting masked whenever an instance is valid)."""
+    from lbtheory.intelligent import RoutingEnv, greedy_rollout
+
+    label = _label(config["router"], config["reading"])
+    out: dict = {"full": {}, "short": {}}
     for part, fn in (("full", st["workload_fn"]), ("short", st["short_fn"])):
-        env = RoutingEnv(fn, cfg, res.env_config, st["predict_fn"])
+        env = RoutingEnv(fn, st["cluster"], res.env_config, st["predict_fn"])
         for s in config["eval_seeds"]:
-            out[part][str(s)] = _row(greedy_rollout(res.net, env, s, label), m)
+            out[part][str(s)] = _row(greedy_rollout(res.net, env, s, label, defer=defer),
+                                     st["setup"].instances)
     return out
+
+
+def rl_run(config: dict) -> dict:
+    """Train one router (one training seed); evaluate it greedily on every evaluation episode,
+    full length and headroom length."""
+    res, st, train_s = train(config)
+    return {"label": _label(config["router"], config["reading"]),
+            "train_seed": config["train_seed"], "train_s": train_s, "history": res.history,
+            "selected_episode": res.selected_episode, "status": res.status.value,
+            **evaluate(res, st, config)}
 
 
 def cell(config: dict) -> dict:

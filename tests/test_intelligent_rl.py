@@ -555,3 +555,36 @@ def test_split_networks_hash_once_and_share_compiled_functions():
         sizes.append(_q_split._cache_size())
     assert np.diff(sizes).tolist() == [1, 0, 1]  # a compiles, b shares a's, c compiles its own
     assert all(g == second != best for g, best, second in picks)
+
+
+def test_a_network_that_always_waits_routes_at_once_without_deferral():
+    """``defer=False`` (the deferral ablation): a network whose wait value dwarfs every other
+    action holds each request in the router queue until ``max_wait_s`` masks waiting (the
+    paper's action space); the same network with deferral masked routes every request at its
+    first decision epoch — and both serve every request."""
+    from lbtheory.intelligent import DQNRouter, greedy_rollout
+
+    cfg = ClusterConfig(n_instances=2, kv_budget_tokens=2000, max_batch=16, timing=SIMPLE)
+    ec = EnvConfig(wait_only_when_full=False, max_wait_s=0.3)
+    tr = train_dqn(_tiny_wf, cfg, DQNConfig(router="rl", seed=3, selection="last",
+                                            **{**TINY, "episodes": 1}), env_config=ec)
+    net = _wait_bias(tr.net, 1e6)
+    env = RoutingEnv(_tiny_wf, cfg, tr.env_config)
+    waits = greedy_rollout(net, env, 5)
+    routes = greedy_rollout(net, env, 5, defer=False)
+    assert waits.completed == routes.completed == 25
+    # waiting is masked once the head has waited max_wait_s: it leaves in the epoch after
+    epoch = cfg.epoch_s
+    assert np.all(waits.router_wait_s >= 0.3 - 1e-9)
+    assert np.all(waits.router_wait_s <= 0.3 + epoch + 1e-9)
+    assert np.all(routes.router_wait_s <= epoch + 1e-9)
+    assert DQNRouter(net, tr.env_config).defer and not DQNRouter(net, tr.env_config,
+                                                                 defer=False).defer
+
+
+def _wait_bias(net, bias: float):
+    """``net`` with its wait head's output bias set to ``bias``."""
+    import equinox as eqx
+
+    return eqx.tree_at(lambda n: n.wait.layers[-1].bias, net,
+                       jnp.full_like(net.wait.layers[-1].bias, bias))

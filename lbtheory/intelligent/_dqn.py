@@ -494,11 +494,13 @@ class DQNRouter:
     """A trained Double-DQN router on the one router contract: the greedy action of the
     Q-network on the :func:`~lbtheory.intelligent.observation` of the view over the valid
     actions (:func:`~lbtheory.intelligent.routing_mask`: waiting, bounded loads); the wait
-    action answers ``None``."""
+    action answers ``None``. With ``defer=False`` (an ablation: the same network without
+    deferral) waiting is masked whenever some instance is a valid action."""
 
     net: Any
     env_config: EnvConfig
     name: str = "dqn"
+    defer: bool = True
 
     def init(self, seed: int = 0) -> tuple:
         """The network split for the fast decision path."""
@@ -512,18 +514,22 @@ class DQNRouter:
               rng: np.random.Generator) -> tuple[int | None, tuple]:
         """The greedy action: an instance, or ``None`` (wait)."""
         m = view.config.n_instances
-        a = greedy_action(state, observation(view, self.env_config),
-                          routing_mask(view, self.env_config))
+        mask = routing_mask(view, self.env_config)
+        if not self.defer and mask[:m].any():
+            mask[m] = False
+        a = greedy_action(state, observation(view, self.env_config), mask)
         return (None if a == m else a), state
 
 
-def greedy_rollout(net: Any, env: RoutingEnv, seed: int, name: str = "dqn") -> InstanceResult:
+def greedy_rollout(net: Any, env: RoutingEnv, seed: int, name: str = "dqn",
+                   defer: bool = True) -> InstanceResult:
     """Serve the environment's workload of episode ``seed`` with the greedy policy of ``net``
-    (a :class:`DQNRouter` driven by :func:`~lbtheory.intelligent.run_router`)."""
+    (a :class:`DQNRouter` driven by :func:`~lbtheory.intelligent.run_router`; ``defer=False``:
+    waiting masked whenever an instance is valid)."""
     wl = env.workload_fn(int(seed))
     pred = None if env.predict_fn is None else np.asarray(env.predict_fn(wl))
     sim = make_sim(wl, env.cfg, pred, engine=env.engine)
-    run_router(sim, DQNRouter(net, env.env_cfg, name), seed=seed)
+    run_router(sim, DQNRouter(net, env.env_cfg, name, defer), seed=seed)
     return result_of(sim, name)
 
 

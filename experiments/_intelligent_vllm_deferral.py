@@ -1,0 +1,70 @@
+"""What limits the learnt routers on Knowl 4 (vLLM-faithful model)? The deferral ablation.
+
+Run (a script, not a sweep experiment: the leading underscore keeps ``lbtheory sweep`` from
+loading it)::
+
+    PYTHONPATH=experiments .venv/bin/python experiments/_intelligent_vllm_deferral.py \\
+        --router wg-rl --seeds 1 0
+
+Retrains the given cells of ``intelligent-router-vllm-k4`` exactly (same config, same seed: the
+training is deterministic, checked against the committed cell's evaluation) and evaluates the
+same network twice on the 10 evaluation episodes, full length and 500 requests: as trained (the
+paper's action space, deferral allowed) and with waiting masked whenever an instance is a valid
+action (:class:`lbtheory.intelligent.DQNRouter` ``defer=False``). The difference is what the
+learnt deferral costs or gains. Writes ``deferral.json`` next to the table's summary
+(atomically); seeds chosen after the table's cells: the largest and the smallest mean router
+wait among WG-RL's seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from intelligent_router_vllm import BUDGET, EVAL_SEED0, evaluate, train
+
+from lbtheory.io import run_manifest, write_json_atomic
+
+OUT = Path("experiments/results/intelligent-router-vllm-k4")
+
+
+def _mean(part: dict, key: str) -> float:
+    return float(np.mean([r[key] for r in part.values()]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--router", default="wg-rl")
+    ap.add_argument("--reading", default="hurl")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1])
+    ap.add_argument("--out", default=str(OUT))
+    a = ap.parse_args(argv)
+    b = BUDGET["full"]
+    out_file = Path(a.out) / "deferral.json"
+    done = json.loads(out_file.read_text()) if out_file.exists() else {"runs": {}}
+    for seed in a.seeds:
+        config = {"part": "rl", "router": a.router, "reading": a.reading, "train_seed": seed,
+                  "episodes": b["episodes"], "setup": "k4", "requests": b["requests"],
+                  "fit_requests": b["fit_requests"], "headroom_requests": b["headroom_requests"],
+                  "eval_seeds": [EVAL_SEED0 + k for k in range(b["eval_episodes"])]}
+        res, st, train_s = train(config)
+        runs = {"defer": evaluate(res, st, config), "no_defer": evaluate(res, st, config,
+                                                                          defer=False)}
+        row = {"config": config, "train_s": train_s, **runs,
+               "summary": {k: {p: {"e2e_s": _mean(v[p], "e2e_s"),
+                                   "router_wait_s": _mean(v[p], "router_wait_s"),
+                                   "preemptions_per_request": _mean(
+                                       v[p], "preemptions_per_request")}
+                               for p in ("full", "short")} for k, v in runs.items()}}
+        done["runs"][f"{a.router}-{a.reading}-{seed}"] = row
+        done["manifest"] = run_manifest({"router": a.router, "seeds": a.seeds}, seed=seed)
+        write_json_atomic(out_file, done)
+        print(json.dumps({f"{a.router} seed {seed}": row["summary"]}, indent=1), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
