@@ -13,7 +13,7 @@ paper's action space, deferral allowed) and with waiting masked whenever an inst
 action (:class:`lbtheory.intelligent.DQNRouter` ``defer=False``). The difference is what the
 learnt deferral costs or gains. Writes ``deferral.json`` next to the table's summary
 (atomically); seeds chosen after the table's cells: the largest and the smallest mean router
-wait among WG-RL's seeds.
+wait among WG-RL's seeds (1: 13.7 s, 0: 2.9 s), and WA-RL's largest (seed 2: 23.2 s).
 """
 
 from __future__ import annotations

@@ -299,7 +299,13 @@ def summarise(rows: list, name: str) -> dict:
             "share_full": list(mean_ci([float(np.mean(_delta(r["full"], rr["full"], fseeds)))
                                         / clair_full_mean for r in runs])) if fseeds else None,
             "per_seed_delta_pct": per_full, "train_s": [r["train_s"] for r in runs],
-            "selected_episode": [r["selected_episode"] for r in runs], **q,
+            "selected_episode": [r["selected_episode"] for r in runs],
+            "wait_fraction": [[h["wait_fraction"] for h in r["history"]] for r in runs],
+            "validation_e2e_s": [[h.get("validation_e2e_s") for h in r["history"]]
+                                 for r in runs],
+            "router_wait_per_seed_s": [float(np.mean([x["router_wait_s"]
+                                                      for x in r["full"].values()]))
+                                       for r in runs], **q,
             "collapsed": collapsed, "paper_pct": paper.get(label),
             "verdict": verdict(lo, hi, paper.get(label), collapsed)}
     return out
