@@ -375,6 +375,8 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
             outcomes.append(f"{how}: {exc}")
             continue
         verdict, why = check_certificate(game, res, tol)
+        # the evaluation's distances (origins × nodes) served the certificate: not kept
+        res = dataclasses.replace(res, evaluation=None)
         if verdict is Verdict.CERTIFIED:
             return dataclasses.replace(res, status=SolveStatus.OPTIMAL)
         if verdict is Verdict.INCONSISTENT:
