@@ -35,7 +35,7 @@ import enum
 import numpy as np
 
 from ._result import GameResult, Objective
-from .game import RoutingGame, usable_arcs
+from .game import RoutingGame
 from .metrics import reduced_cost_bounds, shortest_distances
 
 __all__ = ["certify", "check_certificate", "Verdict", "ROUNDING"]
@@ -44,10 +44,6 @@ __all__ = ["certify", "check_certificate", "Verdict", "ROUNDING"]
 #: costs) and to TSTT (the flow-weighted spread): sums of ~100 path costs in float64 are exact
 #: to ~1e-14 relative.
 ROUNDING = 1e-12
-
-#: Origin-arc entries checked at once by the certificate's vectorised loops (memory ≈ 8 bytes
-#: × this, a few per loop).
-BLOCK = 1 << 20
 
 #: Largest flow-conservation violation of a certified answer, relative to the origin's demand.
 CONSERVATION = 1e-9
@@ -67,30 +63,20 @@ class Verdict(enum.Enum):
 
 
 def _feasibility(game: RoutingGame, F: np.ndarray) -> str:
-    """Why ``F`` is not a feasible origin flow ('' when it is): the first origin that breaks
-    conservation or the arc-use rule (origins checked in blocks of :data:`BLOCK` arcs' worth)."""
+    """Why ``F`` is not a feasible origin flow ('' when it is)."""
     bal = game.origin_balance()
-    n, m, K = game.n_nodes, game.n_arcs, len(F)
+    n = game.n_nodes
     dem = np.maximum(game.demand.sum(axis=1), 1e-300)
-    step = max(1, BLOCK // max(m, 1))
-    for lo in range(0, K, step):
-        ks = np.arange(lo, min(K, lo + step))
-        B, f = ks.size, F[ks]
-        row = np.arange(B)[:, None] * n
-        # per origin and node: outflow − inflow, summed in arc order as one bincount per origin
-        net = (np.bincount((row + game.tails).ravel(), f.ravel(), minlength=B * n)
-               - np.bincount((row + game.heads).ravel(), f.ravel(), minlength=B * n))
-        cons = np.max(np.abs(net.reshape(B, n) - bal[ks]), axis=1) / dem[ks]
-        use = usable_arcs(game.tails, game.heads, game.blocked, game.non_through,
-                          game.origins[ks])
-        bad = np.maximum(np.max(np.where(use, -np.inf, f), axis=1), 0.0)  # blocked, non-through
-        worse = np.flatnonzero((cons > CONSERVATION) | (bad > 1e-12 * dem[ks]))
-        if worse.size:
-            i = worse[0]
-            if cons[i] > CONSERVATION:
-                return f"flow conservation violated by {cons[i]:.2g} of an origin's demand"
-            return (f"origin {ks[i]} sends {bad[i]:.3g} on an arc it may not use (blocked or "
-                    f"through a non-through node)")
+    for k in range(len(F)):
+        net = np.bincount(game.tails, F[k], minlength=n) - np.bincount(game.heads, F[k],
+                                                                      minlength=n)
+        cons = float(np.max(np.abs(net - bal[k]))) / dem[k]
+        if cons > CONSERVATION:
+            return f"flow conservation violated by {cons:.2g} of an origin's demand"
+        bad = float(F[k][~game.usable(k)].max(initial=0.0))  # blocked arcs, non-through nodes
+        if bad > 1e-12 * dem[k]:
+            return (f"origin {k} sends {bad:.3g} on an arc it may not use (blocked or through a "
+                    f"non-through node)")
     return ""
 
 

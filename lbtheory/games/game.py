@@ -25,22 +25,18 @@ __all__ = ["GameArc", "Commodity", "RoutingGame", "usable_arcs", "reachable_node
 
 
 def usable_arcs(tails: np.ndarray, heads: np.ndarray, blocked: np.ndarray,
-                non_through: np.ndarray, origin: int | np.ndarray | None = None) -> np.ndarray:
+                non_through: np.ndarray, origin: int | None = None) -> np.ndarray:
     """The arc-use rule of a routing game (its one definition), as a boolean mask over arcs.
 
     Flow from node ``origin`` may use an arc when it is unblocked, its tail is a through node or
     ``origin`` itself (non-through nodes are never passed through), and it does not re-enter
     ``origin``. With ``origin=None``: the arcs every through origin may use (unblocked, through
-    tail); with an array of B origins: their masks as rows (B × m). ``tails``/``heads`` are
-    node indices (m,), ``non_through`` a node mask (n,).
+    tail). ``tails``/``heads`` are node indices (m,), ``non_through`` a node mask (n,).
     """
     ok = ~blocked & ~non_through[tails]
     if origin is None:
         return ok
-    o = np.asarray(origin)
-    if o.ndim:
-        o = o[:, None]
-    return (ok | (~blocked & (tails == o))) & (heads != o)
+    return (ok | (~blocked & (tails == origin))) & (heads != origin)
 
 
 def reachable_nodes(n: int, tails: np.ndarray, heads: np.ndarray, mask: np.ndarray,

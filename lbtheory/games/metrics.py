@@ -121,25 +121,35 @@ def all_or_nothing(game: RoutingGame, pred_arc: np.ndarray, *, by_origin: bool =
     return flat.reshape(K, m) if by_origin else flat
 
 
-def shortest_path_cost(game: RoutingGame, dist: np.ndarray) -> float:
-    """SPTT = Σ_od d_od · dist(o, d) over positive demands (dist: :func:`shortest_paths`)."""
+def shortest_path_cost(game: RoutingGame, dist: np.ndarray, *,
+                       od: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> float:
+    """SPTT = Σ_od d_od · dist(o, d) over positive demands (dist: :func:`shortest_paths`).
+    ``od``: those OD pairs as ``(origin numbers, destination nodes, demands)`` in row-major
+    order (``np.nonzero(game.demand > 0)`` and the demands there; the same sum, bit for bit,
+    without scanning the origins × nodes demand matrix)."""
+    if od is not None:
+        kk, dd, w = od
+        return float(np.dot(w, dist[kk, dd]))
     mask = game.demand > 0
     return float(np.dot(game.demand[mask], dist[mask]))
 
 
 def gap_measures(game: RoutingGame, x: np.ndarray, cost: np.ndarray, *,
-                 dist: np.ndarray | None = None) -> tuple[float, float]:
+                 dist: np.ndarray | None = None,
+                 od: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[float, float]:
     """``(relative_gap, average_excess_cost)`` of arc flows ``x`` under arc costs ``cost``.
 
     ``cost`` is ℓ(x) for a Wardrop check, the marginal cost for a system-optimum check. The
     relative gap is dimensionless, the AEC in cost units. ``dist``: the shortest-path distances
-    under ``cost`` (:func:`shortest_paths`) when already known.
+    under ``cost`` (:func:`shortest_paths`) when already known; ``od``: the OD pairs with
+    demand, as :func:`shortest_path_cost` takes them.
     """
     if dist is None:
         dist = shortest_distances(game, cost)
     used = x > 0
     tstt = float(np.dot(x[used], cost[used]))
-    sptt = shortest_path_cost(game, dist)
+    sptt = shortest_path_cost(game, dist, od=od)
     excess = tstt - sptt
     rel = excess / tstt if tstt > 0 else 0.0
     return rel, excess / game.total_demand if game.total_demand > 0 else 0.0
@@ -175,25 +185,17 @@ def reduced_cost_bounds(game: RoutingGame, origin_flow: np.ndarray, cost: np.nda
     tstt = float(np.dot(x[used], cost[used]))
     dem = game.demand.sum(axis=1)
     lowest, heaviest = 0.0, 0.0
-    K, m = len(game.origins), game.n_arcs
-    step = max(1, (1 << 20) // max(m, 1))  # origins per block: ~1M origin-arc entries
-    for lo in range(0, K, step):
-        ks = np.arange(lo, min(K, lo + step))
-        d = dist[ks]
-        dt, dh = d[:, game.tails], d[:, game.heads]
-        ok = usable_arcs(game.tails, game.heads, game.blocked, game.non_through,
-                         game.origins[ks]) & np.isfinite(dt) & np.isfinite(cost)
+    for k in range(len(game.origins)):
+        dt, dh = dist[k, game.tails], dist[k, game.heads]
+        ok = game.usable(k) & np.isfinite(dt) & np.isfinite(cost)
         with np.errstate(invalid="ignore"):
             red = cost + dt - dh
-            f = F[ks]
-            pos = f > dust * dem[ks, None]
-            # per origin: its extreme term (NaN when one is NaN: that origin is skipped, as a
-            # running min/max over origins skips a NaN)
-            lo_k = np.min(np.where(ok, red, np.inf), axis=1)[ok.any(axis=1)]
-            hi_k = np.max(np.where(pos, f * (red - slack * ref), -np.inf),
-                          axis=1)[pos.any(axis=1)]
-        lowest = min(lowest, float(np.min(lo_k[~np.isnan(lo_k)], initial=np.inf)))
-        heaviest = max(heaviest, float(np.max(hi_k[~np.isnan(hi_k)], initial=-np.inf)))
+        if np.any(ok):
+            lowest = min(lowest, float(red[ok].min()))
+        f = F[k]
+        pos = f > dust * dem[k]
+        if np.any(pos):
+            heaviest = max(heaviest, float(np.max(f[pos] * (red[pos] - slack * ref))))
     return (lowest / ref if ref > 0 else lowest), (heaviest / tstt if tstt > 0 else heaviest)
 
 
