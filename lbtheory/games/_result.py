@@ -12,7 +12,7 @@ import numpy as np
 from .._checks import check_option
 from ..errors import ModelError, SolveStatus, warn_deprecated
 from .game import RoutingGame
-from .metrics import gap_measures
+from .metrics import gap_measures, shortest_distances
 
 __all__ = ["GameResult", "GamePoAResult", "evaluate_flow", "Objective", "SolveTrace"]
 
@@ -63,6 +63,10 @@ class GameResult:
             :class:`~lbtheory.games.BushState` of the bush solver; ``None`` for the others).
         stats: the solver's convergence history, a :class:`SolveTrace` (Frank–Wolfe, bush;
             ``None`` for the others).
+        evaluation: ``(game, check costs, distances)`` the gap was computed from by
+            :func:`evaluate_flow` (costs ℓ or marginal (m,), shortest-path distances K × n),
+            which the certificate (:func:`~lbtheory.games.certify`) reuses for the same game
+            object at the same costs; ``None`` for results built otherwise.
 
     Solvers return this object alone. Until 0.3, unpacking it as the old ``(result, state)``
     pair (``res, state = gradient_projection(game)``; ``(result, trace)`` for Frank–Wolfe)
@@ -83,6 +87,8 @@ class GameResult:
     iterations: int = 0
     state: Any = dataclasses.field(default=None, repr=False, compare=False)
     stats: SolveTrace | None = dataclasses.field(default=None, repr=False, compare=False)
+    evaluation: tuple[RoutingGame, np.ndarray, np.ndarray] | None = dataclasses.field(
+        default=None, repr=False, compare=False)
 
     def __iter__(self) -> Any:
         """Deprecated tuple unpacking: ``(result, state)`` (``(result, stats)`` when the
@@ -158,7 +164,8 @@ def evaluate_flow(game: RoutingGame, origin_flow: np.ndarray, objective: Objecti
     bank = game.costs
     cost = bank.cost(x)
     check = cost if objective is Objective.WARDROP else bank.marginal(x)
-    gap, aec = gap_measures(game, x, check)
+    dist = shortest_distances(game, check)
+    gap, aec = gap_measures(game, x, check, dist=dist)
     return GameResult(objective, x, f, cost, float(bank.potential(x).sum()),
                       float(bank.total(x).sum()), float(gap), float(aec), status, solver,
-                      seconds, iterations)
+                      seconds, iterations, evaluation=(game, check, dist))

@@ -298,10 +298,12 @@ def solve_game(game: RoutingGame, objective: Objective | str = Objective.WARDROP
 
 
 #: The numba kernels each route calls from Python (measured: the dispatchers compiled after
-#: solving the Braess game by that route, less those only called from other kernels); every
+#: solving the Braess game by that route, the optimum warm-started from the equilibrium as
+#: :func:`solve_pair` does, less those only called from other kernels); every
 #: other route calls ``formula_array`` only.
 _ROUTE_KERNELS = {"gp": ("sweep", "all_dists", "arc_costs", "flows_from_paths", "formula_array"),
-                  "bush": ("bush_pass", "load_trees", "all_dists", "arc_costs", "formula_array")}
+                  "bush": ("bush_pass", "load_trees", "load_in_bushes", "all_dists", "arc_costs",
+                           "formula_array")}
 
 
 def kernels_cached(game: RoutingGame, *, method: Method | str = Method.AUTO,
@@ -321,17 +323,20 @@ def warm_up(game: RoutingGame, *, method: Method | str = Method.AUTO, solver: st
             tol: float = DEFAULT_TOL, threads: int = 1) -> None:
     """Compile (or load from numba's cache) the kernels that :func:`solve_game` with these
     options runs first on ``game``, by solving the small Braess game the same way (both
-    objectives); a solve timed after this excludes compiling. Never raises for the small game
-    (a failure there shows again in the real solve)."""
+    objectives, the system optimum warm-started from the equilibrium as :func:`solve_pair`
+    does); a solve timed after this excludes compiling. Never raises for the small game (a
+    failure there shows again in the real solve)."""
     from .classic import braess
 
     routes, _ = _attempts(game, Method.parse(method), check_solver(solver), tol)
     small = braess()
+    warm = None
     for objective in Objective:
         try:
-            _attempt(small, objective, routes[0], True, 1e-6, 60.0, threads, None)
+            res = _attempt(small, objective, routes[0], True, 1e-6, 60.0, threads, warm)
         except LBTheoryError:
-            pass
+            continue
+        warm = res.state if isinstance(res.state, BushState) else None
 
 
 def solve_pair(game: RoutingGame, **options: Any) -> tuple[GameResult, GameResult]:
@@ -375,6 +380,8 @@ def _solve(game: RoutingGame, objective: Objective | str, *, method: Method | st
             outcomes.append(f"{how}: {exc}")
             continue
         verdict, why = check_certificate(game, res, tol)
+        # the evaluation's distances (origins × nodes) served the certificate: not kept
+        res = dataclasses.replace(res, evaluation=None)
         if verdict is Verdict.CERTIFIED:
             return dataclasses.replace(res, status=SolveStatus.OPTIMAL)
         if verdict is Verdict.INCONSISTENT:

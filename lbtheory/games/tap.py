@@ -203,7 +203,8 @@ def certificate_parts(game: RoutingGame, net: _Net, enc: tuple[np.ndarray, ...],
                           detail="infeasible_start")
     dist = kern.all_dists(net.origins, game.n_nodes, net.out_start, net.out_arcs, net.heads,
                           net.tails, net.usable, net.nonthru, c, threads)
-    return gap_measures(game, x, c, dist=dist)[0], c, dist
+    od = (net.od_origin, net.od_dest, net.od_demand)
+    return gap_measures(game, x, c, dist=dist, od=od)[0], c, dist
 
 
 @renamed_keywords(max_iter="max_iterations")
