@@ -221,3 +221,40 @@ def test_small_networks_land_within_a_pass_of_the_request(games, size, objective
     optimum, so the landing is within [tol/10, tol] there (measured: 1.02–6×)."""
     for tol in LANDING + [1e-10]:
         _lands(bush_assignment(games[size], tol=tol, objective=objective), tol, 0.1)
+
+
+def test_the_certificate_reuses_distances_only_for_the_same_game_at_the_same_costs(games):
+    """The distances-only search equals this file's independent Dijkstra; ``gap_measures`` over
+    the OD list equals the dense sum; ``check_certificate`` reuses ``evaluate_flow``'s distances
+    for the same game at bit-equal costs only — doctored distances stored for other costs (or
+    another game object) are ignored, and the verdict with reuse equals the one without."""
+    from lbtheory.games._certify import check_certificate
+    from lbtheory.games.metrics import gap_measures, shortest_distances, shortest_path_cost
+
+    game = games["anaheim"]
+    res = bush_assignment(game, tol=1e-6)
+    _, D = _reduced_costs(game, res.arc_cost)
+    np.testing.assert_allclose(shortest_distances(game, res.arc_cost), D, rtol=1e-12, atol=0)
+    assert res.evaluation is not None and res.evaluation[0] is game
+    np.testing.assert_array_equal(res.evaluation[2], shortest_distances(game, res.arc_cost))
+    kk, dd = np.nonzero(game.demand > 0)
+    trips = (kk, dd, game.demand[kk, dd])
+    dist = res.evaluation[2]
+    dense = float(np.sum(game.demand * np.where(game.demand > 0, dist, 0.0)))
+    assert shortest_path_cost(game, dist, od=trips) == pytest.approx(dense, rel=1e-13)
+    assert shortest_path_cost(game, dist, od=trips) == shortest_path_cost(game, dist)
+    assert gap_measures(game, res.arc_flow, res.arc_cost, od=trips) == \
+        gap_measures(game, res.arc_flow, res.arc_cost)
+    fresh = check_certificate(game, dataclasses.replace(res, evaluation=None), 1e-6)
+    assert check_certificate(game, res, 1e-6) == fresh
+    # doctored distances (all zero) at other costs, or for another game object: not reused
+    zero = np.zeros_like(res.evaluation[2])
+    other_cost = dataclasses.replace(res, evaluation=(game, res.arc_cost + 1.0, zero))
+    assert check_certificate(game, other_cost, 1e-6) == fresh
+    twin = synthetic_network("anaheim", seed=0)[0]
+    other_game = dataclasses.replace(res, evaluation=(twin, res.arc_cost, zero))
+    assert check_certificate(game, other_game, 1e-6) == fresh
+    # at the same costs for the same game they are reused: zero distances make every used
+    # arc's reduced cost positive, so the certificate is contradicted
+    doctored = dataclasses.replace(res, evaluation=(game, res.arc_cost, zero))
+    assert check_certificate(game, doctored, 1e-6) != fresh
