@@ -12,8 +12,9 @@ same network twice on the 10 evaluation episodes, full length and 500 requests: 
 paper's action space, deferral allowed) and with waiting masked whenever an instance is a valid
 action (:class:`lbtheory.intelligent.DQNRouter` ``defer=False``). The difference is what the
 learnt deferral costs or gains. Writes ``deferral.json`` next to the table's summary
-(atomically); seeds chosen after the table's cells: the largest and the smallest mean router
-wait among WG-RL's seeds (1: 13.7 s, 0: 2.9 s), and WA-RL's largest (seed 2: 23.2 s).
+(atomically, one seed at a time). Run on all 10 cells (WG-RL and WA-RL, seeds 0-4): first WG-RL
+seeds 1 and 0 (the largest and smallest router wait) and WA-RL seed 2, then the rest (two
+processes: the second wrote to another ``--out`` and was merged into ``deferral.json``).
 """
 
 from __future__ import annotations

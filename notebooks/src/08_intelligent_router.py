@@ -168,10 +168,10 @@ share of the headroom (1 = all of it).
 Finding: the clairvoyant gains −6.1 % at full length (−5.2 % on 500 requests); JSQ reproduces the
 paper's −0.46 % (−0.71 %), and the learnt routers take none of the headroom. They learn to wait:
 66–77 % of their training decisions defer, and the kept networks hold requests 2–27 s in the
-router queue. Served again with waiting masked (`experiments/_intelligent_vllm_deferral.py`),
-WG-RL's worst seed goes from +7.1 % to −2.0 % — JSQ-like routing; the learnt deferral is what
-loses. WA-RL's longest-waiting seed goes from +15.3 % to +8.7 %: its routing also preempts more
-(1.27 per request vs round robin's 1.01) (RESULTS.md).
+router queue. Served again with waiting masked (`experiments/_intelligent_vllm_deferral.py`,
+all 10 trainings), WG-RL goes from +2.3 % to +0.2 % [−1.5, +1.9] and WA-RL from +7.1 % to +2.1 %
+[−2.5, +6.8]: the learnt deferral loses, and the learnt routing is level with round robin
+(RESULTS.md).
 """),
 ("code", """
 vk4 = Path("../experiments/results/intelligent-router-vllm-k4")
