@@ -54,6 +54,11 @@ sent more than 1.5× its fair share of an episode's requests to one instance (an
 episode) is **collapsed** (and not reproduced). Nothing was tuned toward a published number."""
 
 
+def rl_label(router: str, reading: str) -> str:
+    """A table row's name for an RL router: WG-RL carries its λ_k reading."""
+    return router if router != "wg-rl" else f"wg-rl-{reading}"
+
+
 def _ci(x) -> tuple[float, float, float]:
     return mean_ci(np.asarray(x, dtype=float))
 

@@ -76,7 +76,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _intelligent_tables import PAPER, summarise_load, summarise_table, write_results
+from _intelligent_tables import PAPER, rl_label, summarise_load, summarise_table, write_results
 
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.sweep import Experiment, script_main
@@ -113,10 +113,6 @@ FIT_SEED, EVAL_SEED0 = 10_000, 20_000
 #: the runs) instead of the network after the last episode (issue 22: a Knowl 5 seed drifted
 #: to a short-output lane while ε sat at its floor).
 VERSION = "6"
-
-
-def _label(router: str, reading: str) -> str:
-    return router if router != "wg-rl" else f"wg-rl-{reading}"
 
 
 def _grid(table: str):
@@ -247,7 +243,7 @@ def rl_run(config: dict) -> dict:
 
     st = _setup(config)
     cfg, m = st["cluster"], config["instances"]
-    label = _label(config["router"], config["reading"])
+    label = rl_label(config["router"], config["reading"])
     dq = dqn_config(config, config["train_seed"])
     t0 = time.perf_counter()
     res = train_dqn(st["workload_fn"], cfg, dq, env_config=st["env"],

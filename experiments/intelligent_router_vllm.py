@@ -63,6 +63,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _intelligent_tables import rl_label
 
 from lbtheory.io import run_manifest, write_json_atomic, write_text_atomic
 from lbtheory.stats import mean_ci
@@ -86,10 +87,6 @@ VERSION = "1"
 #: the paper's Δ vs round robin (%) per setup (``_intelligent_tables.PAPER``, WG-RL as hurl)
 _PAPER_KEYS = {"wg-rl-hurl": "wg-rl-hurl", "wa-rl": "wa-rl", "rl": "rl", "jsq": "jsq",
                "minmin": "minmin", "maxcap": "maxcap"}
-
-
-def _label(router: str, reading: str) -> str:
-    return router if router != "wg-rl" else f"wg-rl-{reading}"
 
 
 def _grid(name: str):
@@ -142,15 +139,12 @@ def _setup(config: dict) -> dict:
 
 
 def _row(res, m: int) -> dict:
-    """An episode's quantities (Knowl 4's third bullet) and the instances' shares (× m)."""
-    s = res.summary()
+    """An episode's quantities (Knowl 4's third bullet: the headroom script's row) and the
+    largest instance share (× m)."""
+    from _intelligent_headroom import _row as headroom_row
+
     share = np.bincount(res.instance[res.instance >= 0], minlength=m) / len(res.instance) * m
-    return {"e2e_s": s["latency"]["mean"], "router_wait_s": s["router_wait"]["mean"],
-            "ttft_s": s["ttft"]["mean"], "tbt_var_p50": s["tbt"].get("var_p50"),
-            "tbt_var_p99": s["tbt"].get("var_p99"),
-            "preemptions_per_request": s["preemptions_per_request"],
-            "completed": s["completed"], "requests": s["requests"],
-            "max_share": float(share.max())}
+    return {**headroom_row(res), "max_share": float(share.max())}
 
 
 def heuristic_run(config: dict) -> dict:
@@ -204,7 +198,7 @@ def evaluate(res, st: dict, config: dict, defer: bool = True) -> dict:
     headroom length (``defer=False``: waiting masked whenever an instance is valid)."""
     from lbtheory.intelligent import RoutingEnv, greedy_rollout
 
-    label = _label(config["router"], config["reading"])
+    label = rl_label(config["router"], config["reading"])
     out: dict = {"full": {}, "short": {}}
     for part, fn in (("full", st["workload_fn"]), ("short", st["short_fn"])):
         env = RoutingEnv(fn, st["cluster"], res.env_config, st["predict_fn"])
@@ -218,7 +212,7 @@ def rl_run(config: dict) -> dict:
     """Train one router (one training seed); evaluate it greedily on every evaluation episode,
     full length and headroom length."""
     res, st, train_s = train(config)
-    return {"label": _label(config["router"], config["reading"]),
+    return {"label": rl_label(config["router"], config["reading"]),
             "train_seed": config["train_seed"], "train_s": train_s, "history": res.history,
             "selected_episode": res.selected_episode, "status": res.status.value,
             **evaluate(res, st, config)}
