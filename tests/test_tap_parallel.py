@@ -119,8 +119,7 @@ def test_a_rounding_residue_does_not_keep_an_arc_in_the_bush():
     tiny = 1e-13 * game.demand.sum(axis=1)
     bk._update(k, n, cst, F, inb, net.out_start, net.out_arcs, in_start, by_head, net.heads,
                net.tails, net.usable, net.nonthru, int(game.origins[k]), ws, tiny[k],
-               np.zeros((len(game.origins), n), dtype=np.int32),
-               np.zeros(len(game.origins), dtype=np.int64))  # no cached order
+               bk.new_cache(len(game.origins), n, game.n_arcs))  # no cached order
     assert F[k, a] == 0.0 and not inb[k, a]
     assert np.all(inb[k, spare])  # the tree arcs stay
 
