@@ -141,6 +141,34 @@ def arc_costs(kind, A, B, S, P, x, so, deriv):
     return out
 
 
+@njit(cache=True, inline="always")
+def _sift_down(hk, hv, size, where):
+    """Heap pop's second half: the last of the binary heap's ``size`` + 1 entries (keys ``hk``,
+    nodes ``hv``) sifted down from the root into a heap of ``size`` entries; with ``where``
+    non-empty (a node's heap slot) the moved nodes' slots are kept current. Shared by
+    :func:`dijkstra` (lazy deletion, ``where`` empty) and :func:`_dists` (decrease-key)."""
+    track = where.size > 0
+    k, v = hk[size], hv[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= k:
+            break
+        hk[i] = hk[c]
+        hv[i] = hv[c]
+        if track:
+            where[hv[i]] = i
+        i = c
+    hk[i] = k
+    hv[i] = v
+    if track:
+        where[v] = i
+
+
 @njit(cache=True)
 def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost, dist, pred):
     """Shortest paths from ``origin`` (binary heap, lazy deletion) under the game's arc-use rule.
@@ -160,26 +188,13 @@ def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost
     hv[0] = origin
     size = 1
     done = np.zeros(n, dtype=np.bool_)
+    untracked = np.empty(0, dtype=np.int64)
     while size > 0:
         du = hk[0]
         u = hv[0]
         size -= 1
-        if size > 0:  # sift the last element down from the root
-            k, v = hk[size], hv[size]
-            i = 0
-            while True:
-                c = 2 * i + 1
-                if c >= size:
-                    break
-                if c + 1 < size and hk[c + 1] < hk[c]:
-                    c += 1
-                if hk[c] >= k:
-                    break
-                hk[i] = hk[c]
-                hv[i] = hv[c]
-                i = c
-            hk[i] = k
-            hv[i] = v
+        if size > 0:
+            _sift_down(hk, hv, size, untracked)
         if done[u]:
             continue
         done[u] = True
@@ -228,24 +243,8 @@ def _dists(origin, n, start, head, cost, nonthru, dist, hk, hv, where):
         u = hv[0]
         where[u] = -2
         size -= 1
-        if size > 0:  # sift the last element down from the root
-            k, v = hk[size], hv[size]
-            i = 0
-            while True:
-                c = 2 * i + 1
-                if c >= size:
-                    break
-                if c + 1 < size and hk[c + 1] < hk[c]:
-                    c += 1
-                if hk[c] >= k:
-                    break
-                hk[i] = hk[c]
-                hv[i] = hv[c]
-                where[hv[i]] = i
-                i = c
-            hk[i] = k
-            hv[i] = v
-            where[v] = i
+        if size > 0:
+            _sift_down(hk, hv, size, where)
         if nonthru[u] and u != origin:
             continue
         for e in range(start[u], start[u + 1]):
