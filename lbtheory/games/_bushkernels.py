@@ -32,8 +32,7 @@ def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
         indeg[v] = 0
         pos[v] = -1
     for a in range(heads.size):
-        if ib[a]:
-            indeg[heads[a]] += 1
+        indeg[heads[a]] += ib[a]  # (branch-free: a bush arc is as likely as not)
     order[0] = o
     pos[o] = 0
     cnt = 1
@@ -43,13 +42,13 @@ def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
         i += 1
         for e in range(out_start[u], out_start[u + 1]):
             a = out_arcs[e]
-            if ib[a]:
-                h = heads[a]
-                indeg[h] -= 1
-                if indeg[h] == 0:
-                    order[cnt] = h
-                    pos[h] = cnt
-                    cnt += 1
+            h = heads[a]
+            b = ib[a]
+            indeg[h] -= b
+            if b and indeg[h] == 0:
+                order[cnt] = h
+                pos[h] = cnt
+                cnt += 1
     return cnt
 
 
@@ -66,9 +65,8 @@ def _compact(order, cnt, in_start, in_arcs, ib, bs, ba):
         v = order[idx]
         for e in range(in_start[v], in_start[v + 1]):
             a = in_arcs[e]
-            if ib[a]:
-                ba[nb] = a
-                nb += 1
+            ba[nb] = a  # kept when a bush arc (branch-free)
+            nb += ib[a]
     bs[cnt] = nb
 
 
@@ -322,9 +320,11 @@ def new_cache(K: int, n: int, m: int) -> tuple:
 
 @njit(cache=True)
 def _workspace(n, m):
-    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-            np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-            np.empty(n, dtype=np.int64), np.empty(3 * n, dtype=np.int64), np.empty(n),
+    """``(indeg, order, pos, minp, maxp, seg, L, U, dummy)``: node arrays (int32: node and arc
+    ids, a smaller cache footprint), the segment buffer and an unused stamp array."""
+    return (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+            np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+            np.empty(n, dtype=np.int32), np.empty(3 * n, dtype=np.int64), np.empty(n),
             np.empty(n), np.full(m, -1, dtype=np.int64))
 
 
