@@ -119,7 +119,8 @@ def test_a_rounding_residue_does_not_keep_an_arc_in_the_bush():
     tiny = 1e-13 * game.demand.sum(axis=1)
     bk._update(k, n, cst, F, inb, net.out_start, net.out_arcs, in_start, by_head, net.heads,
                net.tails, net.usable, net.nonthru, int(game.origins[k]), ws, tiny[k],
-               bk.new_cache(len(game.origins), n, game.n_arcs))  # no cached order
+               bk.new_cache(len(game.origins), n, game.n_arcs, net.od_start,
+                            net.od_dest))  # no cached order
     assert F[k, a] == 0.0 and not inb[k, a]
     assert np.all(inb[k, spare])  # the tree arcs stay
 

@@ -238,7 +238,8 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
     enc, safe, net, args, tiny = setup(game)
     n, K = game.n_nodes, len(game.origins)
     x, F, inb = _start(game, net, enc, so, warm, args)
-    cache = bk.new_cache(K, n, game.n_arcs)  # the bushes' topological orders and in-arc lists
+    # the bushes' topological orders, in-arc lists and the nodes their flows can use
+    cache = bk.new_cache(K, n, game.n_arcs, net.od_start, net.od_dest)
     best_F = np.empty_like(F)  # the best flows so far (one buffer: K × m can be large)
     gap, best, status, it = np.inf, np.inf, SolveStatus.MAX_ITERATIONS, 0
     history: list[tuple[int, float, float]] = []  # (iteration, seconds, gap)

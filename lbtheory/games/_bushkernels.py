@@ -30,9 +30,16 @@ def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
     ib = inb[k]
     for v in range(n):
         indeg[v] = 0
-        pos[v] = -1
     for a in range(heads.size):
         indeg[heads[a]] += ib[a]  # (branch-free: a bush arc is as likely as not)
+    return _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos)
+
+
+@njit(cache=True)
+def _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos):
+    """:func:`_topo` given each node's number of bush in-arcs ``indeg`` (consumed)."""
+    for v in range(n):
+        pos[v] = -1
     order[0] = o
     pos[o] = 0
     cnt = 1
@@ -71,18 +78,21 @@ def _compact(order, cnt, in_start, in_arcs, ib, bs, ba):
 
 
 @njit(cache=True)
-def _labels(order, cnt, bs, ba, tails, Fk, cst, used_only, L, U, minp, maxp):
+def _labels(order, at, na, bs, ba, tails, Fk, cst, used_only, L, U, minp, maxp):
     """Cheapest-path labels L/minp over all bush arcs and costliest-path labels U/maxp over the
     bush arcs with flow (``used_only``) or over all bush arcs, in topological order (the bush as
-    :func:`_compact` lists it in ``bs``/``ba``; ``Fk``: its origin's flows). Only the
-    ``cnt`` nodes of the order get labels (every tail of a bush arc into one of them precedes it
-    in the order); the others keep stale values."""
+    :func:`_compact` lists it in ``bs``/``ba``; ``Fk``: its origin's flows), at the nodes of
+    ``order`` at the positions ``at[:na]`` (increasing, the origin's 0 first; every tail of a
+    bush arc into one of them among them: all positions, or :func:`_relevant`'s). Only those
+    nodes get labels (every tail of a bush arc precedes its head in the order); the others keep
+    stale values."""
     o = order[0]
     L[o] = 0.0
     U[o] = 0.0
     minp[o] = -1
     maxp[o] = -1
-    for idx in range(1, cnt):
+    for r in range(1, na):
+        idx = at[r]
         lv = _INF
         uv = -_INF
         mp = -1
@@ -111,18 +121,21 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, tails, ws, ti
     difference seen (cost units). Origin flows below ``tiny`` (flow units, far below the
     rounding of the origin's demand) left on a drained arc are zeroed. The bush's topological
     order and in-arc lists are the cached ones (``cache``, see :func:`new_cache`; kept current
-    by :func:`_update`)."""
+    by :func:`_update`), and so are the nodes its flow can use (:func:`_relevant`): labels,
+    segments and shifts there only — the same as over all nodes, since a node off them has no
+    flow into it and no label they read."""
     Fk = F[k]
-    indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
-    orders, cnts, bstart, barcs = cache
-    cnt = cnts[k]
-    for i in range(cnt):
-        order[i] = orders[k, i]
-        pos[order[i]] = i
-    _labels(order, cnt, bstart[k], barcs[k], tails, Fk, cst, True, L, U, minp, maxp)
+    indeg, order0, pos, minp, maxp, seg, L, U, dummy = ws
+    orders, cnts, bstart, barcs, rel, rcnt, od_start, od_dest = cache
+    order = orders[k]
+    at = rel[k]
+    na = rcnt[k]
+    for r in range(na):
+        pos[order[at[r]]] = at[r]
+    _labels(order, at, na, bstart[k], barcs[k], tails, Fk, cst, True, L, U, minp, maxp)
     worst = 0.0
-    for idx in range(cnt - 1, 0, -1):
-        j = order[idx]
+    for r in range(na - 1, 0, -1):
+        j = order[at[r]]
         if maxp[j] < 0 or maxp[j] == minp[j]:
             continue
         # segments back to the last common node of the two paths (min arcs at seg[0:],
@@ -266,7 +279,7 @@ def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, ta
     ib = inb[k]
     Fk = F[k]
     indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
-    orders, cnts, bstart, barcs = cache
+    orders, cnts, bstart, barcs, rel, rcnt, od_start, od_dest = cache
     m = heads.size
     cnt = cnts[k]
     cached = cnt > 0
@@ -282,40 +295,74 @@ def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, ta
     changed = _labels_drop(order, cnt, bstart[k], barcs[k], tails, ib, Fk, cst, L, U, minp, maxp,
                            tiny)
     added = 0
+    for v in range(n):
+        indeg[v] = 0
     for a in range(m):
+        h = heads[a]
         if ib[a]:
-            if pos[heads[a]] < 0 and Fk[a] <= tiny:  # unreached: no label, so off the tree
+            if pos[h] < 0 and Fk[a] <= tiny:  # unreached: no label, so off the tree
                 Fk[a] = 0.0
                 ib[a] = False
                 changed += 1
-            continue
-        if not usable[a]:
-            continue
-        t = tails[a]
-        h = heads[a]
-        if h == o or (nonthru[t] and t != o) or pos[t] < 0 or pos[h] < 0:
-            continue
-        c = cst[a]
-        if U[t] + c < U[h] - 1e-14 * U[h] or (L[t] + c < L[h] - 1e-14 * L[h] and U[t] < U[h]):
-            ib[a] = True
-            added += 1
+        elif usable[a]:
+            t = tails[a]
+            if not (h == o or (nonthru[t] and t != o) or pos[t] < 0 or pos[h] < 0):
+                c = cst[a]
+                if U[t] + c < U[h] - 1e-14 * U[h] or (L[t] + c < L[h] - 1e-14 * L[h]
+                                                      and U[t] < U[h]):
+                    ib[a] = True
+                    added += 1
+        indeg[h] += ib[a]  # the new bush's in-degrees, for Kahn
     changed += added
     if changed > 0:
-        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+        cnt = _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos)
         _compact(order, cnt, in_start, in_arcs, ib, bstart[k], barcs[k])
     if changed > 0 or not cached:
         orders[k, :cnt] = order[:cnt]
         cnts[k] = cnt
+        rcnt[k] = _relevant(order, cnt, pos, bstart[k], barcs[k], tails,
+                            od_dest[od_start[k]:od_start[k + 1]], indeg, rel[k])
     return added
 
 
-def new_cache(K: int, n: int, m: int) -> tuple:
+@njit(cache=True)
+def _relevant(order, cnt, pos, bs, ba, tails, dests, flag, at):
+    """The positions in a bush's topological order ``order`` (``cnt`` nodes, ``pos`` their
+    positions, the bush's in-arc lists ``bs``/``ba``) of the nodes its origin's flow can use:
+    the destinations ``dests`` and every node a bush path to one passes (the origin first), into
+    ``at``; returns their count. Flow only ever enters such a node (the first loading goes to
+    destinations, and a shift moves flow onto a path into a node with flow), so the
+    equilibration skips the others; on a regional network an origin of few destinations has
+    far fewer. ``flag``: a work array (n)."""
+    for i in range(cnt):
+        flag[i] = 0
+    flag[0] = 1
+    for v in dests:
+        if pos[v] >= 0:
+            flag[pos[v]] = 1
+    for idx in range(cnt - 1, 0, -1):
+        if flag[idx]:
+            for e in range(bs[idx], bs[idx + 1]):
+                flag[pos[tails[ba[e]]]] = 1
+    na = 0
+    for idx in range(cnt):
+        if flag[idx]:
+            at[na] = idx
+            na += 1
+    return na
+
+
+def new_cache(K: int, n: int, m: int, od_start: np.ndarray, od_dest: np.ndarray) -> tuple:
     """An empty cache of the bushes' topological orders and in-arc lists for ``K`` origins,
-    ``n`` nodes and ``m`` arcs: ``(orders, cnts, bstart, barcs)`` — origin k's order is
-    ``orders[k, :cnts[k]]`` (``cnts[k]`` = 0: none cached yet), its bush arcs into
-    ``orders[k, i]`` are ``barcs[k, bstart[k, i]:bstart[k, i + 1]]`` (:func:`_compact`)."""
+    ``n`` nodes and ``m`` arcs, the origins' destinations ``od_dest[od_start[k]:od_start[k + 1]]``
+    (``_Net``'s OD list): ``(orders, cnts, bstart, barcs, rel, rcnt, od_start, od_dest)`` —
+    origin k's order is ``orders[k, :cnts[k]]`` (``cnts[k]`` = 0: none cached yet), its bush arcs
+    into ``orders[k, i]`` are ``barcs[k, bstart[k, i]:bstart[k, i + 1]]`` (:func:`_compact`), the
+    positions of the nodes its flow can use ``rel[k, :rcnt[k]]`` (:func:`_relevant`)."""
     return (np.zeros((K, n), dtype=np.int32), np.zeros(K, dtype=np.int64),
-            np.zeros((K, n + 1), dtype=np.int32), np.zeros((K, m), dtype=np.int32))
+            np.zeros((K, n + 1), dtype=np.int32), np.zeros((K, m), dtype=np.int32),
+            np.zeros((K, n), dtype=np.int32), np.zeros(K, dtype=np.int64),
+            np.asarray(od_start, dtype=np.int64), np.asarray(od_dest, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -449,6 +496,7 @@ def load_in_bushes(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs
     indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
     bs = np.empty(n + 1, dtype=np.int32)
     ba = np.empty(m, dtype=np.int32)
+    every = np.arange(n).astype(np.int32)  # labels at all positions
     for k in range(origins.size):
         if not todo[k]:
             continue
@@ -456,7 +504,7 @@ def load_in_bushes(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs
         Fk = F[k]
         cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
         _compact(order, cnt, in_start, in_arcs, inb[k], bs, ba)
-        _labels(order, cnt, bs, ba, tails, Fk, cst, False, L, U, minp, maxp)
+        _labels(order, every, cnt, bs, ba, tails, Fk, cst, False, L, U, minp, maxp)
         for v in range(n):
             dem = demand[k, v]
             if dem > 0.0 and v != o:
