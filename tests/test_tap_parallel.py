@@ -119,8 +119,8 @@ def test_a_rounding_residue_does_not_keep_an_arc_in_the_bush():
     tiny = 1e-13 * game.demand.sum(axis=1)
     bk._update(k, n, cst, F, inb, net.out_start, net.out_arcs, in_start, by_head, net.heads,
                net.tails, net.usable, net.nonthru, int(game.origins[k]), ws, tiny[k],
-               np.zeros((len(game.origins), n), dtype=np.int32),
-               np.zeros(len(game.origins), dtype=np.int64))  # no cached order
+               bk.new_cache(len(game.origins), n, game.n_arcs, net.od_start,
+                            net.od_dest))  # no cached order
     assert F[k, a] == 0.0 and not inb[k, a]
     assert np.all(inb[k, spare])  # the tree arcs stay
 
@@ -167,3 +167,35 @@ def test_cli_threads(tmp_path, capsys):
     assert "--threads must be an integer >= 1, got 0" in capsys.readouterr().err
     assert main(["equilibrium", "examples/three_cells.yaml", "--threads", "2"]) == 2
     assert "--threads applies to TNTP routing games only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("objective", ["wardrop", "system_optimum"])
+def test_equilibrating_the_nodes_in_use_is_equilibrating_every_node(objective):
+    """White-box: an equilibration pass labels and shifts only at the nodes its origin's flow can
+    use (destinations and their bush ancestors, ``_relevant``). Oracle: the same passes with
+    every reached node listed instead — the same flows, bit for bit, on a network whose origins
+    have few destinations (so the listed nodes are a real subset)."""
+    game, _ = synthetic_network((400, 1000, 60), seed=1, density=0.05, decay=0.3)
+    so = objective == "system_optimum"
+    state = bush_assignment(game, objective=objective, tol=1e-3).state
+    enc, safe, net, args, tiny = _bush.setup(game)
+    n, K = game.n_nodes, len(game.origins)
+    perm = np.arange(K, dtype=np.int64)
+    x, F, inb = state.origin_flow.sum(axis=0), state.origin_flow.copy(), state.bush.copy()
+    cache = bk.new_cache(K, n, game.n_arcs, net.od_start, net.od_dest)
+    bk.bush_pass(*enc, so, safe, net.origins, n, *args, x, F, inb, True, 1, tiny, cache, 1.0, 1,
+                 perm)  # an update pass: fills the cache
+    orders, cnts, bstart, barcs, rel, rcnt = cache[:6]
+    assert rcnt.sum() < 0.8 * cnts.sum()  # a subset of the nodes
+    every = (orders, cnts, bstart, barcs, np.tile(np.arange(n, dtype=np.int32), (K, 1)),
+             cnts.copy(), *cache[6:])
+    runs = []
+    for c in (cache, every):
+        xc, Fc = x.copy(), F.copy()
+        worst = [bk.bush_pass(*enc, so, safe, net.origins, n, *args, xc, Fc, inb, False, 1, tiny,
+                              c, 1.0, 1, perm) for _ in range(3)]
+        runs.append((xc, Fc, worst))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    assert runs[0][2] == runs[1][2] and runs[0][2][0] > 0.0  # shifts happened
+    assert not np.array_equal(runs[0][1], F)

@@ -238,8 +238,8 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
     enc, safe, net, args, tiny = setup(game)
     n, K = game.n_nodes, len(game.origins)
     x, F, inb = _start(game, net, enc, so, warm, args)
-    orders = np.zeros((K, n), dtype=np.int32)  # topological orders (cache)
-    cnts = np.zeros(K, dtype=np.int64)
+    # the bushes' topological orders, in-arc lists and the nodes their flows can use
+    cache = bk.new_cache(K, n, game.n_arcs, net.od_start, net.od_dest)
     best_F = np.empty_like(F)  # the best flows so far (one buffer: K × m can be large)
     gap, best, status, it = np.inf, np.inf, SolveStatus.MAX_ITERATIONS, 0
     history: list[tuple[int, float, float]] = []  # (iteration, seconds, gap)
@@ -277,7 +277,7 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
         for j in range(passes):
             perm = order.permutation(K) if subset is None else order.permutation(subset)
             bk.bush_pass(*enc, so, safe, net.origins, n, *args, x, F, inb, j == 0,
-                         repeat if j == 0 else 1, tiny, orders, cnts, relax, threads, perm)
+                         repeat if j == 0 else 1, tiny, cache, relax, threads, perm)
             if threads > 1:  # concurrent shifts may have missed updates of the totals
                 x = F.sum(axis=0)
         # whole passes, or a partial pass as minus its share of the origins

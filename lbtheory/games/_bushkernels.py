@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._gpkernels import _cost, _deriv, _set_arc, _shift_amount, dijkstra
+from ._gpkernels import _cost, _deriv, _shift_amount, dijkstra
 
 _INF = np.inf
 
@@ -30,10 +30,16 @@ def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
     ib = inb[k]
     for v in range(n):
         indeg[v] = 0
-        pos[v] = -1
     for a in range(heads.size):
-        if ib[a]:
-            indeg[heads[a]] += 1
+        indeg[heads[a]] += ib[a]  # (branch-free: a bush arc is as likely as not)
+    return _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos)
+
+
+@njit(cache=True)
+def _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos):
+    """:func:`_topo` given each node's number of bush in-arcs ``indeg`` (consumed)."""
+    for v in range(n):
+        pos[v] = -1
     order[0] = o
     pos[o] = 0
     cnt = 1
@@ -43,68 +49,93 @@ def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
         i += 1
         for e in range(out_start[u], out_start[u + 1]):
             a = out_arcs[e]
-            if ib[a]:
-                h = heads[a]
-                indeg[h] -= 1
-                if indeg[h] == 0:
-                    order[cnt] = h
-                    pos[h] = cnt
-                    cnt += 1
+            h = heads[a]
+            b = ib[a]
+            indeg[h] -= b
+            if b and indeg[h] == 0:
+                order[cnt] = h
+                pos[h] = cnt
+                cnt += 1
     return cnt
 
 
 @njit(cache=True)
-def _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, used_only, L, U, minp,
-            maxp):
-    """Cheapest-path labels L/minp over all bush arcs and costliest-path labels U/maxp over the
-    bush arcs with flow (``used_only``) or over all bush arcs, in topological order."""
-    ib = inb[k]
-    Fk = F[k]
-    for v in range(n):
-        L[v] = _INF
-        U[v] = -_INF
-        minp[v] = -1
-        maxp[v] = -1
-    L[order[0]] = 0.0
-    U[order[0]] = 0.0
-    for idx in range(1, cnt):
+def _compact(order, cnt, in_start, in_arcs, ib, bs, ba):
+    """A bush (``ib``: its arcs) as its in-arcs node by node in its topological order ``order``
+    (``cnt`` nodes): the arcs into ``order[i]`` are ``ba[bs[i]:bs[i + 1]]``, in their in-star
+    order (``in_arcs``), so a sweep over them meets the bush arcs in the order a sweep over the
+    in-stars that skips the other arcs meets them (the same labels, ties broken alike) without
+    touching the arcs outside the bush. Position 0: the arcs into the origin."""
+    nb = 0
+    for idx in range(cnt):
+        bs[idx] = nb
         v = order[idx]
         for e in range(in_start[v], in_start[v + 1]):
             a = in_arcs[e]
-            if not ib[a]:
-                continue
-            t = tails[a]
-            c = cst[a]
-            if L[t] + c < L[v]:
-                L[v] = L[t] + c
-                minp[v] = a
-            if (not used_only or Fk[a] > 0.0) and U[t] > -_INF and U[t] + c > U[v]:
-                U[v] = U[t] + c
-                maxp[v] = a
+            ba[nb] = a  # kept when a bush arc (branch-free)
+            nb += ib[a]
+    bs[cnt] = nb
 
 
 @njit(cache=True)
-def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start, out_arcs,
-                 in_start, in_arcs, heads, tails, o, ws, tiny, orders, cnts, fresh, relax):
+def _labels(order, at, na, bs, ba, tails, Fk, cst, used_only, L, U, minp, maxp):
+    """Cheapest-path labels L/minp over all bush arcs and costliest-path labels U/maxp over the
+    bush arcs with flow (``used_only``) or over all bush arcs, in topological order (the bush as
+    :func:`_compact` lists it in ``bs``/``ba``; ``Fk``: its origin's flows), at the nodes of
+    ``order`` at the positions ``at[:na]`` (increasing, the origin's 0 first; every tail of a
+    bush arc into one of them among them: all positions, or :func:`_relevant`'s). Only those
+    nodes get labels (every tail of a bush arc precedes its head in the order); the others keep
+    stale values."""
+    o = order[0]
+    L[o] = 0.0
+    U[o] = 0.0
+    minp[o] = -1
+    maxp[o] = -1
+    for r in range(1, na):
+        idx = at[r]
+        lv = _INF
+        uv = -_INF
+        mp = -1
+        xp = -1
+        for e in range(bs[idx], bs[idx + 1]):
+            a = ba[e]
+            t = tails[a]
+            c = cst[a]
+            if L[t] + c < lv:
+                lv = L[t] + c
+                mp = a
+            if (not used_only or Fk[a] > 0.0) and U[t] > -_INF and U[t] + c > uv:
+                uv = U[t] + c
+                xp = a
+        v = order[idx]
+        L[v] = lv
+        U[v] = uv
+        minp[v] = mp
+        maxp[v] = xp
+
+
+@njit(cache=True)
+def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, tails, ws, tiny, cache,
+                 relax):
     """One Algorithm-B pass over the bush of origin k; returns the largest segment cost
     difference seen (cost units). Origin flows below ``tiny`` (flow units, far below the
-    rounding of the origin's demand) left on a drained arc are zeroed. ``orders``/``cnts``
-    cache the topological order of each bush: recomputed when ``fresh`` (the bush changed)."""
+    rounding of the origin's demand) left on a drained arc are zeroed. The bush's topological
+    order and in-arc lists are the cached ones (``cache``, see :func:`new_cache`; kept current
+    by :func:`_update`), and so are the nodes its flow can use (:func:`_relevant`): labels,
+    segments and shifts there only — the same as over all nodes, since a node off them has no
+    flow into it and no label they read."""
     Fk = F[k]
-    indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
-    if fresh:
-        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
-        orders[k, :cnt] = order[:cnt]
-        cnts[k] = cnt
-    else:
-        cnt = cnts[k]
-        for i in range(cnt):
-            order[i] = orders[k, i]
-            pos[order[i]] = i
-    _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, True, L, U, minp, maxp)
+    indeg, order0, pos, minp, maxp, seg, L, U, dummy = ws
+    orders, cnts, bstart, barcs, rel, rcnt, od_start, od_dest = cache
+    order = orders[k]
+    at = rel[k]
+    na = rcnt[k]
+    for r in range(na):
+        pos[order[at[r]]] = at[r]
+    _labels(order, at, na, bstart[k], barcs[k], tails, Fk, cst, True, L, U, minp, maxp)
     worst = 0.0
-    for idx in range(cnt - 1, 0, -1):
-        j = order[idx]
+    for r in range(na - 1, 0, -1):
+        j = order[at[r]]
         if maxp[j] < 0 or maxp[j] == minp[j]:
             continue
         # segments back to the last common node of the two paths (min arcs at seg[0:],
@@ -160,17 +191,22 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_star
             a = seg[n + i]
             f = Fk[a] - d
             Fk[a] = f if f > tiny else 0.0  # rounding residue of a drained segment
-            _set_arc(kind, A, B, S, P, so, x, cst, der, a, max(x[a] - d, 0.0))
+            xa = max(x[a] - d, 0.0)
+            x[a] = xa  # costs set in place: see _gpkernels (a helper call costs 30×)
+            cst[a] = _cost(kind, A, B, S, P, a, xa, so)
+            der[a] = _deriv(kind, A, B, S, P, a, xa, so)
         for i in range(nmin):
             a = seg[i]
             Fk[a] += d
-            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] + d)
+            xa = x[a] + d
+            x[a] = xa
+            cst[a] = _cost(kind, A, B, S, P, a, xa, so)
+            der[a] = _deriv(kind, A, B, S, P, a, xa, so)
     return worst
 
 
 @njit(cache=True)
-def _labels_drop(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, L, U, minp, maxp,
-                 tiny):
+def _labels_drop(order, cnt, bs, ba, tails, ib, Fk, cst, L, U, minp, maxp, tiny):
     """:func:`_labels` over all bush arcs of origin k (``used_only`` False) with the unused arcs
     (flow ≤ ``tiny``, zeroed) off the cheapest-path tree dropped on the way, in one sweep: per
     node in topological order its cheapest-path label (the tree arc kept, so the labels L/minp
@@ -178,40 +214,35 @@ def _labels_drop(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, L, U, 
     dropped, then its longest-path label U/maxp over the remaining in-arcs — the labels
     :func:`_labels` gives on the bush after the drop. Unused arcs into the origin are dropped
     too; every other bush arc enters a node the order reaches (trees and added arcs only join
-    reached nodes). Returns the number of arcs dropped."""
-    ib = inb[k]
-    Fk = F[k]
+    reached nodes). The bush ``ib`` as :func:`_compact` lists it in ``bs``/``ba`` (stale after a
+    drop); ``Fk``: its origin's flows. Returns the number of arcs dropped."""
     dropped = 0
-    for v in range(n):
-        L[v] = _INF
-        U[v] = -_INF
-        minp[v] = -1
-        maxp[v] = -1
     o = order[0]
     L[o] = 0.0
     U[o] = 0.0
-    for e in range(in_start[o], in_start[o + 1]):  # an arc into the origin is never needed
-        a = in_arcs[e]
-        if ib[a] and Fk[a] <= tiny:
+    minp[o] = -1
+    maxp[o] = -1
+    for e in range(bs[0], bs[1]):  # an arc into the origin is never needed
+        a = ba[e]
+        if Fk[a] <= tiny:
             Fk[a] = 0.0
             ib[a] = False
             dropped += 1
     for idx in range(1, cnt):
-        v = order[idx]
-        lo = in_start[v]
-        hi = in_start[v + 1]
+        lo = bs[idx]
+        hi = bs[idx + 1]
+        lv = _INF
+        mp = -1
         for e in range(lo, hi):
-            a = in_arcs[e]
-            if ib[a]:
-                c = L[tails[a]] + cst[a]
-                if c < L[v]:
-                    L[v] = c
-                    minp[v] = a
-        mp = minp[v]
+            a = ba[e]
+            c = L[tails[a]] + cst[a]
+            if c < lv:
+                lv = c
+                mp = a
+        uv = -_INF
+        xp = -1
         for e in range(lo, hi):
-            a = in_arcs[e]
-            if not ib[a]:
-                continue
+            a = ba[e]
             if Fk[a] <= tiny:
                 Fk[a] = 0.0  # a rounding residue (see _equilibrate) counts as unused
                 if a != mp:
@@ -219,29 +250,36 @@ def _labels_drop(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, L, U, 
                     dropped += 1
                     continue
             t = tails[a]
-            if U[t] > -_INF and U[t] + cst[a] > U[v]:
-                U[v] = U[t] + cst[a]
-                maxp[v] = a
+            if U[t] > -_INF and U[t] + cst[a] > uv:
+                uv = U[t] + cst[a]
+                xp = a
+        v = order[idx]
+        L[v] = lv
+        U[v] = uv
+        minp[v] = mp
+        maxp[v] = xp
     return dropped
 
 
 @njit(cache=True)
 def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
-            nonthru, o, ws, tiny, orders, cnts):
+            nonthru, o, ws, tiny, cache):
     """Drop the unused arcs off the cheapest-path tree from the bush of origin k, then add the
     usable arcs that shorten the longest-path (or, ascending it, the cheapest-path) label of
     their head. Returns the number of arcs added.
 
-    The bush's topological order comes from the cache ``orders``/``cnts`` (``cnts[k]`` = 0:
-    none cached, computed here) and recomputed (Kahn) only when arcs were dropped or added, then
-    left in the cache (and in the workspace) for the equilibration: the same order as a fresh
-    one each time, so the same flows as computing it afresh, bit for bit. (Dropping arcs keeps
+    The bush's topological order and in-arc lists come from ``cache`` (:func:`new_cache`;
+    ``cnts[k]`` = 0: none cached, computed here) and are recomputed (Kahn, :func:`_compact`)
+    only when arcs were dropped or added, then left in the cache (the order also in the
+    workspace) for the equilibration: the same order as a fresh one each time, so the same
+    flows as computing it afresh, bit for bit. (Dropping arcs keeps
     the old order topological, and so does adding arcs whose tail precedes their head in it;
     keeping it then saves more, but changes the shift sequence: one Winnipeg-size solve to
     1e-10 needed 182 passes instead of 141.)"""
     ib = inb[k]
     Fk = F[k]
     indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
+    orders, cnts, bstart, barcs, rel, rcnt, od_start, od_dest = cache
     m = heads.size
     cnt = cnts[k]
     cached = cnt > 0
@@ -253,40 +291,87 @@ def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, ta
             pos[order[i]] = i
     else:
         cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
-    changed = _labels_drop(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, L, U, minp,
-                           maxp, tiny)
+        _compact(order, cnt, in_start, in_arcs, ib, bstart[k], barcs[k])
+    changed = _labels_drop(order, cnt, bstart[k], barcs[k], tails, ib, Fk, cst, L, U, minp, maxp,
+                           tiny)
     added = 0
+    for v in range(n):
+        indeg[v] = 0
     for a in range(m):
+        h = heads[a]
         if ib[a]:
-            if pos[heads[a]] < 0 and Fk[a] <= tiny:  # unreached: no label, so off the tree
+            if pos[h] < 0 and Fk[a] <= tiny:  # unreached: no label, so off the tree
                 Fk[a] = 0.0
                 ib[a] = False
                 changed += 1
-            continue
-        if not usable[a]:
-            continue
-        t = tails[a]
-        h = heads[a]
-        if h == o or (nonthru[t] and t != o) or pos[t] < 0 or pos[h] < 0:
-            continue
-        c = cst[a]
-        if U[t] + c < U[h] - 1e-14 * U[h] or (L[t] + c < L[h] - 1e-14 * L[h] and U[t] < U[h]):
-            ib[a] = True
-            added += 1
+        elif usable[a]:
+            t = tails[a]
+            if not (h == o or (nonthru[t] and t != o) or pos[t] < 0 or pos[h] < 0):
+                c = cst[a]
+                if U[t] + c < U[h] - 1e-14 * U[h] or (L[t] + c < L[h] - 1e-14 * L[h]
+                                                      and U[t] < U[h]):
+                    ib[a] = True
+                    added += 1
+        indeg[h] += ib[a]  # the new bush's in-degrees, for Kahn
     changed += added
     if changed > 0:
-        cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
+        cnt = _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos)
+        _compact(order, cnt, in_start, in_arcs, ib, bstart[k], barcs[k])
     if changed > 0 or not cached:
         orders[k, :cnt] = order[:cnt]
         cnts[k] = cnt
+        rcnt[k] = _relevant(order, cnt, pos, bstart[k], barcs[k], tails,
+                            od_dest[od_start[k]:od_start[k + 1]], indeg, rel[k])
     return added
 
 
 @njit(cache=True)
+def _relevant(order, cnt, pos, bs, ba, tails, dests, flag, at):
+    """The positions in a bush's topological order ``order`` (``cnt`` nodes, ``pos`` their
+    positions, the bush's in-arc lists ``bs``/``ba``) of the nodes its origin's flow can use:
+    the destinations ``dests`` and every node a bush path to one passes (the origin first), into
+    ``at``; returns their count. Flow only ever enters such a node (the first loading goes to
+    destinations, and a shift moves flow onto a path into a node with flow), so the
+    equilibration skips the others; on a regional network an origin of few destinations has
+    far fewer. ``flag``: a work array (n)."""
+    for i in range(cnt):
+        flag[i] = 0
+    flag[0] = 1
+    for v in dests:
+        if pos[v] >= 0:
+            flag[pos[v]] = 1
+    for idx in range(cnt - 1, 0, -1):
+        if flag[idx]:
+            for e in range(bs[idx], bs[idx + 1]):
+                flag[pos[tails[ba[e]]]] = 1
+    na = 0
+    for idx in range(cnt):
+        if flag[idx]:
+            at[na] = idx
+            na += 1
+    return na
+
+
+def new_cache(K: int, n: int, m: int, od_start: np.ndarray, od_dest: np.ndarray) -> tuple:
+    """An empty cache of the bushes' topological orders and in-arc lists for ``K`` origins,
+    ``n`` nodes and ``m`` arcs, the origins' destinations ``od_dest[od_start[k]:od_start[k + 1]]``
+    (``_Net``'s OD list): ``(orders, cnts, bstart, barcs, rel, rcnt, od_start, od_dest)`` —
+    origin k's order is ``orders[k, :cnts[k]]`` (``cnts[k]`` = 0: none cached yet), its bush arcs
+    into ``orders[k, i]`` are ``barcs[k, bstart[k, i]:bstart[k, i + 1]]`` (:func:`_compact`), the
+    positions of the nodes its flow can use ``rel[k, :rcnt[k]]`` (:func:`_relevant`)."""
+    return (np.zeros((K, n), dtype=np.int32), np.zeros(K, dtype=np.int64),
+            np.zeros((K, n + 1), dtype=np.int32), np.zeros((K, m), dtype=np.int32),
+            np.zeros((K, n), dtype=np.int32), np.zeros(K, dtype=np.int64),
+            np.asarray(od_start, dtype=np.int64), np.asarray(od_dest, dtype=np.int64))
+
+
+@njit(cache=True)
 def _workspace(n, m):
-    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-            np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-            np.empty(n, dtype=np.int64), np.empty(3 * n, dtype=np.int64), np.empty(n),
+    """``(indeg, order, pos, minp, maxp, seg, L, U, dummy)``: node arrays (int32: node and arc
+    ids, a smaller cache footprint), the segment buffer and an unused stamp array."""
+    return (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+            np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+            np.empty(n, dtype=np.int32), np.empty(3 * n, dtype=np.int64), np.empty(n),
             np.empty(n), np.full(m, -1, dtype=np.int64))
 
 
@@ -329,20 +414,18 @@ def load_trees(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs, he
 
 @njit(cache=True)
 def _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start, in_arcs,
-            heads, tails, usable, nonthru, x, cst, der, F, inb, update, repeat, tiny, orders, cnts,
-            relax, ws):
+            heads, tails, usable, nonthru, x, cst, der, F, inb, update, repeat, tiny, cache, relax,
+            ws):
     """(``update``) update the bush of origin k, then ``repeat`` equilibrations of it; returns
-    the largest segment cost difference seen. The bush's topological order is the cached one
-    (``orders``/``cnts``, kept current by :func:`_update`)."""
-    o = origins[k]
+    the largest segment cost difference seen. The bush's topological order and in-arc lists
+    are the cached ones (``cache``, kept current by :func:`_update`)."""
     if update:
         _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, tails, usable,
-                nonthru, o, ws, tiny[k], orders, cnts)
+                nonthru, origins[k], ws, tiny[k], cache)
     worst = 0.0
     for _ in range(repeat):
-        w = _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, inb, out_start,
-                         out_arcs, in_start, in_arcs, heads, tails, o, ws, tiny[k], orders, cnts,
-                         False, relax)
+        w = _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, tails, ws, tiny[k],
+                         cache, relax)
         if w > worst:
             worst = w
     return worst
@@ -350,12 +433,12 @@ def _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_s
 
 @njit(cache=True, parallel=True)
 def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start, in_arcs,
-              heads, tails, usable, nonthru, x, F, inb, update, repeat, tiny, orders, cnts, relax,
-              threads, perm):
+              heads, tails, usable, nonthru, x, F, inb, update, repeat, tiny, cache, relax, threads,
+              perm):
     """One pass over the origins ``perm`` (a permutation of the origin indices, or of a subset of
     them: a partial pass), in that order: (``update``) update the bush, then ``repeat`` Algorithm-B
-    equilibrations of it (``tiny``, ``orders``, ``cnts``: see :func:`_equilibrate` and
-    :func:`_update`; ``cnts`` zeros after a cold or warm start, and that first pass must update).
+    equilibrations of it (``tiny``, ``cache``: see :func:`_equilibrate` and :func:`_update`; a
+    :func:`new_cache` after a cold or warm start, and that first pass must update).
     Returns the largest segment cost difference seen (cost
     units).
 
@@ -382,7 +465,7 @@ def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_st
             k = perm[i]
             w = _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start,
                         in_arcs, heads, tails, usable, nonthru, x, cst, der, F, inb, update,
-                        repeat, tiny, orders, cnts, relax, ws)
+                        repeat, tiny, cache, relax, ws)
             if w > worst:
                 worst = w
         return worst
@@ -393,7 +476,7 @@ def bush_pass(kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_st
             k = perm[i]
             w = _origin(k, kind, A, B, S, P, so, safe, origins, n, out_start, out_arcs, in_start,
                         in_arcs, heads, tails, usable, nonthru, x, cst, der, F, inb, update,
-                        repeat, tiny, orders, cnts, relax, ws)
+                        repeat, tiny, cache, relax, ws)
             if w > W[lane]:
                 W[lane] = w
     return W.max()
@@ -411,14 +494,17 @@ def load_in_bushes(kind, A, B, S, P, so, origins, demand, n, out_start, out_arcs
         cst[a] = _cost(kind, A, B, S, P, a, x[a], so)
     ws = _workspace(n, m)
     indeg, order, pos, minp, maxp, seg, L, U, dummy = ws
+    bs = np.empty(n + 1, dtype=np.int32)
+    ba = np.empty(m, dtype=np.int32)
+    every = np.arange(n).astype(np.int32)  # labels at all positions
     for k in range(origins.size):
         if not todo[k]:
             continue
         o = origins[k]
         Fk = F[k]
         cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
-        _labels(k, order, cnt, n, in_start, in_arcs, tails, inb, F, cst, False, L, U, minp,
-                maxp)
+        _compact(order, cnt, in_start, in_arcs, inb[k], bs, ba)
+        _labels(order, every, cnt, bs, ba, tails, Fk, cst, False, L, U, minp, maxp)
         for v in range(n):
             dem = demand[k, v]
             if dem > 0.0 and v != o:

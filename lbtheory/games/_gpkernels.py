@@ -30,7 +30,10 @@ _INF = np.inf
 
 # The formulas and the per-arc dispatch (_arc, _cost, _deriv) are inlined into every kernel
 # (numba inline="always"): as calls, the solver kernels ran them 5–10 % slower and arc_costs
-# ≈ 50× slower; the price is ≈ 10 s more on a cold numba cache.
+# ≈ 50× slower; the price is ≈ 10 s more on a cold numba cache. A kernel that moves flow on an
+# arc sets x[a], cst[a] = _cost(…) and der[a] = _deriv(…) itself: a helper doing the three (a
+# call, or inlined — numba then nests the two inlined formulas badly) cost ≈ 120 ns per arc
+# against ≈ 4 ns, a third of a bush equilibration pass.
 
 
 @njit(cache=True)
@@ -138,6 +141,34 @@ def arc_costs(kind, A, B, S, P, x, so, deriv):
     return out
 
 
+@njit(cache=True, inline="always")
+def _sift_down(hk, hv, size, where):
+    """Heap pop's second half: the last of the binary heap's ``size`` + 1 entries (keys ``hk``,
+    nodes ``hv``) sifted down from the root into a heap of ``size`` entries; with ``where``
+    non-empty (a node's heap slot) the moved nodes' slots are kept current. Shared by
+    :func:`dijkstra` (lazy deletion, ``where`` empty) and :func:`_dists` (decrease-key)."""
+    track = where.size > 0
+    k, v = hk[size], hv[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= k:
+            break
+        hk[i] = hk[c]
+        hv[i] = hv[c]
+        if track:
+            where[hv[i]] = i
+        i = c
+    hk[i] = k
+    hv[i] = v
+    if track:
+        where[v] = i
+
+
 @njit(cache=True)
 def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost, dist, pred):
     """Shortest paths from ``origin`` (binary heap, lazy deletion) under the game's arc-use rule.
@@ -157,26 +188,13 @@ def dijkstra(origin, n, out_start, out_arcs, heads, tails, usable, nonthru, cost
     hv[0] = origin
     size = 1
     done = np.zeros(n, dtype=np.bool_)
+    untracked = np.empty(0, dtype=np.int64)
     while size > 0:
         du = hk[0]
         u = hv[0]
         size -= 1
-        if size > 0:  # sift the last element down from the root
-            k, v = hk[size], hv[size]
-            i = 0
-            while True:
-                c = 2 * i + 1
-                if c >= size:
-                    break
-                if c + 1 < size and hk[c + 1] < hk[c]:
-                    c += 1
-                if hk[c] >= k:
-                    break
-                hk[i] = hk[c]
-                hv[i] = hv[c]
-                i = c
-            hk[i] = k
-            hv[i] = v
+        if size > 0:
+            _sift_down(hk, hv, size, untracked)
         if done[u]:
             continue
         done[u] = True
@@ -225,24 +243,8 @@ def _dists(origin, n, start, head, cost, nonthru, dist, hk, hv, where):
         u = hv[0]
         where[u] = -2
         size -= 1
-        if size > 0:  # sift the last element down from the root
-            k, v = hk[size], hv[size]
-            i = 0
-            while True:
-                c = 2 * i + 1
-                if c >= size:
-                    break
-                if c + 1 < size and hk[c + 1] < hk[c]:
-                    c += 1
-                if hk[c] >= k:
-                    break
-                hk[i] = hk[c]
-                hv[i] = hv[c]
-                where[hv[i]] = i
-                i = c
-            hk[i] = k
-            hv[i] = v
-            where[v] = i
+        if size > 0:
+            _sift_down(hk, hv, size, where)
         if nonthru[u] and u != origin:
             continue
         for e in range(start[u], start[u + 1]):
@@ -446,7 +448,10 @@ def sweep(kind, A, B, S, P, so, safe, rel, origins, od_start, od_dest, od_demand
                         pflow[p] = od_demand[q]
                         for i in range(ln):
                             a = buf[i]
-                            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] + od_demand[q])
+                            xa = x[a] + od_demand[q]
+                            x[a] = xa
+                            cst[a] = _cost(kind, A, B, S, P, a, xa, so)
+                            der[a] = _deriv(kind, A, B, S, P, a, xa, so)
                     nxt[p] = head[q]
                     head[q] = p
             w = _equilibrate(kind, A, B, S, P, so, safe, x, cst, der, pool, off, plen, pflow, nxt,
@@ -455,13 +460,6 @@ def sweep(kind, A, B, S, P, so, safe, rel, origins, od_start, od_dest, od_demand
                 worst = w
             stamp[0] += 1
     return pool, off, plen, pflow, pod, nxt, n_paths, pool_used, worst
-
-
-@njit(cache=True)
-def _set_arc(kind, A, B, S, P, so, x, cst, der, a, v):
-    x[a] = v
-    cst[a] = _cost(kind, A, B, S, P, a, v, so)
-    der[a] = _deriv(kind, A, B, S, P, a, v, so)
 
 
 @njit(cache=True)
@@ -524,11 +522,17 @@ def _equilibrate(kind, A, B, S, P, so, safe, x, cst, der, pool, off, plen, pflow
                     for i in range(off[p], off[p] + plen[p]):
                         a = pool[i]
                         if ms[a] != st:
-                            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] - d)
+                            xa = x[a] - d
+                            x[a] = xa
+                            cst[a] = _cost(kind, A, B, S, P, a, xa, so)
+                            der[a] = _deriv(kind, A, B, S, P, a, xa, so)
                     for i in range(off[s], off[s] + plen[s]):
                         a = pool[i]
                         if mp[a] != st:
-                            _set_arc(kind, A, B, S, P, so, x, cst, der, a, x[a] + d)
+                            xa = x[a] + d
+                            x[a] = xa
+                            cst[a] = _cost(kind, A, B, S, P, a, xa, so)
+                            der[a] = _deriv(kind, A, B, S, P, a, xa, so)
                     pflow[p] -= d
                     pflow[s] += d
             for i in range(off[p], off[p] + plen[p]):
