@@ -228,6 +228,23 @@ def test_serial_and_local_dask_give_identical_results(exp_dir, tmp_path, monkeyp
                                              r"ValueError: cell 1 is broken"):
             run_sweep(_toy(exp_dir, "toy-broken"), "quick", out_dir=tmp_path / "dask",
                       client=client, batch=2)
+        # a task the scheduler drops (cancelled, as when a worker is stopped past its
+        # heartbeat) fails its batch with one error, not a traceback; the other batch is saved
+        import distributed
+
+        real = distributed.as_completed
+
+        def cancel_first(futs):
+            futs = list(futs)
+            futs[0].cancel()
+            return real(futs)
+
+        monkeypatch.setenv("SWEEP_SLEEP", "0.3")
+        monkeypatch.setattr(distributed, "as_completed", cancel_first)
+        with pytest.raises(SweepError, match=r"'toy': 2 of 4 cells failed.*'x': 0.*Cancelled"):
+            run_sweep(exp, "quick", out_dir=tmp_path / "cancel", client=client, batch=2)
+        monkeypatch.setattr(distributed, "as_completed", real)
+    assert len(list((tmp_path / "cancel" / "toy" / "cells").glob("*.json"))) == 2
     assert len(list((tmp_path / "dask" / "toy-broken" / "cells").glob("*.json"))) == 3
     assert (dask.computed, dask.cached) == (8, 0)
     assert dask.rows == serial.rows

@@ -394,10 +394,14 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                 del fl
                 for fut in as_completed(futs):
                     ch = chunks[futs[fut]]
-                    if fut.status == "error":  # e.g. a worker died: the whole batch failed
-                        failures.extend((i, fut.exception()) for i in ch)
+                    try:
+                        outs = fut.result()
+                    except Exception as exc:  # noqa: BLE001 - a worker died (error) or the
+                        # scheduler dropped the task (cancelled: e.g. a worker stopped past
+                        # its heartbeat): the whole batch failed, the other batches go on
+                        failures.extend((i, exc) for i in ch)
                     else:
-                        for i, (ok, out, wall) in zip(ch, fut.result(), strict=True):
+                        for i, (ok, out, wall) in zip(ch, outs, strict=True):
                             if ok:
                                 store(i, out, wall)
                             else:
