@@ -12,7 +12,8 @@ an equilibration pass that is labels, the divergent nodes (shifts) per pass and 
 second. Timings are CPU seconds (``time.process_time``), so a loaded machine skews them less.
 
 Run: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/profile_bush_pass.py [SIZE ...]
-[--gap G]``.
+[--gap G]`` (SIZE: a synthetic size, or ``austin_size`` — the benchmark's, see :func:`_game`;
+solve it to ``--gap 1e-4``: to 1e-6 takes minutes).
 """
 
 from __future__ import annotations
@@ -90,8 +91,19 @@ def _median(fn, repeats: int = REPEATS) -> float:
     return statistics.median(out)
 
 
+def _game(size: str):
+    """The synthetic network ``size``: a :func:`synthetic_network` size, or ``austin_size`` (the
+    Austin-size network of ``bench_tntp_vs_tapb.py``, this script's folder: one definition)."""
+    if size == "austin_size":
+        from bench_tntp_vs_tapb import SYNTHETIC
+
+        shape, kw = SYNTHETIC[size]
+        return synthetic_network(shape, seed=0, **kw)[0]
+    return synthetic_network(size, seed=0)[0]
+
+
 def profile(size: str, gap: float) -> None:
-    game = synthetic_network(size, seed=0)[0]
+    game = _game(size)
     res = bush_assignment(game, tol=gap)
     st = res.state
     enc, safe, net, args, tiny = setup(game)

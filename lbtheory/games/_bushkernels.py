@@ -37,11 +37,11 @@ def _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos):
 
 @njit(cache=True)
 def _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos):
-    """:func:`_topo` given each node's number of bush in-arcs ``indeg`` (consumed)."""
-    for v in range(n):
-        pos[v] = -1
+    """:func:`_topo` given each node's number of bush in-arcs ``indeg`` (consumed). Branch-free
+    steps (whether an arc is in the bush and its head now ready is unpredictable): every head
+    is written past the queue's end, the queue grows when it is ready, so ``order`` has n + 1
+    entries; the positions are set afterwards."""
     order[0] = o
-    pos[o] = 0
     cnt = 1
     i = 0
     while i < cnt:
@@ -51,11 +51,14 @@ def _kahn(o, n, out_start, out_arcs, heads, ib, indeg, order, pos):
             a = out_arcs[e]
             h = heads[a]
             b = ib[a]
-            indeg[h] -= b
-            if b and indeg[h] == 0:
-                order[cnt] = h
-                pos[h] = cnt
-                cnt += 1
+            d = indeg[h] - b
+            indeg[h] = d
+            order[cnt] = h
+            cnt += b & (d == 0)
+    for v in range(n):
+        pos[v] = -1
+    for i in range(cnt):
+        pos[order[i]] = i
     return cnt
 
 
@@ -206,22 +209,22 @@ def _equilibrate(k, n, kind, A, B, S, P, so, safe, x, cst, der, F, tails, ws, ti
 
 
 @njit(cache=True)
-def _labels_drop(order, cnt, bs, ba, tails, ib, Fk, cst, L, U, minp, maxp, tiny):
-    """:func:`_labels` over all bush arcs of origin k (``used_only`` False) with the unused arcs
-    (flow ≤ ``tiny``, zeroed) off the cheapest-path tree dropped on the way, in one sweep: per
-    node in topological order its cheapest-path label (the tree arc kept, so the labels L/minp
-    are those of the bush before and after the drop), then its unused in-arcs off the tree
-    dropped, then its longest-path label U/maxp over the remaining in-arcs — the labels
-    :func:`_labels` gives on the bush after the drop. Unused arcs into the origin are dropped
-    too; every other bush arc enters a node the order reaches (trees and added arcs only join
-    reached nodes). The bush ``ib`` as :func:`_compact` lists it in ``bs``/``ba`` (stale after a
-    drop); ``Fk``: its origin's flows. Returns the number of arcs dropped."""
+def _labels_drop(order, cnt, bs, ba, tails, ib, Fk, cst, L, U, tiny):
+    """The labels L and U of :func:`_labels` over all bush arcs of origin k (``used_only``
+    False; not their arcs) with the unused arcs (flow ≤ ``tiny``, zeroed) off the cheapest-path
+    tree dropped on the way, in one sweep over each node's in-arcs in topological order: its
+    cheapest-path label over all of them (the tree arc, the first cheapest, kept, so L is the
+    label of the bush before and after the drop), the unused ones dropped and the longest-path
+    label U taken over the used ones, then the tree arc, if unused, restored and taken into U
+    — the labels :func:`_labels` gives on the bush after the drop (a maximum of the same sums).
+    Unused arcs into the origin are dropped too; every other bush arc enters a node the order
+    reaches (trees and added arcs only join reached nodes). The bush ``ib`` as :func:`_compact`
+    lists it in ``bs``/``ba`` (stale after a drop); ``Fk``: its origin's flows. Returns the
+    number of arcs dropped."""
     dropped = 0
     o = order[0]
     L[o] = 0.0
     U[o] = 0.0
-    minp[o] = -1
-    maxp[o] = -1
     for e in range(bs[0], bs[1]):  # an arc into the origin is never needed
         a = ba[e]
         if Fk[a] <= tiny:
@@ -229,35 +232,31 @@ def _labels_drop(order, cnt, bs, ba, tails, ib, Fk, cst, L, U, minp, maxp, tiny)
             ib[a] = False
             dropped += 1
     for idx in range(1, cnt):
-        lo = bs[idx]
-        hi = bs[idx + 1]
         lv = _INF
         mp = -1
-        for e in range(lo, hi):
-            a = ba[e]
-            c = L[tails[a]] + cst[a]
-            if c < lv:
-                lv = c
-                mp = a
         uv = -_INF
-        xp = -1
-        for e in range(lo, hi):
+        for e in range(bs[idx], bs[idx + 1]):
             a = ba[e]
+            t = tails[a]
+            c = cst[a]
+            if L[t] + c < lv:
+                lv = L[t] + c
+                mp = a
             if Fk[a] <= tiny:
                 Fk[a] = 0.0  # a rounding residue (see _equilibrate) counts as unused
-                if a != mp:
-                    ib[a] = False
-                    dropped += 1
-                    continue
-            t = tails[a]
-            if U[t] > -_INF and U[t] + cst[a] > uv:
-                uv = U[t] + cst[a]
-                xp = a
+                ib[a] = False  # dropped (the tree arc restored below)
+                dropped += 1
+            elif U[t] > -_INF and U[t] + c > uv:
+                uv = U[t] + c
+        if mp >= 0 and not ib[mp]:  # the tree arc, unused: kept
+            ib[mp] = True
+            dropped -= 1
+            t = tails[mp]
+            if U[t] > -_INF and U[t] + cst[mp] > uv:
+                uv = U[t] + cst[mp]
         v = order[idx]
         L[v] = lv
         U[v] = uv
-        minp[v] = mp
-        maxp[v] = xp
     return dropped
 
 
@@ -292,8 +291,7 @@ def _update(k, n, cst, F, inb, out_start, out_arcs, in_start, in_arcs, heads, ta
     else:
         cnt = _topo(k, o, n, out_start, out_arcs, heads, inb, indeg, order, pos)
         _compact(order, cnt, in_start, in_arcs, ib, bstart[k], barcs[k])
-    changed = _labels_drop(order, cnt, bstart[k], barcs[k], tails, ib, Fk, cst, L, U, minp, maxp,
-                           tiny)
+    changed = _labels_drop(order, cnt, bstart[k], barcs[k], tails, ib, Fk, cst, L, U, tiny)
     added = 0
     for v in range(n):
         indeg[v] = 0
@@ -368,8 +366,9 @@ def new_cache(K: int, n: int, m: int, od_start: np.ndarray, od_dest: np.ndarray)
 @njit(cache=True)
 def _workspace(n, m):
     """``(indeg, order, pos, minp, maxp, seg, L, U, dummy)``: node arrays (int32: node and arc
-    ids, a smaller cache footprint), the segment buffer and an unused stamp array."""
-    return (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
+    ids, a smaller cache footprint; ``order`` n + 1, see :func:`_kahn`), the segment buffer and
+    an unused stamp array."""
+    return (np.empty(n, dtype=np.int32), np.empty(n + 1, dtype=np.int32),
             np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
             np.empty(n, dtype=np.int32), np.empty(3 * n, dtype=np.int64), np.empty(n),
             np.empty(n), np.full(m, -1, dtype=np.int64))
