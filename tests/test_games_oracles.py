@@ -338,3 +338,64 @@ def test_one_verb_dispatches_on_the_problem_type():
         SolveStatus.OPTIMAL_INACCURATE
     with pytest.raises(TypeError, match="eps"):  # a CVXPY option is not a game option
         solve_wardrop(game, eps=1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bush_system_optimum_is_wardrop_of_the_marginal_bpr_network(seed):
+    """For BPR costs ℓ = t0 (1 + b (x/c)^p) the marginal cost ℓ + x ℓ' = t0 (1 + (p+1) b (x/c)^p)
+    is itself a BPR cost: the system optimum is the Wardrop equilibrium of the network with b
+    × (p+1), and that network's Beckmann potential at any flow is the original TSTT. Checked on
+    a 416-node network with the bush solver, the two solves sharing no objective switch — the
+    reason the system optimum costs more passes than Wardrop is this more congested network."""
+    from lbtheory.games import Commodity, GameArc, RoutingGame, bpr
+    from lbtheory.games._bush import bush_assignment
+    from lbtheory.games.synthetic import synthetic_network
+
+    game, data = synthetic_network("anaheim", seed=seed)
+    Z = int(data["first_thru_node"]) - 1
+    arcs = [GameArc(int(t), int(h), bpr(f, 0.15 * 5.0, c, 4.0)) for t, h, f, c in
+            zip(data["tail"], data["head"], data["free_flow_time"], data["capacity"])]
+    oo, dd = np.nonzero(data["trips"])
+    steep = RoutingGame(list(range(1, game.n_nodes + 1)), arcs,
+                        [Commodity(int(o) + 1, int(d) + 1, float(data["trips"][o, d]))
+                         for o, d in zip(oo, dd)], non_through=list(range(1, Z + 1)))
+    so = bush_assignment(game, objective="system_optimum", tol=1e-11)
+    ue = bush_assignment(steep, objective="wardrop", tol=1e-11)
+    assert so.relative_gap <= 1e-11 and ue.relative_gap <= 1e-11
+    scale = so.arc_flow.max()
+    assert np.max(np.abs(so.arc_flow - ue.arc_flow)) < 1e-5 * scale
+    # Beckmann potential of the steep network = Σ t0 (x + b x^5 / c^4) = the original TSTT
+    t0, c, x = data["free_flow_time"], data["capacity"], ue.arc_flow
+    beckmann = float(np.sum(t0 * (x + 0.15 * x ** 5 / c ** 4)))
+    assert beckmann == pytest.approx(so.total_travel_time, rel=1e-9)
+    # and the SO beats the original network's Wardrop equilibrium
+    assert so.total_travel_time < bush_assignment(game, tol=1e-11).total_travel_time
+
+
+def test_bush_inner_passes_rule_on_regional_networks(monkeypatch):
+    """``inner=None`` runs 2 equilibration passes per bush update on a regional network (many
+    nodes, bush flows reaching under 40 % of them) and 8 elsewhere: the same solve, bit for
+    bit, as asking for that count (one thread is deterministic). The node floor is lowered so
+    that a 300-node network of share 0.35 counts as regional; Anaheim size (share 0.46) does
+    not."""
+    import lbtheory.games._bush as bush
+    from lbtheory.games.synthetic import synthetic_network
+
+    small = synthetic_network((300, 800, 20), seed=0)[0]
+    other = synthetic_network("anaheim", seed=0)[0]
+    monkeypatch.setattr(bush, "REGIONAL_NODES", 300)
+    for game, count, wrong in ((small, bush.REGIONAL_INNER, bush.INNER),
+                               (other, bush.INNER, bush.REGIONAL_INNER)):
+        auto = bush.bush_assignment(game, tol=1e-9)
+        same = bush.bush_assignment(game, tol=1e-9, inner=count)
+        assert auto.state.passes == same.state.passes
+        assert auto.iterations == same.iterations
+        np.testing.assert_array_equal(auto.arc_flow, same.arc_flow)
+        assert bush.bush_assignment(game, tol=1e-9, inner=wrong).state.passes != auto.state.passes
+    monkeypatch.setattr(bush, "REGIONAL_NODES", 301)  # below the floor: 8 passes
+    floor = bush.bush_assignment(small, tol=1e-9)
+    assert floor.state.passes == bush.bush_assignment(small, tol=1e-9, inner=8).state.passes
+    from lbtheory.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="inner"):
+        bush.bush_assignment(small, inner=-1)

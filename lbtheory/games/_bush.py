@@ -37,7 +37,8 @@ from ._result import GameResult, Objective, SolveTrace, evaluate_flow
 from .game import RoutingGame
 from .tap import _Net, certificate_parts, encode_costs
 
-__all__ = ["BushState", "bush_assignment", "RELAX", "PARALLEL_MIN", "numba_threads"]
+__all__ = ["BushState", "bush_assignment", "RELAX", "PARALLEL_MIN", "INNER", "REGIONAL_INNER",
+           "REGIONAL_SHARE", "REGIONAL_NODES", "numba_threads"]
 
 #: Default over-relaxation ω of the bush solver's flow shifts (see :func:`bush_assignment`).
 RELAX = 1.0
@@ -45,6 +46,21 @@ RELAX = 1.0
 #: Origin-arc pairs (origins × arcs) below which the bush solver runs on one thread whatever
 #: ``threads`` says: a parallel pass costs more in thread wake-ups than it saves there.
 PARALLEL_MIN = 100_000
+
+#: Equilibration passes per bush update (``inner=None``): :data:`INNER`, or
+#: :data:`REGIONAL_INNER` on a regional network — at least :data:`REGIONAL_NODES` nodes, and
+#: after the first update the bushes' flows reach under :data:`REGIONAL_SHARE` of them (mean
+#: over origins; :func:`._bushkernels._relevant`). Measured (issue 37, one thread, gap 1e-6,
+#: CPU s, 8 passes → 2): on regional networks the gap after each iteration is the same
+#: whatever the passes — the bush updates limit it — so the extra passes are waste: Austin
+#: size (7,388 nodes, all zones, share 0.15) 179.7 → 143.9 s; synthetic Austin (7,466 nodes,
+#: 1,117 zones, share 0.31) 37.5 → 27.5 s (system optimum 54.1 → 39.3 s); synthetic
+#: Chicago-regional (12,982 nodes, share 0.26) see BENCHMARKS.md. On the classic networks
+#: (Anaheim 0.46, Barcelona 0.49, Winnipeg 0.55, Chicago-Sketch 0.85) 8 passes are as fast or
+#: faster, up to 3.6× (Winnipeg-size system optimum at 1e-10: 1.46 vs 5.22 s), and so on a
+#: 500-node network of share 0.40 (2×): hence the node floor. Thresholds between the measured
+#: networks: a rule of thumb, not a derivation.
+INNER, REGIONAL_INNER, REGIONAL_SHARE, REGIONAL_NODES = 8, 2, 0.4, 5_000
 
 
 @dataclasses.dataclass
@@ -109,7 +125,7 @@ def numba_threads(threads: int):
 @renamed_keywords(max_iter="max_iterations")
 def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective.WARDROP,
                     tol: float = 1e-10, max_iterations: int = 10_000, time_limit: float = 600.0,
-                    inner: int = 8, repeat: int = 1, warm: BushState | None = None,
+                    inner: int | None = None, repeat: int = 1, warm: BushState | None = None,
                     stall: int = 30, throw: bool = True, relax: float = RELAX,
                     threads: int = 1) -> GameResult:
     """Wardrop equilibrium (or system optimum) by Dial's bush-based Algorithm B.
@@ -122,6 +138,9 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
             certificate; near ``tol`` fewer passes, down to one over some origins, so that the
             certified gap lands in [tol/2, tol] — see :func:`_plan`; ``max_iter=`` is its
             deprecated name); time_limit: wall-clock seconds.
+        inner: equilibration passes after each bush update; None: :data:`INNER` (8), or
+            :data:`REGIONAL_INNER` (2) on regional networks, where the bush updates, not the
+            passes, limit each iteration's gap (see :data:`REGIONAL_SHARE`).
         warm: the state of an earlier solve of a game with the same arcs and origins.
         stall: stop (status MAX_ITERATIONS) when the best gap has not halved over this many
             outer iterations — Algorithm B gains about a decade every 3–4 when it works, and a
@@ -155,6 +174,8 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
     check_real(tol, "tol", low=0.0, low_open=True)
     check_int(stall, "stall", low=1, unit="iterations")
     check_int(threads, "threads", low=1)
+    if inner is not None:
+        check_int(inner, "inner", low=0, unit="passes")
     check_real(relax, "relax", low=1.0, high=2.0, high_open=True)
     if len(game.origins) * game.n_arcs < PARALLEL_MIN:
         threads = 1
@@ -231,7 +252,7 @@ def setup(game: RoutingGame) -> tuple[tuple, bool, _Net, tuple, np.ndarray]:
 
 
 def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: int,
-           time_limit: float, inner: int, repeat: int, warm: BushState | None, stall: int,
+           time_limit: float, inner: int | None, repeat: int, warm: BushState | None, stall: int,
            throw: bool, relax: float, threads: int) -> GameResult:
     so = objective is Objective.SYSTEM_OPTIMUM
     t0 = time.perf_counter()
@@ -249,7 +270,7 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
     stalled = False
     order = np.random.default_rng(0)  # origin order of each pass (seeded: reproducible)
     what = f"bush assignment ({objective})"
-    full, rate, partials = 1 + inner, None, 0
+    full, rate, partials = 1 + (INNER if inner is None else inner), None, 0
     while it < max_iterations:
         gap, cost, dist = certificate_parts(game, net, enc, x, so, what, "bush", threads)
         history.append((it, time.perf_counter() - t0, gap))
@@ -280,6 +301,9 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
                          repeat if j == 0 else 1, tiny, cache, relax, threads, perm)
             if threads > 1:  # concurrent shifts may have missed updates of the totals
                 x = F.sum(axis=0)
+            if (inner is None and it == 1 and j == 0 and n >= REGIONAL_NODES
+                    and cache[5].mean() < REGIONAL_SHARE * n):
+                full = 1 + REGIONAL_INNER  # a regional network (see REGIONAL_SHARE)
         # whole passes, or a partial pass as minus its share of the origins
         spent.append(float(passes) if subset is None else -subset.size / K)
         x = F.sum(axis=0)  # re-summed: no drift of the incrementally updated totals
