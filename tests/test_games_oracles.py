@@ -373,8 +373,9 @@ def test_bush_system_optimum_is_wardrop_of_the_marginal_bpr_network(seed):
 
 
 def test_bush_inner_passes_rule_on_regional_networks(monkeypatch):
-    """``inner=None`` runs 2 equilibration passes per bush update on a regional network (many
-    nodes, bush flows reaching under 40 % of them) and 8 elsewhere: the same solve, bit for
+    """``inner=None`` runs 2 equilibration passes per bush update for a Wardrop equilibrium on
+    a regional network (many nodes, bush flows reaching under 40 % of them) and 8 elsewhere or
+    for the system optimum: the same solve, bit for
     bit, as asking for that count (one thread is deterministic). The node floor is lowered so
     that a 300-node network of share 0.35 counts as regional; Anaheim size (share 0.46) does
     not."""
@@ -392,6 +393,11 @@ def test_bush_inner_passes_rule_on_regional_networks(monkeypatch):
         assert auto.iterations == same.iterations
         np.testing.assert_array_equal(auto.arc_flow, same.arc_flow)
         assert bush.bush_assignment(game, tol=1e-9, inner=wrong).state.passes != auto.state.passes
+    # the system optimum keeps 8 passes on a regional network (its marginal costs need them)
+    so = bush.bush_assignment(small, objective="system_optimum", tol=1e-9)
+    so_passes = {k: bush.bush_assignment(small, objective="system_optimum", tol=1e-9,
+                                         inner=k).state.passes for k in (2, 8)}
+    assert so.state.passes == so_passes[bush.INNER] != so_passes[bush.REGIONAL_INNER]
     monkeypatch.setattr(bush, "REGIONAL_NODES", 301)  # below the floor: 8 passes
     floor = bush.bush_assignment(small, tol=1e-9)
     assert floor.state.passes == bush.bush_assignment(small, tol=1e-9, inner=8).state.passes

@@ -47,8 +47,9 @@ RELAX = 1.0
 #: ``threads`` says: a parallel pass costs more in thread wake-ups than it saves there.
 PARALLEL_MIN = 100_000
 
-#: Equilibration passes per bush update (``inner=None``): :data:`INNER`, or
-#: :data:`REGIONAL_INNER` on a regional network — at least :data:`REGIONAL_NODES` nodes, and
+#: Equilibration passes per bush update (``inner=None``): :data:`INNER`, or, for the Wardrop
+#: equilibrium only, :data:`REGIONAL_INNER` on a regional network — at least
+#: :data:`REGIONAL_NODES` nodes, and
 #: after the first update the bushes' flows reach under :data:`REGIONAL_SHARE` of them (mean
 #: over origins; :func:`._bushkernels._relevant`). Measured (issue 37, one thread, gap 1e-6,
 #: CPU s, 8 passes → 2): on regional networks the gap after each iteration is the same
@@ -59,7 +60,10 @@ PARALLEL_MIN = 100_000
 #: (Anaheim 0.46, Barcelona 0.49, Winnipeg 0.55, Chicago-Sketch 0.85) 8 passes are as fast or
 #: faster, up to 3.6× (Winnipeg-size system optimum at 1e-10: 1.46 vs 5.22 s), and so on a
 #: 500-node network of share 0.40 (2×): hence the node floor. Thresholds between the measured
-#: networks: a rule of thumb, not a derivation.
+#: networks: a rule of thumb, not a derivation. Not for the system optimum: on Austin size its
+#: steeper marginal costs need the passes — with 2 it stalled at gap 1.44e-6 (asked 1e-6; one
+#: thread, where 8 passes reach it in 13 iterations) and took 28 iterations on two threads
+#: (8 passes: 19).
 INNER, REGIONAL_INNER, REGIONAL_SHARE, REGIONAL_NODES = 8, 2, 0.4, 5_000
 
 
@@ -139,8 +143,9 @@ def bush_assignment(game: RoutingGame, *, objective: Objective | str = Objective
             certified gap lands in [tol/2, tol] — see :func:`_plan`; ``max_iter=`` is its
             deprecated name); time_limit: wall-clock seconds.
         inner: equilibration passes after each bush update; None: :data:`INNER` (8), or
-            :data:`REGIONAL_INNER` (2) on regional networks, where the bush updates, not the
-            passes, limit each iteration's gap (see :data:`REGIONAL_SHARE`).
+            :data:`REGIONAL_INNER` (2) for a Wardrop equilibrium on regional networks, where
+            the bush updates, not the passes, limit each iteration's gap (see
+            :data:`REGIONAL_SHARE`).
         warm: the state of an earlier solve of a game with the same arcs and origins.
         stall: stop (status MAX_ITERATIONS) when the best gap has not halved over this many
             outer iterations — Algorithm B gains about a decade every 3–4 when it works, and a
@@ -301,7 +306,7 @@ def _solve(game: RoutingGame, objective: Objective, tol: float, max_iterations: 
                          repeat if j == 0 else 1, tiny, cache, relax, threads, perm)
             if threads > 1:  # concurrent shifts may have missed updates of the totals
                 x = F.sum(axis=0)
-            if (inner is None and it == 1 and j == 0 and n >= REGIONAL_NODES
+            if (inner is None and not so and it == 1 and j == 0 and n >= REGIONAL_NODES
                     and cache[5].mean() < REGIONAL_SHARE * n):
                 full = 1 + REGIONAL_INNER  # a regional network (see REGIONAL_SHARE)
         # whole passes, or a partial pass as minus its share of the origins
