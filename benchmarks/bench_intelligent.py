@@ -90,12 +90,14 @@ def sim_speed(traces, m: int, rate: float, n: int, router: str, reps: int) -> di
 
 def vllm_speed(setup: str, n: int, router: str, reps: int) -> dict:
     """The vLLM-faithful model (issue 35) on a Knowl setup's workload: reference vs compiled,
-    and the legacy model's compiled time on the same workload and hardware."""
+    and the legacy model's compiled time on the same workload and hardware. ``SETUP-swap``:
+    the setup with swap preemption."""
     from lbtheory.intelligent._setups import SETUPS, setup_workload
 
-    st = SETUPS[setup]
+    name, swap = setup.removesuffix("-swap"), setup.endswith("-swap")
+    st = SETUPS[name]
     wl = setup_workload(st, 0, n)
-    cfg = st.cluster()
+    cfg = st.cluster(preemption="swap") if swap else st.cluster()
     old = ClusterConfig(n_instances=cfg.n_instances, kv_budget_tokens=cfg.kv_budget_tokens,
                         timing=cfg.timing, chunked_prefill=cfg.chunked_prefill,
                         max_prefill_tokens=cfg.max_prefill_tokens)
@@ -262,7 +264,7 @@ def main() -> None:
         print(f"\nload (1-min average) at start: {load()}; {os.cpu_count()} CPUs\n")
         print("| setup | requests | router | reference (s) | compiled (s) | ratio | legacy model "
               "compiled (s) |\n|---|---|---|---|---|---|---|", flush=True)
-        for setup, n in (("k4", 2000), ("k5-chunked", 2000)):
+        for setup, n in (("k4", 2000), ("k4-swap", 2000), ("k5-chunked", 2000)):
             for router in ("rr", "heuristic"):
                 r = vllm_speed(setup, n, router, reps)
                 print(f"| {setup} | {n} | {router} | {r['ref_s']:.3f} | {r['comp_s']:.4f} | "

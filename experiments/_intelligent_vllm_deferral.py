@@ -20,6 +20,10 @@ processes: the second wrote to another ``--out`` and was merged into ``deferral.
 room for two trainings after the table, so the rule (written 19:27 UTC, when 4 of the 10 RL
 cells had finished and no WA-RL cell): the WG-RL and the WA-RL training seed with the largest
 gain (most negative full-length Δ) in the table — the ablation asks where a gain comes from.
+``--setup k5-chunked``: the same rule, written (2026-12-03, 21:42 UTC) before any RL cell of
+``intelligent-router-vllm-k5-chunked`` had finished — the WG-RL and the WA-RL seed with the most
+negative full-length Δ (they turned out to be WG-RL seed 3 and WA-RL seed 1); the two trainings
+ran as two processes (``--out`` to two folders, merged into ``deferral.json``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ ROUTER_NAMES = ("rr", "jsq", "minmin", "maxcap", "heuristic")
 RL_NAMES = ("rl", "wa-rl", "wg-rl")
 JSON_KEYS = ("requests", "completed", "preemptions", "latency", "ttft", "router_wait", "tbt",
              "preemptions_per_request")
+#: keys ``evaluate --json`` adds when they apply (``--preemption swap``)
+OPTIONAL_KEYS = ("swaps_per_request",)
 #: evaluation-only headroom routers (lbtheory.intelligent._headroom): not in the registry,
 #: they drive the simulator's state themselves.
 HEADROOM_NAMES = ("clairvoyant", "oracle-defer")
@@ -62,6 +64,11 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
                 "first), lwl (least work left: fewest predicted output tokens first) or "
                 "bin-packing (first-fit decreasing by prompt + predicted output); preempted "
                 "requests resume first under every one")
+    option(p, "--preemption", default="recompute", choices=("recompute", "swap"),
+           help="how a vLLM-model instance preempts when its KV blocks run out: recompute "
+                "(vLLM's choice for a single sequence: the KV is discarded and prefilled "
+                "again) or swap (the blocks go to the CPU swap space and back over PCIe; [R] "
+                "4 GiB, 12 / 25 GB/s on V100 / A100; no chunked prefill)")
     p.add_argument("--engine", default="auto",
                    help="instance simulator: auto / compiled (numba), or reference (the Python "
                         "engine: same results, slower)")
@@ -246,6 +253,12 @@ def _setup(args: argparse.Namespace):
         over["kv_budget_tokens"] = args.kv_budget
     if args.chunked_prefill:  # (a setup's own chunked prefill stays unless asked for)
         over["chunked_prefill"] = True
+    if args.preemption != "recompute":
+        if args.instance_model != "vllm":
+            raise ParameterError("--preemption swap needs the vLLM instance model "
+                                 "(--instance-model vllm or --setup NAME); the legacy model "
+                                 "recomputes")
+        over["preemption"] = args.preemption
     if st is not None:
         import dataclasses
 
@@ -399,7 +412,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"note: wrote {target}; --out FILE is the old spelling of --output FILE "
                   f"(--out DIR writes DIR/{EVALUATE_FILE})", file=sys.stderr)
     if args.json:
-        print(dumps_json({"routers": {n: {k: r[k] for k in JSON_KEYS}
+        print(dumps_json({"routers": {n: {k: r[k] for k in JSON_KEYS + OPTIONAL_KEYS if k in r}
                                       for n, r in results.items()},
                           "offered_load": load.as_dict()}))
         return 0

@@ -40,7 +40,7 @@ from ..errors import ParameterError
 from ..registry import Simulator, compiled_kernel
 from ..routers import KernelProvider, KernelSpec, Load, Ties
 from ..workloads import Workload
-from . import _core
+from . import _core, _coreview
 from ._admission import ADMISSION_CODES
 from ._core import QH, QT, CoreState
 from ._engine import ClusterConfig, InstanceView
@@ -49,8 +49,8 @@ from ._rkernels import CODES, routing_loop, run_builtin
 
 __all__ = ["CompiledClusterSim", "KernelSpec", "BuiltinSpec", "kernel_spec"]
 
-#: bytes per request of the compiled state (20 int64/float64 columns) plus the result arrays.
-_BYTES_PER_REQUEST = 8 * (20 + 12)
+#: bytes per request of the compiled state (21 int64/float64 columns) plus the result arrays.
+_BYTES_PER_REQUEST = 8 * (21 + 13)
 
 
 class BuiltinSpec(NamedTuple):
@@ -132,10 +132,11 @@ def _user_loop(route: Any) -> Any:
 
 def _log_size(wl: Workload, cfg: ClusterConfig, output: np.ndarray) -> int:
     """Iterations (and batch entries) the iteration log holds: one per emitted token without
-    chunked prefill; with it, partial-prefill iterations emit none, so four times the tokens
-    emitted and prefilled (more only under heavy preemption: the log then stops and says so)."""
+    chunked prefill or prompts first; with either, partial-prefill iterations emit none and
+    prefill-only ones log the stalled batch, so four times the tokens emitted and prefilled
+    (more only under heavy preemption: the log then stops and says so)."""
     tokens = int(output.sum())
-    if not cfg.chunked_prefill:
+    if not cfg.chunked_prefill and not cfg.prefill_priority:
         return tokens
     return 4 * (tokens + int(np.maximum(wl.prompt_tokens, 1).sum())) + 64
 
@@ -264,11 +265,12 @@ class CompiledClusterSim:
         now = self.now
         n_sched = mi[_core.N_RUN] + mi[_core.N_ADM]
         fewest = np.zeros(m, np.int64)
-        _core.fewest_left(self.state, fewest)
+        _coreview.fewest_left(self.state, fewest)
         buf = np.empty(ri.shape[1], np.int64)
         on = []
-        for i in range(m):
-            k = _core.waiting_ids(self.state, i, buf)
+        for i in range(m):  # the batch, the waiting queue, the swapped queue
+            k = _coreview.chain_ids(self.state, mi[_core.WHEAD, i], buf)
+            k += _coreview.chain_ids(self.state, mi[_core.SHEAD, i], buf[k:])
             on.append(np.concatenate([mi[_core.BATCH0:_core.BATCH0 + n_sched[i], i], buf[:k]]))
         prompt, pred = ri[_core.P], ri[_core.PRED]
         kv, wait = mi[_core.KV_USED], mi[_core.WAIT_TOK]
@@ -278,7 +280,7 @@ class CompiledClusterSim:
             waiting_prefill_tokens=wait.copy(), queue_prompt=prompt[q],
             queue_output_pred=pred[q], queue_wait_s=now - self._rf[_core.ARRIVAL][q],
             queue_length=self.queue_length, config=self.cfg, instance_requests=tuple(on),
-            earliest_completion_s=float(_core.earliest_completion_s(
+            earliest_completion_s=float(_coreview.earliest_completion_s(
                 self._gf, mi[_core.N_RUN], kv, fewest)),
             request_prompt=prompt, request_pred=pred)
 
@@ -292,7 +294,8 @@ class CompiledClusterSim:
                 "tbt_max_s": rf[c.TBT_MAX].copy(), "tbt_sq_s2": rf[c.TBT_SQ].copy(),
                 "generated_tokens": ri[c.GEN].copy(),
                 "preempted": ri[c.PREEMPTED].copy(),
-                "recomputed_tokens": ri[c.RECOMP].copy(), "instance": ri[c.INSTANCE].copy(),
+                "recomputed_tokens": ri[c.RECOMP].copy(), "swaps": ri[c.SWAPS].copy(),
+                "instance": ri[c.INSTANCE].copy(),
                 "peak_kv_tokens": mi[c.PEAK_KV].copy(), "iterations": mi[c.N_ITER].copy()}
 
     @property
@@ -331,16 +334,19 @@ def _new_state(wl: Workload, cfg: ClusterConfig, output: np.ndarray, pred: np.nd
     rf[[c.DISPATCH, c.ADMIT, c.FIRST, c.LAST, c.FINISH]] = np.nan
     cap = max(min(cfg.max_batch, n), 1)
     mi = np.zeros((c.BATCH0 + cap + n_bins, m), np.int64)
-    mi[[c.WHEAD, c.WTAIL]] = -1
+    mi[[c.WHEAD, c.WTAIL, c.SHEAD, c.STAIL]] = -1
     gi = np.zeros(c.N_GI, np.int64)
     gi[c.EPOCH_K] = -1
     n_log = _log_size(wl, cfg, output) if record else 0
     gi[[c.BUDGET, c.MAX_BATCH, c.MAX_PREFILL, c.ADMISSION, c.QUEUE_VIEW, c.RECORD, c.HIST0,
-        c.N_LABELS, c.LOG_IDS0, c.CHUNKED, c.BLOCK, c.TOTAL_BLK, c.CAP_BLK, c.PRIO]] = [
+        c.N_LABELS, c.LOG_IDS0, c.CHUNKED, c.BLOCK, c.TOTAL_BLK, c.CAP_BLK, c.PRIO, c.SWAP,
+        c.CPU_BLK]] = [
         cfg.kv_budget_tokens, cfg.max_batch, cfg.max_prefill_tokens,
         ADMISSION_CODES[cfg.admission], queue_view, int(record), c.BATCH0 + cap, n_lab,
         2 * n_log, int(cfg.chunked_prefill), cfg.block_tokens, cfg.total_blocks,
-        cfg.total_blocks - cfg.watermark_blocks, int(cfg.prefill_priority)]
-    gf = np.concatenate([cfg.timing.coefficients(), [0.0, cfg.epoch_s], np.full(m, np.inf)])
+        cfg.total_blocks - cfg.watermark_blocks, int(cfg.prefill_priority), int(cfg.swap),
+        cfg.swap_blocks]
+    gf = np.concatenate([cfg.timing.coefficients(), [0.0, cfg.epoch_s, cfg.swap_block_s],
+                         np.full(m, np.inf)])
     return CoreState(ri, rf, mi, gi, gf, np.zeros(3 * n_log, np.int64),
                      np.zeros(2 * n_log))

@@ -11,7 +11,8 @@ states them; the cross-engine tests check the two bit for bit). The state is a
   waiting queues (−1: none), the router queue ``RQ`` (``ri[RQ, gi[QH]:gi[QT]]``: request ids,
   head first), with chunked prefill ``LEFT`` (prefill tokens still to compute) and ``CHUNK``
   (this iteration's chunk), ``RECOMP`` (KV tokens preemptions discarded, computed again),
-  then ``gi[N_LABELS]`` rows of histogram labels from ``LABEL0``;
+  ``SWAPS`` (preemptions by swapping), then ``gi[N_LABELS]`` rows of histogram labels from
+  ``LABEL0``;
 * ``rf[row, v]`` (float64, s): ``ARRIVAL``, ``DISPATCH``, ``ADMIT`` (first admission),
   ``FIRST`` / ``LAST`` (token times), ``FINISH`` (NaN until they happen), ``TBT_SUM`` /
   ``TBT_MAX`` / ``TBT_SQ`` (gaps between tokens: sum, largest, sum of squares);
@@ -20,12 +21,15 @@ states them; the cross-engine tests check the two bit for bit). The state is a
   waiting requests (a linked list ``WHEAD`` → ``ri[NXT]`` → … ``WTAIL``), ``KV_USED`` (KV of the
   running requests), ``WAIT_TOK`` (prompt + generated tokens of the waiting requests), ``LOAD``
   (Σ prompt + predicted output of the requests on it), ``N_ON`` (requests on it), ``PEAK_KV``,
-  ``N_ITER``, ``PONLY`` (1: the current iteration is prefill-only, ``prefill_priority``);
+  ``N_ITER``, ``PONLY`` (1: the current iteration is prefill-only, ``prefill_priority``),
+  swap preemption's queue ``SHEAD`` → ``ri[NXT]`` → … ``STAIL`` (its requests also count in
+  ``N_WAIT``), ``CPU_USED`` (its blocks) and ``MOVED`` (blocks swapped this iteration);
   from row ``gi[HIST0]``, how many requests on the instance carry each label (the
   environment's prompt and decode buckets; none for a plain simulation);
 * ``gi`` (int64) and ``gf`` (float64): counters, clock, configuration (the KV budget also in
-  blocks: ``BLOCK`` tokens each, ``TOTAL_BLK`` of them, ``CAP_BLK`` = total − watermark),
-  the iteration-time coefficients (``gf[:5]``) and each instance's end of iteration
+  blocks: ``BLOCK`` tokens each, ``TOTAL_BLK`` of them, ``CAP_BLK`` = total − watermark; swap
+  preemption: ``SWAP`` and ``CPU_BLK``, ``gf[SWAP_S]`` s per block moved), the iteration-time
+  coefficients (``gf[:5]``) and each instance's end of iteration
   ``gf[BUSY0 + m]`` (s; inf when idle);
 * ``log_i`` / ``log_f``: the iteration log when recording (instance, id offsets and ids;
   start and end times).
@@ -46,27 +50,28 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ._swap import swap_seconds
 from ._timing import iteration_seconds
 
-__all__ = ["CoreState", "advance", "dispatch", "queue_length", "earliest_completion_s",
-           "fewest_left", "waiting_ids"]
+__all__ = ["CoreState", "advance", "dispatch", "queue_length"]
 
 # ri rows
-P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LEFT, CHUNK, RECOMP, LABEL0 = range(13)
+P, D, PRED, GEN, PREEMPTED, INSTANCE, NXT, PRV, RQ, LEFT, CHUNK, RECOMP, SWAPS, LABEL0 = range(14)
 # rf rows
 ARRIVAL, DISPATCH, ADMIT, FIRST, LAST, FINISH, TBT_SUM, TBT_MAX, TBT_SQ = range(9)
 N_RF = 9
 # mi rows
 (N_RUN, N_ADM, N_WAIT, WHEAD, WTAIL, KV_USED, WAIT_TOK, LOAD, N_ON, PEAK_KV, N_ITER, PONLY,
- BATCH0) = range(13)
+ SHEAD, STAIL, CPU_USED, MOVED, BATCH0) = range(17)
 # gi entries: counters, then configuration
 (NEXT_ARRIVAL, EPOCH_K, N_DONE, PREEMPTIONS, QH, QT, N_LOG_ITER, N_LOG_IDS, BUDGET, MAX_BATCH,
  MAX_PREFILL, ADMISSION, QUEUE_VIEW, RECORD, HIST0, N_LABELS, LOG_IDS0, CHUNKED, BLOCK, TOTAL_BLK,
- CAP_BLK, PRIO) = range(22)
-N_GI = 22
+ CAP_BLK, PRIO, SWAP, CPU_BLK) = range(24)
+N_GI = 24
 # gf entries: the five iteration-time coefficients (so ``gf`` is the ``coef`` argument of
-# :func:`iteration_seconds`), the clock, the epoch, then per-instance busy times
-NOW, EPOCH_S, BUSY0 = 5, 6, 7
+# :func:`iteration_seconds`), the clock, the epoch, the swap time per block, then per-instance
+# busy times
+NOW, EPOCH_S, SWAP_S, BUSY0 = 5, 6, 7, 8
 _EPS = 1e-12
 
 
@@ -160,13 +165,65 @@ def _after(ri, adm, u, v):
     return a > c or (a == c and u > v)
 
 
+# -- swap preemption (the reference's ``_preempt`` and ``_swap_in``) -----------------------------
+@njit(**_KERNEL)
+def _swap_out(ri, mi, m, v, h):
+    """Request ``v`` (``h`` blocks) to the tail of instance ``m``'s swapped queue."""
+    u = mi[STAIL, m]
+    ri[PRV, v] = u
+    ri[NXT, v] = -1
+    if u < 0:
+        mi[SHEAD, m] = v
+    else:
+        ri[NXT, u] = v
+    mi[STAIL, m] = v
+    mi[N_WAIT, m] += 1
+    mi[CPU_USED, m] += h
+    mi[MOVED, m] += h
+    ri[SWAPS, v] += 1
+
+
+@njit(**_KERNEL)
+def _swap_in(ri, mi, gi, m, need):
+    """Swap requests back in (oldest preemption first) while the batch has room and ``need``
+    plus their blocks with the next token fit above the watermark; they join the batch's end
+    and decode in this iteration. Returns ``need`` with theirs."""
+    b = gi[BLOCK]
+    nr = mi[N_RUN, m]
+    v = mi[SHEAD, m]
+    while v >= 0 and nr < gi[MAX_BATCH]:
+        full = ri[P, v] + ri[GEN, v]
+        nb = (full + b) // b
+        if need + nb > gi[CAP_BLK]:
+            break
+        w = ri[NXT, v]
+        mi[SHEAD, m] = w
+        if w < 0:
+            mi[STAIL, m] = -1
+        else:
+            ri[PRV, w] = -1
+        ri[NXT, v] = -1
+        mi[N_WAIT, m] -= 1
+        h = (full + b - 1) // b
+        mi[CPU_USED, m] -= h
+        mi[MOVED, m] += h
+        mi[BATCH0 + nr, m] = v
+        nr += 1
+        mi[KV_USED, m] += full
+        need += nb
+        v = w
+    mi[N_RUN, m] = nr
+    return need
+
+
 # -- one instance --------------------------------------------------------------------------------
 @njit(**_KERNEL)
 def _preempt(ri, mi, gi, m):
-    """Preempt by recomputation (the most recently admitted first) while the running requests'
-    KV, their next token and the reserved rest of their prefills (chunked prefill; ``LEFT`` is
-    0 otherwise) exceed the budget. Returns ``(need, preempted)``: the KV the running requests
-    will need, and whether any was preempted."""
+    """Preempt (the most recently admitted first) while the running requests' KV, their next
+    token and the reserved rest of their prefills (chunked prefill; ``LEFT`` is 0 otherwise)
+    exceed the budget: by swapping where the option and the free CPU blocks allow, else by
+    recomputation. Returns ``(need, preempted)``: the KV the running requests will need, and
+    whether any was preempted."""
     budget = gi[TOTAL_BLK]
     b = gi[BLOCK]
     nr = mi[N_RUN, m]
@@ -185,14 +242,18 @@ def _preempt(ri, mi, gi, m):
         v = mi[BATCH0 + nr, m]
         full = ri[P, v] + ri[GEN, v]
         mi[KV_USED, m] -= full - ri[LEFT, v]
-        ri[RECOMP, v] += full - ri[LEFT, v]
         need -= (full + b) // b
-        ri[LEFT, v] = 0
-        _push_front(ri, mi, m, v)
-        mi[WAIT_TOK, m] += full
         ri[PREEMPTED, v] += 1
         gi[PREEMPTIONS] += 1
         preempted = True
+        h = (full + b - 1) // b
+        if gi[SWAP] != 0 and mi[CPU_USED, m] + h <= gi[CPU_BLK]:  # the KV to the CPU
+            _swap_out(ri, mi, m, v, h)
+            continue
+        ri[RECOMP, v] += full - ri[LEFT, v]
+        ri[LEFT, v] = 0
+        _push_front(ri, mi, m, v)
+        mi[WAIT_TOK, m] += full
     mi[N_RUN, m] = nr
     return need, preempted
 
@@ -219,7 +280,10 @@ def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context, gi_block):
     if need * gi_block > mi[PEAK_KV, m]:
         mi[PEAK_KV, m] = need * gi_block
     mi[N_ITER, m] += 1
-    gf[BUSY0 + m] = t + iteration_seconds(gf, sum_q, sum_q2, float(n_decode), float(context))
+    dt = iteration_seconds(gf, sum_q, sum_q2, float(n_decode), float(context))
+    if mi[MOVED, m] > 0:
+        dt += swap_seconds(mi[MOVED, m], gf[SWAP_S])
+    gf[BUSY0 + m] = t + dt
 
 
 @njit(**_KERNEL)
@@ -307,9 +371,9 @@ def _admit_prefills(ri, rf, mi, gi, m, t, need):
 
 @njit(**_KERNEL)
 def _start(ri, rf, mi, gi, gf, m, t):
-    """Form and start the next iteration of instance ``m`` at time ``t`` (s): preempt by
-    recomputation (the most recently admitted first) while the running requests' next tokens
-    do not fit the budget, else admit waiting requests (the reference's ``_start``)."""
+    """Form and start the next iteration of instance ``m`` at time ``t`` (s): preempt (the
+    most recently admitted first) while the running requests' next tokens do not fit the
+    budget, else admit waiting requests or swap swapped ones in (the reference's ``_start``)."""
     if gi[CHUNKED] != 0:
         _start_chunked(ri, rf, mi, gi, gf, m, t)
         return
@@ -325,13 +389,18 @@ def _start(ri, rf, mi, gi, gf, m, t):
             h = (x + b - 1) // b
             held += h
             grown += h + (1 if x == h * b else 0)  # a full last block: one division, not two
-        need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, held)
-        if na > 0:
-            mi[PONLY, m] = 1
-            _begin(mi, gf, m, t, need, na, sum_q, sum_q2, 0, 0, b)
-            return
+        mi[MOVED, m] = 0
+        if mi[SHEAD, m] < 0:  # no prompt while a request is swapped out
+            need, na, sum_q, sum_q2 = _admit_prefills(ri, rf, mi, gi, m, t, held)
+            if na > 0:
+                mi[PONLY, m] = 1
+                _begin(mi, gf, m, t, need, na, sum_q, sum_q2, 0, 0, b)
+                return
+        preempted = False
         if grown > gi[TOTAL_BLK]:  # else _preempt would find ``grown`` and preempt nothing
             grown, preempted = _preempt(ri, mi, gi, m)
+        if mi[SHEAD, m] >= 0 and not preempted:
+            grown = _swap_in(ri, mi, gi, m, grown)
         _begin(mi, gf, m, t, grown, 0, 0.0, 0.0, mi[N_RUN, m], mi[KV_USED, m], b)
         return
     need, preempted = _preempt(ri, mi, gi, m)
@@ -515,45 +584,3 @@ def dispatch(s, pos, m):
     for c in range(gi[N_LABELS]):
         mi[gi[HIST0] + ri[LABEL0 + c, v], m] += 1
     return v
-
-
-@njit(**_KERNEL)
-def earliest_completion_s(coef, n_decode, kv_used, fewest):
-    """T̂_c [R]: min over instances with decoding requests (``n_decode[m] > 0``) of
-    ``fewest[m]`` (the fewest predicted output tokens left, at least 1) × the instance's
-    current decode iteration time (s); inf when nothing decodes."""
-    best = np.inf
-    for m in range(len(n_decode)):
-        if n_decode[m] > 0:
-            t = fewest[m] * iteration_seconds(coef, 0.0, 0.0, float(n_decode[m]),
-                                              float(kv_used[m]))
-            if t < best:
-                best = t
-    return best
-
-
-@njit(**_KERNEL)
-def fewest_left(s, out):
-    """Per instance, the fewest predicted output tokens left (at least 1) among its running
-    (decoding) requests, into ``out``; 0 where none runs."""
-    ri, mi = s.ri, s.mi
-    for m in range(mi.shape[1]):
-        best = 0
-        for i in range(mi[N_RUN, m]):
-            v = mi[BATCH0 + i, m]
-            left = max(ri[PRED, v] - ri[GEN, v], 1)
-            if best == 0 or left < best:
-                best = left
-        out[m] = best
-
-
-@njit(**_KERNEL)
-def waiting_ids(s, m, out):
-    """The waiting requests of instance ``m``, head first, into ``out``; returns how many."""
-    k = 0
-    v = s.mi[WHEAD, m]
-    while v >= 0:
-        out[k] = v
-        k += 1
-        v = s.ri[NXT, v]
-    return k

@@ -36,7 +36,21 @@ decodes' blocks, preempting the most recently admitted request by recomputation 
 discarded: ``recomputed_tokens`` in the per-request record) until every next token has its
 block; ``max_batch`` is ``max_num_seqs``, ``max_prefill_tokens`` ``max_num_batched_tokens``.
 Chunked prefill: the chunked schedule above, with the blocks. [R] A request's KV counts its
-latest token from the iteration that samples it (vLLM one step later); no swap preemption.
+latest token from the iteration that samples it (vLLM one step later).
+
+**Swap preemption** (``preemption="swap"``, vLLM v0's ``_schedule_default`` with
+``preemption_mode="swap"``; :mod:`._swap` has the [R] parameters): a preempted request's
+``ceil(x / block_tokens)`` blocks move to the instance's CPU swap space (``swap_blocks``) and it
+joins the instance's *swapped* queue, keeping its KV (no recomputed tokens; ``swaps`` in the
+per-request record); [R] one the free swap space cannot hold is preempted by recomputation (vLLM
+aborts).
+While the swapped queue is non-empty no prompt is admitted. An iteration that preempted nothing
+swaps requests back in, oldest preemption first ([R] vLLM's FCFS policy sorts them by arrival),
+while the batch has room and the blocks with the next token plus the watermark fit ([R] vLLM
+asks one block more per sequence; the first that does not fit ends it); they join the end of
+the batch and decode in it. Moving ``n`` blocks either way adds ``n · swap_block_s`` to the
+iteration (:func:`~._swap.swap_seconds`). Swapped requests count as waiting in the view; their
+KV is in neither ``kv_used`` nor the prefill tokens.
 
 The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
 up to ``t_k`` join the router queue (FCFS), and the router (the one contract of
@@ -53,105 +67,21 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_int, check_memory, check_option, check_real, check_ticks
+from .._checks import check_ticks
 from ..errors import ParameterError
 from ..routers import IdenticalTargets
 from ..workloads import Workload
 from ._admission import Admission, admission_key
-from ._timing import IterationTimeModel
+from ._config import ClusterConfig
+from ._swap import swap_seconds_py
 
 __all__ = ["ClusterConfig", "ClusterSim", "InstanceView", "Admission"]
 
 _EPS = 1e-12
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    """Cluster of identical instances.
-
-    Attributes:
-        n_instances: number of instances m (≥ 1).
-        kv_budget_tokens: KV-cache capacity of one instance (tokens) [R default 32768: ≈16 GB of
-            a V100-32GB at 0.5 MB per Llama-2-7B token].
-        max_batch: most requests in one iteration (vLLM's ``max_num_seqs``, default 256).
-        max_prefill_tokens: most prefill tokens per iteration (default 8192); a longer request is
-            admitted alone.
-        epoch_s: router decision epoch (s), the paper's 0.02 s minimum decode batch time.
-        timing: the iteration-time model.
-        admission: the instance batcher's admission order, :class:`Admission` or its value:
-            ``"fcfs"`` (vLLM's default), ``"spf"``, ``"lwl"`` or ``"bin-packing"`` (defined
-            there); preempted requests always resume first.
-        chunked_prefill: split prefills into chunks; ``max_prefill_tokens`` is then the
-            iteration's token budget, decodes included (module docstring).
-        block_tokens: KV-cache block size (tokens): a request holds ``ceil(tokens / block)``
-            blocks of the ``kv_budget_tokens // block_tokens`` an instance has (vLLM's paged KV,
-            16; the default 1 is the token-exact legacy model).
-        watermark: fraction of the blocks an admission must leave free (vLLM's
-            ``watermark``, 0.01; default 0: the legacy model). Decoding ignores it.
-        prefill_priority: without chunked prefill, an iteration that admits prefills runs no
-            decodes (vLLM's default scheduler: prompts first, the running requests stall);
-            default False: the legacy model mixes them.
-    """
-
-    n_instances: int = 4
-    kv_budget_tokens: int = 32768
-    max_batch: int = 256
-    max_prefill_tokens: int = 8192
-    epoch_s: float = 0.02
-    timing: IterationTimeModel = field(default_factory=IterationTimeModel)
-    admission: Admission | str = Admission.FCFS
-    chunked_prefill: bool = False
-    block_tokens: int = 1
-    watermark: float = 0.0
-    prefill_priority: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("chunked_prefill", "prefill_priority"):
-            if not isinstance(getattr(self, name), bool):
-                raise ParameterError(f"ClusterConfig.{name} must be True or False, got "
-                                     f"{getattr(self, name)!r}")
-        check_int(self.block_tokens, "ClusterConfig.block_tokens", low=1)
-        check_real(self.watermark, "ClusterConfig.watermark", low=0.0, high=0.5)
-        object.__setattr__(self, "admission",
-                           check_option(Admission, self.admission, "ClusterConfig.admission"))
-        for name in ("n_instances", "kv_budget_tokens", "max_batch", "max_prefill_tokens"):
-            check_int(getattr(self, name), f"ClusterConfig.{name}", low=1)
-        # each instance keeps Python request queues and per-instance view arrays (~2 KiB)
-        check_memory(2048.0 * self.n_instances, f"a cluster of {self.n_instances:,} instances")
-        check_real(self.epoch_s, "ClusterConfig.epoch_s", unit="s", low=0.0, low_open=True)
-
-    @property
-    def total_blocks(self) -> int:
-        """KV-cache blocks of one instance (``kv_budget_tokens // block_tokens``)."""
-        return self.kv_budget_tokens // self.block_tokens
-
-    @property
-    def watermark_blocks(self) -> int:
-        """Blocks an admission leaves free (vLLM's ``int(watermark · blocks)``)."""
-        return int(self.watermark * self.total_blocks)
-
-    def blocks(self, tokens: int) -> int:
-        """Blocks that hold ``tokens`` tokens of KV (``ceil(tokens / block_tokens)``)."""
-        return -(-tokens // self.block_tokens)
-
-    def check_workload(self, wl: Workload) -> None:
-        """Raise :class:`ParameterError` if a request cannot fit one instance's KV budget
-        (with the block size and the admission watermark)."""
-        need = np.maximum(wl.prompt_tokens, 1) + np.maximum(wl.output_tokens, 1)
-        b = self.block_tokens
-        cap = (self.total_blocks - self.watermark_blocks) * b
-        big = np.flatnonzero(-(-need // b) * b > cap)
-        if big.size:
-            i = int(big[0])
-            raise ParameterError(
-                f"kv_budget_tokens = {self.kv_budget_tokens} is smaller than request {i} "
-                f"(prompt {wl.prompt_tokens[i]} + output {wl.output_tokens[i]} = {need[i]} "
-                f"tokens); expected a budget >= {int(need.max())} tokens (plus block rounding "
-                f"and the watermark)")
 
 
 @dataclass(frozen=True)
@@ -162,7 +92,8 @@ class InstanceView(IdenticalTargets):
     waiting): the Σ_j (p_j^m + d_j^m) of THEORY §10. ``queue_prompt`` / ``queue_output_pred`` are
     the first ``len`` router-queue requests (head first); ``queue_wait_s`` their time waited.
     ``instance_requests[m]`` are the ids of the requests on instance m (running, then waiting in
-    the order the batcher admits them);
+    the order the batcher admits them, then swapped out, oldest first; ``n_waiting`` counts the
+    waiting and the swapped);
     ``earliest_completion_s`` is T̂_c [R], the estimated time until the first running request
     finishes: min over instances of (fewest predicted output tokens left among its decoding
     requests) × (its current decode iteration time), ``inf`` when nothing decodes;
@@ -206,7 +137,8 @@ class InstanceView(IdenticalTargets):
 
 class _Instance:
     __slots__ = ("running", "waiting", "kv_used", "busy_until", "admitted", "peak_kv", "n_iter",
-                 "load_tokens", "wait_tokens", "n_on", "chunks", "prefill_only")
+                 "load_tokens", "wait_tokens", "n_on", "chunks", "prefill_only", "swapped",
+                 "cpu_used", "moved")
 
     def __init__(self) -> None:
         self.running: list[int] = []
@@ -221,6 +153,9 @@ class _Instance:
         self.n_on = 0
         self.chunks: dict[int, int] = {}
         self.prefill_only = False
+        self.swapped: deque[int] = deque()  # swap preemption: on the CPU, oldest first
+        self.cpu_used = 0  # CPU swap blocks held
+        self.moved = 0  # blocks swapped out or in for the current iteration
 
 
 class ClusterSim:
@@ -272,6 +207,7 @@ class ClusterSim:
         self.tbt_sq = [0.0] * n
         self.preempted = [0] * n
         self.recomputed = [0] * n  # KV tokens a preemption discarded (computed again later)
+        self.swaps = [0] * n  # preemptions by swapping
         self.instance_of = [-1] * n
         self.inst = [_Instance() for _ in range(config.n_instances)]
         self.queue: deque[int] = deque()
@@ -287,10 +223,11 @@ class ClusterSim:
 
     # -- instances ---------------------------------------------------------------------------
     def _preempt(self, ins: _Instance) -> tuple[int, bool]:
-        """Preempt by recomputation (the most recently admitted first) while the running
-        requests' KV, their next token and the reserved rest of their prefills (chunked
-        prefill; ``left`` is 0 otherwise) exceed the budget; then order the waiting queue
-        (:meth:`_admission_order`). Returns ``(need, preempted)``."""
+        """Preempt (the most recently admitted first) while the running requests' KV, their
+        next token and the reserved rest of their prefills (chunked prefill; ``left`` is 0
+        otherwise) exceed the budget — by swapping where the option and the free CPU space
+        allow, else by recomputation; then order the waiting queue (:meth:`_admission_order`).
+        Returns ``(need, preempted)``."""
         cfg, p, gen, left = self.cfg, self.p, self.gen, self.left
         blk = cfg.blocks
         run = ins.running
@@ -300,17 +237,40 @@ class ClusterSim:
             v = run.pop()
             full = p[v] + gen[v]
             ins.kv_used -= full - left[v]
-            self.recomputed[v] += full - left[v]
             need -= blk(full + 1)
-            left[v] = 0
-            ins.waiting.appendleft(v)
-            ins.wait_tokens += full
             self.preempted[v] += 1
             self.preemptions += 1
             preempted = True
+            if cfg.swap and ins.cpu_used + blk(full) <= cfg.swap_blocks:  # KV to the CPU
+                ins.swapped.append(v)
+                ins.cpu_used += blk(full)
+                ins.moved += blk(full)
+                self.swaps[v] += 1
+                continue
+            self.recomputed[v] += full - left[v]
+            left[v] = 0
+            ins.waiting.appendleft(v)
+            ins.wait_tokens += full
         if cfg.admission is not Admission.FCFS and len(ins.waiting) > 1:
             ins.waiting = deque(self._admission_order(ins))
         return need, preempted
+
+    def _swap_in(self, ins: _Instance, need: int) -> int:
+        """Swap requests back in (oldest preemption first) while the batch has room and
+        ``need`` plus their blocks with the next token fit above the watermark; they decode in
+        this iteration. Returns ``need`` with theirs."""
+        cfg, p, gen, sw = self.cfg, self.p, self.gen, ins.swapped
+        while sw and len(ins.running) < cfg.max_batch:
+            full = p[sw[0]] + gen[sw[0]]
+            nb = cfg.blocks(full + 1)
+            if need + nb > cfg.total_blocks - cfg.watermark_blocks:
+                break
+            ins.running.append(sw.popleft())
+            ins.cpu_used -= cfg.blocks(full)
+            ins.moved += cfg.blocks(full)
+            ins.kv_used += full
+            need += nb
+        return need
 
     def _admit_one(self, ins: _Instance, t: float, nv: int) -> int:
         """Move the head waiting request (``nv`` tokens to prefill) into the batch."""
@@ -330,7 +290,10 @@ class ClusterSim:
             return
         ins.peak_kv = max(ins.peak_kv, need * self.cfg.block_tokens)
         ins.n_iter += 1
-        ins.busy_until = t + self.cfg.timing.seconds(sum_q, sum_q2, n_decode, context)
+        dt = self.cfg.timing.seconds(sum_q, sum_q2, n_decode, context)
+        if ins.moved:
+            dt += swap_seconds_py(ins.moved, self.cfg.swap_block_s)
+        ins.busy_until = t + dt
         if self.iterations_log is not None:
             self.iterations_log.append((m, t, ins.busy_until, (*ins.running, *ins.admitted)))
 
@@ -369,17 +332,21 @@ class ClusterSim:
         ins, cfg = self.inst[m], self.cfg
         ins.admitted = []
         ins.prefill_only = False
+        ins.moved = 0
         if cfg.prefill_priority:  # vLLM: prompts first; a prefill iteration runs no decodes
             if cfg.admission is not Admission.FCFS and len(ins.waiting) > 1:
                 ins.waiting = deque(self._admission_order(ins))
             p, gen = self.p, self.gen
-            held = sum(cfg.blocks(p[v] + gen[v]) for v in ins.running)
-            need, sum_q, sum_q2 = self._admit_prefills(ins, t, held)
-            if ins.admitted:
-                ins.prefill_only = True
-                self._begin(m, t, need, sum_q, sum_q2, 0, 0)
-                return
-            need, _ = self._preempt(ins)
+            if not ins.swapped:  # no prompt while a request is swapped out
+                held = sum(cfg.blocks(p[v] + gen[v]) for v in ins.running)
+                need, sum_q, sum_q2 = self._admit_prefills(ins, t, held)
+                if ins.admitted:
+                    ins.prefill_only = True
+                    self._begin(m, t, need, sum_q, sum_q2, 0, 0)
+                    return
+            need, preempted = self._preempt(ins)
+            if ins.swapped and not preempted:
+                need = self._swap_in(ins, need)
             self._begin(m, t, need, 0.0, 0.0, len(ins.running), ins.kv_used)
             return
         need, preempted = self._preempt(ins)
@@ -504,7 +471,8 @@ class ClusterSim:
         """Per-request records (workload order) and per-instance counters, as arrays:
         ``arrival_s``, ``dispatch_s``, ``admit_s``, ``first_token_s``, ``finish_s``,
         ``tbt_sum_s``, ``tbt_max_s`` (s), ``tbt_sq_s2`` (s²), ``generated_tokens``,
-        ``preempted``, ``recomputed_tokens`` (KV tokens preemptions discarded), ``instance``;
+        ``preempted``, ``recomputed_tokens`` (KV tokens preemptions discarded), ``swaps``
+        (preemptions by swapping), ``instance``;
         ``peak_kv_tokens``, ``iterations`` per instance."""
         f = np.array
         return {"arrival_s": f(self.arrival, dtype=float), "dispatch_s": f(self.dispatch_s),
@@ -514,6 +482,7 @@ class ClusterSim:
                 "generated_tokens": f(self.gen, dtype=np.int64),
                 "preempted": f(self.preempted, dtype=np.int64),
                 "recomputed_tokens": f(self.recomputed, dtype=np.int64),
+                "swaps": f(self.swaps, dtype=np.int64),
                 "instance": f(self.instance_of, dtype=np.int64),
                 "peak_kv_tokens": f([i.peak_kv for i in self.inst], dtype=np.int64),
                 "iterations": f([i.n_iter for i in self.inst], dtype=np.int64)}
@@ -580,7 +549,7 @@ class ClusterSim:
         return InstanceView(
             time_s=self.now,
             n_running=np.array([len(i.running) + len(i.admitted) for i in ins]),
-            n_waiting=np.array([len(i.waiting) for i in ins]),
+            n_waiting=np.array([len(i.waiting) + len(i.swapped) for i in ins]),
             kv_used=np.array([i.kv_used for i in ins]),
             kv_committed=np.array([i.kv_used + i.wait_tokens for i in ins]),
             load_tokens=np.array([i.load_tokens for i in ins]),
@@ -590,8 +559,8 @@ class ClusterSim:
             queue_wait_s=np.array([self.now - self.arrival[v] for v in q]),
             queue_length=len(self.queue),
             config=self.cfg,
-            instance_requests=tuple(np.array(i.running + i.admitted + self._admission_order(i),
-                                             dtype=np.int64) for i in ins),
+            instance_requests=tuple(np.array(i.running + i.admitted + self._admission_order(i)
+                                             + list(i.swapped), dtype=np.int64) for i in ins),
             earliest_completion_s=min(
                 (min(max(pred[v] - gen[v], 1) for v in i.running)
                  * self.cfg.timing.iteration_time((), len(i.running), i.kv_used)

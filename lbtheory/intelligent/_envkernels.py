@@ -39,16 +39,15 @@ from ._core import (
     P,
     advance,
     dispatch,
-    earliest_completion_s,
-    fewest_left,
 )
+from ._coreview import earliest_completion_s, fewest_left
 from ._impact import guidance_penalty_kernel
 from ._rkernels import capacity, mixing_loads
 
 #: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
 #: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
-#: changes (2: chunked prefill; 3: shared preemption and iteration start).
-CORE_REVISION = 3
+#: changes (2: chunked prefill; 3: shared preemption and iteration start; 4: swap preemption).
+CORE_REVISION = 4
 
 __all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL",
            "guidance_h", "charge_interval", "capacity_feature", "all_full", "is_full",

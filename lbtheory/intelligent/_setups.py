@@ -17,7 +17,10 @@ workload (task mix, rate, requests) and the operating point (one calibrated scal
   slopes of :data:`A100_LLAMA31_8B`; KV :data:`A100_KV_BUDGET_TOKENS` (25,000 blocks).
 * vLLM's scheduler defaults: 16-token blocks, watermark 0.01, ``max_num_seqs`` 256,
   ``max_num_batched_tokens`` 8,192 (without chunked prefill; the chunk budget with it), prompts
-  first without chunked prefill, recompute preemption.
+  first without chunked prefill, recompute preemption. ``vllm_cluster(..., preemption="swap")``
+  swaps instead (:mod:`._swap`): 4 GiB of CPU swap space per GPU (vLLM's default) — 512 blocks
+  of Llama-2-7B's 8 MiB, 2,048 of Llama-3.1-8B's 2 MiB — moved at PCIe's effective 12 GB/s
+  (V100, PCIe 3.0 × 16) or 25 GB/s (A100, PCIe 4.0 × 16) [R].
 
 **Calibration rule** (written before any calibration ran). Each setup has one scalar, the
 **output-length scale** ``s``: every task's output median is multiplied by ``s`` (lengths still
@@ -58,6 +61,14 @@ import numpy as np
 from ..errors import ParameterError
 from ..workloads import FIVE_TASKS, PRODUCTION_LIKE, TaskShape, Workload, task_mix
 from ._engine import ClusterConfig
+from ._swap import (
+    LLAMA2_7B_KV_BYTES,
+    LLAMA31_8B_KV_BYTES,
+    PCIE3_BYTES_S,
+    PCIE4_BYTES_S,
+    Preemption,
+    swap_options,
+)
 from ._timing import A100_KV_BUDGET_TOKENS, A100_LLAMA31_8B, IterationTimeModel
 
 __all__ = ["KnowlSetup", "SETUPS", "V100_LLAMA2_7B_VLLM", "A100_LLAMA31_8B_VLLM",
@@ -73,22 +84,28 @@ V100_KV_TOKENS = 1704 * 16
 #: workload seeds of the calibration (never evaluation seeds).
 CALIBRATION_SEEDS = (9000, 9001)
 
-_HARDWARE = {"v100": (V100_LLAMA2_7B_VLLM, V100_KV_TOKENS),
-             "a100": (A100_LLAMA31_8B_VLLM, A100_KV_BUDGET_TOKENS)}
+#: per hardware: timing, KV tokens, KV bytes per token, host-device bytes/s [R]
+_HARDWARE = {"v100": (V100_LLAMA2_7B_VLLM, V100_KV_TOKENS, LLAMA2_7B_KV_BYTES, PCIE3_BYTES_S),
+             "a100": (A100_LLAMA31_8B_VLLM, A100_KV_BUDGET_TOKENS, LLAMA31_8B_KV_BYTES,
+                      PCIE4_BYTES_S)}
 
 
 def vllm_cluster(hardware: str, n_instances: int, chunk_tokens: int | None = None,
+                 preemption: Preemption | str = Preemption.RECOMPUTE,
                  **overrides: object) -> ClusterConfig:
     """A cluster of the vLLM-faithful model (module docstring) on ``hardware`` ("v100" or
-    "a100"), with chunked prefill of ``chunk_tokens`` per iteration when given."""
+    "a100"), with chunked prefill of ``chunk_tokens`` per iteration when given; with
+    ``preemption="swap"``, the hardware's swap space and transfer time (``overrides`` win)."""
     if hardware not in _HARDWARE:
         raise ParameterError(f"hardware must be one of {', '.join(_HARDWARE)}, got "
                              f"{hardware!r}")
-    timing, kv = _HARDWARE[hardware]
+    timing, kv, kv_bytes, bandwidth = _HARDWARE[hardware]
     chunk = {"chunked_prefill": True, "max_prefill_tokens": int(chunk_tokens)} \
         if chunk_tokens else {"prefill_priority": True}
     kw = dict(n_instances=n_instances, kv_budget_tokens=kv, max_batch=256,
               max_prefill_tokens=8192, timing=timing, block_tokens=16, watermark=0.01)
+    if preemption != Preemption.RECOMPUTE:  # ClusterConfig checks the value
+        kw |= {"preemption": preemption} | swap_options(kv_bytes, bandwidth, 16)
     return ClusterConfig(**(kw | chunk | overrides))
 
 

@@ -62,6 +62,7 @@ class InstanceResult(stats.QueuedRunOutcomes):
     engine: str = "reference"
     recomputed_tokens: np.ndarray | None = None
     tbt_var_s2: np.ndarray | None = None
+    swaps: np.ndarray | None = None
 
     def _router_alias(self) -> str:
         """Deprecated: :attr:`policy`."""
@@ -112,7 +113,7 @@ class InstanceResult(stats.QueuedRunOutcomes):
         """The CLI's JSON block: the common keys of :data:`~lbtheory.stats.SUMMARY_KEYS`
         (requests, completed, errors, status, latency = E2E of the finished requests), plus
         engine, preemptions, ttft, router_wait, tbt, instance_queue and throughput (s, req/s,
-        tokens/s)."""
+        tokens/s); with swap preemption also ``swaps_per_request``."""
         done = self.done
         ttft = self.ttft_s[done]
         tbt = self.tbt_mean_s[done & np.isfinite(self.tbt_mean_s)]
@@ -130,7 +131,13 @@ class InstanceResult(stats.QueuedRunOutcomes):
             "instance_queue": {"mean": stats.mean(self.instance_queue_s[done])},
             "throughput": {"requests_per_s": stats.ratio(done.sum(), span),
                            "tokens_per_s": stats.ratio(self.generated_tokens.sum(), span)},
-        }
+        } | self._swap_summary()
+
+    def _swap_summary(self) -> dict[str, Any]:
+        """``swaps_per_request`` with swap preemption (vLLM model), nothing otherwise."""
+        if self.swaps is None or getattr(self.config, "preemption", "recompute") != "swap":
+            return {}
+        return {"swaps_per_request": stats.ratio(self.swaps.sum(), self.arrival_s.size)}
 
 
 def _tbt_var(var: np.ndarray | None, done: np.ndarray) -> dict[str, float]:
@@ -156,7 +163,7 @@ def result_of(sim: ClusterSim | CompiledClusterSim, name: str) -> InstanceResult
         preempted=r["preempted"], instance=r["instance"], peak_kv_tokens=r["peak_kv_tokens"],
         iterations=r["iterations"], config=sim.cfg,
         status=RunStatus.COMPLETED if sim.done else RunStatus.TRUNCATED, engine=sim.engine,
-        recomputed_tokens=r["recomputed_tokens"],
+        recomputed_tokens=r["recomputed_tokens"], swaps=r["swaps"],
         tbt_var_s2=np.where(n_gaps > 1, np.maximum(r["tbt_sq_s2"] / np.maximum(n_gaps, 1)
                                                    - tbt * tbt, 0.0), np.nan))
 
