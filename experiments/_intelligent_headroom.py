@@ -4,15 +4,20 @@ operating point of :data:`lbtheory.intelligent._setups.SETUPS`.
 
 Run (a script, not a sweep experiment: the leading underscore keeps `lbtheory sweep` from
 loading it):  PYTHONPATH=. python experiments/_intelligent_headroom.py [--requests 500] [--seeds 2]
-      [--out experiments/results/intelligent-headroom]
+      [--out experiments/results/intelligent-headroom] [--preemption recompute|swap]
 
 Protocol (fixed before the run): evaluation workload seeds 20,000, 20,001, … (never the
 calibration seeds 9,000/9,001); the headroom routers cost decisions × candidates × one episode,
 so they run on the first ``--requests`` requests of each episode (reduced; round robin and JSQ
 are reported both there and at the setup's full request count). Headroom = 100 (E2E of the
 clairvoyant / E2E of round robin − 1) % on the same episode; a setup with a headroom above −3 %
-has no room for any router (the issue's rule). Writes ``headroom.json`` and ``summary.md``
-atomically.
+has no room for any router (the issue's rule). Writes ``headroom.json`` (with the run's config
+and package versions) and ``summary.md`` atomically.
+
+``--preemption swap`` (2026-12-05) measures the same with vLLM's swap preemption on the set-ups
+without chunked prefill; the run that the RESULTS compare, both modes on the same ten seeds
+(decided before either ran): ``--setups k4,k5 --seeds 10 --policies clairvoyant --preemption
+recompute|swap --out experiments/results/intelligent-headroom/preemption-MODE``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 from lbtheory.intelligent import simulate
 from lbtheory.intelligent._headroom import simulate_headroom
 from lbtheory.intelligent._setups import SETUPS, setup_workload
-from lbtheory.io import write_json_atomic
+from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.registry import make_router
 
 EVAL_SEED0 = 20_000
@@ -40,7 +45,8 @@ def _row(res) -> dict:
             "ttft_s": s["ttft"]["mean"], "tbt_var_p50": s["tbt"].get("var_p50"),
             "tbt_var_p99": s["tbt"].get("var_p99"),
             "preemptions_per_request": s["preemptions_per_request"],
-            "completed": s["completed"], "requests": s["requests"]}
+            "completed": s["completed"], "requests": s["requests"]} | (
+                {"swaps_per_request": s["swaps_per_request"]} if "swaps_per_request" in s else {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,12 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--setups", default="k4,k5,k5-chunked,k7,k8")
     ap.add_argument("--policies", default="clairvoyant,oracle-defer")
     ap.add_argument("--out", default="experiments/results/intelligent-headroom")
+    ap.add_argument("--preemption", default="recompute", choices=("recompute", "swap"))
     a = ap.parse_args(argv)
     out = Path(a.out)
     rows: dict = {}
     for name in a.setups.split(","):
         st = SETUPS[name]
-        cfg = st.cluster()
+        cfg = st.cluster(preemption=a.preemption)
         rows[name] = {"setup": {"hardware": st.hardware, "instances": st.instances,
                                 "rate_rps": st.rate_rps, "requests": st.requests,
                                 "output_scale": st.output_scale, "kv_blocks": st.kv_blocks,
@@ -74,10 +81,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"{red['rr']['e2e_s']:.2f} s ({red[p]['seconds']:.0f} s)", file=sys.stderr,
                       flush=True)
             rows[name]["reduced"][seed] = red
-            write_json_atomic(out / "headroom.json", {"requests_reduced": a.requests,
-                                                      "setups": rows})
+            write_json_atomic(out / "headroom.json", {
+                "requests_reduced": a.requests, "preemption": a.preemption, "setups": rows,
+                "manifest": run_manifest(vars(a), seed=EVAL_SEED0)})
     lines = [f"# Headroom before training: vLLM-faithful model, {a.seeds} workload "
-             f"seeds", "",
+             f"seeds, {a.preemption} preemption", "",
              f"Headroom routers on the first {a.requests} requests of each episode (reduced); "
              f"round robin and JSQ also at the setup's full count. Δ = mean over seeds of "
              f"100 (E2E / E2E of round robin − 1) %.", "",
