@@ -264,7 +264,8 @@ def main() -> None:
         print(f"\nload (1-min average) at start: {load()}; {os.cpu_count()} CPUs\n")
         print("| setup | requests | router | reference (s) | compiled (s) | ratio | legacy model "
               "compiled (s) |\n|---|---|---|---|---|---|---|", flush=True)
-        for setup, n in (("k4", 2000), ("k4-swap", 2000), ("k5-chunked", 2000)):
+        for setup, n in (("k4", 2000), ("k4-swap", 2000), ("k5-chunked", 2000),
+                         ("k5-chunked-swap", 2000)):
             for router in ("rr", "heuristic"):
                 r = vllm_speed(setup, n, router, reps)
                 print(f"| {setup} | {n} | {router} | {r['ref_s']:.3f} | {r['comp_s']:.4f} | "

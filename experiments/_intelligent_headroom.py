@@ -14,10 +14,12 @@ clairvoyant / E2E of round robin − 1) % on the same episode; a setup with a he
 has no room for any router (the issue's rule). Writes ``headroom.json`` (with the run's config
 and package versions) and ``summary.md`` atomically.
 
-``--preemption swap`` (2026-12-05) measures the same with vLLM's swap preemption on the set-ups
-without chunked prefill; the run that the RESULTS compare, both modes on the same ten seeds
-(decided before either ran): ``--setups k4,k5 --seeds 10 --policies clairvoyant --preemption
-recompute|swap --out experiments/results/intelligent-headroom/preemption-MODE``.
+``--preemption swap`` (2026-12-05) measures the same with vLLM's swap preemption; the runs that
+the RESULTS compare, both modes on the same ten seeds (decided before either ran): ``--setups
+k4,k5 --seeds 10 --policies clairvoyant --preemption recompute|swap --out
+experiments/results/intelligent-headroom/preemption-MODE``, and, once swap worked with chunked
+prefill, ``--setups k5-chunked`` with swap (``preemption-swap-chunked``; its recompute figures
+are the k5-chunked table's).
 """
 
 from __future__ import annotations

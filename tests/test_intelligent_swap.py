@@ -1,7 +1,8 @@
 """Swap preemption of the vLLM-faithful instance model (``ClusterConfig(preemption="swap")``,
-issue 35): a schedule with a swap-out and a swap-in computed by hand, recompute unchanged, the
-fallback to recomputation when the CPU swap space is full, block conservation (GPU and CPU) at
-every iteration, the compiled engine equal to the reference bit for bit, and bad options named."""
+issue 35; with chunked prefill too): schedules with a swap-out and a swap-in computed by hand,
+recompute unchanged, the fallback to recomputation when the CPU swap space is full, block
+conservation (GPU and CPU) at every iteration, the compiled engine equal to the reference bit
+for bit, and bad options named."""
 
 from __future__ import annotations
 
@@ -78,6 +79,46 @@ def test_a_swap_out_and_its_swap_in_by_hand(engine):
     assert r.peak_kv_tokens.tolist() == [12]
 
 
+#: A (prompt 2, output 7) and B (prompt 4, output 2), both at 0 on one instance
+CHUNK_PAIR = workload_from_arrays([0.0, 0.0], [2, 4], [7, 2])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_partial_prefill_swapped_out_and_in_under_chunked_prefill_by_hand(engine):
+    # 3 blocks of 4 tokens, no watermark, chunked prefill of 3 tokens per iteration; attention
+    # 0, so a chunk of c tokens costs c ms; a swap moves a block in 5 ms
+    # 1. A admitted (2 tokens, blk(3) = 1), B admitted (blk(5) = 2: 1 + 2 <= 3) with the one
+    #    token left: 10 + 3 ms -> 13.0 ms; A's first token (KV 3), B 1 of 4 computed
+    # 2. blocks blk(4) + blk(5) = 1 + 2 = 3: A decodes (1 token), B a chunk of 3 - 1 = 2;
+    #    context = A's 3: 10 + 2 + 2 + 0.3 = 14.3 ms -> 27.3 ms; A KV 4, B 3 of 4 computed
+    # 3. blk(5) + blk(5) = 4 > 3: B (admitted last), mid-prefill, swaps out: [R] all its
+    #    blk(4) = 1 block (vLLM swaps the whole block table), it keeps its 3 computed tokens;
+    #    A decodes alone, ctx 4: 10 + 2 + 0.4 + 5 = 17.4 ms -> 44.7 ms
+    # 4-7. B needs blk(5) = 2 blocks beside A's blk(6), blk(7), blk(8), blk(9) = 2, 2, 2, 3:
+    #    it stays out; A decodes, ctx 5..8: 12.5, 12.6, 12.7, 12.8 ms -> 57.2, 69.8, 82.5,
+    #    95.3 ms; A has its 7 tokens and leaves
+    # 8. B swapped in (1 block, 5 ms) and goes on with its last prefill token at offset 3:
+    #    10 + 1 + 5 = 16 ms (no decode, no decode context) -> 111.3 ms, its first token
+    # 9. B decodes, ctx 5: 12.5 ms -> 123.8 ms, its second and last token
+    cfg = _tiny(chunked_prefill=True, prefill_priority=False, max_prefill_tokens=3)
+    sim, r = _run(CHUNK_PAIR, cfg, engine)
+    log = sim.iterations_log
+    ends = [0.013, 0.0273, 0.0447, 0.0572, 0.0698, 0.0825, 0.0953, 0.1113, 0.1238]
+    np.testing.assert_allclose([e for _, _, e, _ in log], ends, atol=1e-12)
+    np.testing.assert_allclose([s for _, s, _, _ in log], [0.0] + ends[:-1], atol=1e-12)
+    assert [ids for *_, ids in log] == [(0, 1)] * 2 + [(0,)] * 5 + [(1,)] * 2
+    assert r.preempted.tolist() == [0, 1] and r.swaps.tolist() == [0, 1]
+    assert r.recomputed_tokens.tolist() == [0, 0]  # B's 3 computed tokens came back
+    assert r.generated_tokens.tolist() == [7, 2]
+    np.testing.assert_allclose(r.first_token_s, [0.013, 0.1113], atol=1e-12)
+    np.testing.assert_allclose(r.finish_s, [0.0953, 0.1238], atol=1e-12)
+    assert r.iterations.tolist() == [9] and r.peak_kv_tokens.tolist() == [12]
+    # recomputation instead discards B's 3 computed tokens: its prefill starts over
+    _, rec = _run(CHUNK_PAIR, dataclasses.replace(cfg, preemption="recompute"), engine)
+    assert rec.recomputed_tokens.tolist() == [0, 3] and rec.swaps.tolist() == [0, 0]
+    assert rec.generated_tokens.tolist() == [7, 2]
+
+
 def test_the_swap_time_has_one_definition():
     assert swap_seconds(3, 0.25) == swap_seconds.py_func(3, 0.25) == 0.75
     # [R] vLLM's 4 GiB of swap space; Llama-2-7B 0.5 MiB/token over PCIe 3 (12 GB/s), Llama-3.1-8B
@@ -110,6 +151,16 @@ def test_recompute_is_unchanged(engine):
     for extra in (dict(preemption="recompute"),
                   dict(preemption="recompute", swap_blocks=100, swap_block_s=1.0)):
         out = simulate(wl, make_router("jsq", "instances"), ClusterConfig(**base, **extra),
+                       engine=engine)
+        _assert_same(ref, out)
+    # the same with chunked prefill (a 256-token budget, heavy preemption)
+    base = dict(n_instances=2, kv_budget_tokens=2048, max_batch=24, block_tokens=16,
+                watermark=0.01, chunked_prefill=True, max_prefill_tokens=256)
+    ref = simulate(wl, make_router("rr", "instances"), ClusterConfig(**base), engine=engine)
+    assert ref.preempted.sum() > 10 and ref.recomputed_tokens.sum() > 0
+    for extra in (dict(preemption="recompute"),
+                  dict(preemption="recompute", swap_blocks=100, swap_block_s=1.0)):
+        out = simulate(wl, make_router("rr", "instances"), ClusterConfig(**base, **extra),
                        engine=engine)
         _assert_same(ref, out)
 
@@ -156,9 +207,10 @@ class _Audited(ClusterSim):
     prefilled = 0
     checked = 0
     moved = 0
+    partial_out = 0  # iterations with a partial prefill swapped out (chunked prefill)
 
     def _begin(self, m, t, need, sum_q, sum_q2, n_decode, context):
-        cfg, ins, p, gen = self.cfg, self.inst[m], self.p, self.gen
+        cfg, ins, p, gen, left = self.cfg, self.inst[m], self.p, self.gen, self.left
         blk = cfg.blocks
         if ins.prefill_only:
             assert not ins.swapped  # no prompt while a request is swapped out
@@ -172,7 +224,9 @@ class _Audited(ClusterSim):
         assert held == need and free >= 0 and held + free == cfg.total_blocks
         cpu = sum(blk(p[v] + gen[v]) for v in ins.swapped)
         assert ins.cpu_used == cpu and 0 <= cfg.swap_blocks - cpu <= cfg.swap_blocks
-        assert ins.kv_used == sum(p[v] + gen[v] for v in ins.running)
+        # the running requests' KV: all of it, but for partial prefills (``left`` to compute)
+        assert ins.kv_used == sum(p[v] + gen[v] - left[v] for v in ins.running)
+        self.partial_out += any(left[v] > 0 for v in ins.swapped)
         on = [*ins.running, *ins.admitted, *ins.waiting, *ins.swapped]
         assert len(on) == len(set(on)) == ins.n_on
         self.prefilled += int(sum_q)
@@ -187,12 +241,22 @@ SWAP_CASES = {  # heavy preemption: a KV budget of 128 blocks, 2 or 3 instances
 }
 
 
+#: vLLM's schedulers: the default one (prompts first) and the chunked one (128 tokens per
+#: iteration: prefills span iterations, so partial prefills get preempted too); with it a tight
+#: swap space is 30 blocks (it swaps out fewer blocks at a time)
+SCHEDULERS = {"default": dict(prefill_priority=True),
+              "chunked": dict(chunked_prefill=True, max_prefill_tokens=128)}
+
+
+@pytest.mark.parametrize("scheduler", list(SCHEDULERS))
 @pytest.mark.parametrize("case", list(SWAP_CASES))
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_blocks_are_conserved_and_the_engines_agree_bit_for_bit(case, seed):
+def test_blocks_are_conserved_and_the_engines_agree_bit_for_bit(scheduler, case, seed):
     wl = _random(seed, 240)
-    cfg = ClusterConfig(kv_budget_tokens=2048, block_tokens=16, prefill_priority=True,
-                        preemption="swap", swap_block_s=7e-4, **SWAP_CASES[case])
+    space = SWAP_CASES[case] | ({"swap_blocks": 30} if (scheduler, case) == ("chunked", "tight")
+                                else {})
+    cfg = ClusterConfig(kv_budget_tokens=2048, block_tokens=16, preemption="swap",
+                        swap_block_s=7e-4, **SCHEDULERS[scheduler], **space)
     router = ["rr", "jsq", "heuristic"][seed - 1]
     audited = _Audited(wl, cfg, record=True)
     run_router(audited, make_router(router, "instances"), seed=seed)
@@ -210,6 +274,10 @@ def test_blocks_are_conserved_and_the_engines_agree_bit_for_bit(case, seed):
     assert audited.moved % 2 == 0
     if case == "plenty":
         assert ref.recomputed_tokens.sum() == 0
+    if scheduler == "chunked":  # [R] partial prefills swap out too, keeping their chunks
+        assert audited.partial_out > 0
+        # 30 CPU blocks bind: some preemptions fall back to recomputation
+        assert (ref.recomputed_tokens.sum() > 0) == (case == "tight")
     # swapping keeps the work: fewer prefill tokens than recomputation on the same workload
     rec = simulate(wl, make_router(router, "instances"),
                    dataclasses.replace(cfg, preemption="recompute"), seed=seed)
@@ -277,11 +345,16 @@ def test_bad_swap_options_are_named():
         _tiny(swap_block_s=-1e-3)
     with pytest.raises(ParameterError, match="swap_block_s"):
         _tiny(swap_block_s=float("nan"))
-    # swap follows vLLM's default scheduler only
+    # swap follows vLLM's schedulers: prompts first or chunked prefill, not the legacy mix
     with pytest.raises(ParameterError, match="prefill_priority"):
         _tiny(prefill_priority=False)
     with pytest.raises(ParameterError, match="chunked_prefill"):
-        vllm_cluster("a100", 2, chunk_tokens=1024, preemption="swap")
+        _tiny(prefill_priority=False, chunked_prefill=False)
+    # with chunked prefill it is valid
+    assert _tiny(prefill_priority=False, chunked_prefill=True).swap
+    cfg = vllm_cluster("a100", 4, 1024, preemption="swap")
+    assert cfg.chunked_prefill and cfg.swap and cfg.max_prefill_tokens == 1024
+    assert (cfg.swap_blocks, cfg.swap_block_s) == (2048, 16 * 2**17 / 25e9)
 
 
 def test_the_cli_runs_swap_preemption_and_names_what_cannot(capsys):
@@ -308,6 +381,15 @@ def test_the_cli_runs_swap_preemption_and_names_what_cannot(capsys):
     assert swap["latency"]["mean"] != recompute["latency"]["mean"]
     rc, _, err = run("--preemption", "swap", "--instance-model", "legacy")
     assert rc == 2 and "--preemption swap needs the vLLM instance model" in err
-    rc = main(["intelligent", "evaluate", "--setup", "k5-chunked", "--policy", "rr",
-               "--requests", "50", "--preemption", "swap"])
-    assert rc == 2 and "chunked_prefill=False" in capsys.readouterr().err
+    # Knowl 5 with chunked prefill swaps too
+    rc = main(["intelligent", "evaluate", "--setup", "k5-chunked", "--preemption", "swap",
+               "--requests", "300", "--policy", "rr", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    chunked = json.loads(out.out)["routers"]["rr"]
+    assert chunked["completed"] == chunked["requests"] == 300
+    assert 0.0 <= chunked["swaps_per_request"] <= chunked["preemptions_per_request"]
+    rc = main(["intelligent", "evaluate", "--setup", "k5-chunked", "--preemption", "swap",
+               "--requests", "50", "--policy", "rr", "--instance-model", "legacy"])
+    assert rc == 2 and "--preemption swap needs the vLLM instance model" in \
+        capsys.readouterr().err

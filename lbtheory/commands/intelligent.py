@@ -68,7 +68,7 @@ def _common(p: argparse.ArgumentParser, requests: int) -> None:
            help="how a vLLM-model instance preempts when its KV blocks run out: recompute "
                 "(vLLM's choice for a single sequence: the KV is discarded and prefilled "
                 "again) or swap (the blocks go to the CPU swap space and back over PCIe; [R] "
-                "4 GiB, 12 / 25 GB/s on V100 / A100; no chunked prefill)")
+                "4 GiB, 12 / 25 GB/s on V100 / A100; with or without chunked prefill)")
     p.add_argument("--engine", default="auto",
                    help="instance simulator: auto / compiled (numba), or reference (the Python "
                         "engine: same results, slower)")

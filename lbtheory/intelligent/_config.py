@@ -46,7 +46,7 @@ class ClusterConfig:
         preemption: how a running request is preempted when the blocks run out,
             :class:`~._swap.Preemption` or its value: ``"recompute"`` (default; vLLM v0's for
             one sequence) or ``"swap"`` (its KV moves to the CPU swap space and back; vLLM's
-            default scheduler only: needs ``prefill_priority`` and no chunked prefill).
+            schedulers: needs ``prefill_priority`` or chunked prefill).
         swap_blocks: CPU swap space of one instance in KV blocks (``"swap"`` only; a preempted
             request that does not fit is recomputed) [R: :func:`~._swap.swap_options`, vLLM's
             default 4 GiB; :func:`~lbtheory.intelligent.vllm_cluster` derives it per model].
@@ -87,10 +87,10 @@ class ClusterConfig:
                                                             "ClusterConfig.preemption"))
         check_int(self.swap_blocks, "ClusterConfig.swap_blocks", low=0)
         check_real(self.swap_block_s, "ClusterConfig.swap_block_s", unit="s", low=0.0)
-        if self.swap and (self.chunked_prefill or not self.prefill_priority):
-            raise ParameterError("ClusterConfig.preemption = 'swap' follows vLLM's default "
-                                 "scheduler: it needs prefill_priority=True and "
-                                 "chunked_prefill=False")
+        if self.swap and not (self.chunked_prefill or self.prefill_priority):
+            raise ParameterError("ClusterConfig.preemption = 'swap' follows vLLM's schedulers: "
+                                 "it needs prefill_priority=True (the default scheduler) or "
+                                 "chunked_prefill=True")
 
     @property
     def swap(self) -> bool:

@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ._kernelopts import _KERNEL
 from ._swap import swap_seconds
 from ._timing import iteration_seconds
 
@@ -73,20 +74,6 @@ N_GI = 24
 # busy times
 NOW, EPOCH_S, SWAP_S, BUSY0 = 5, 6, 7, 8
 _EPS = 1e-12
-
-
-def _no_refcounts() -> dict[str, bool]:
-    """numba options of this module's kernels: reference counting off (numba's ``_nrt``
-    target option) where this numba has it. The kernels allocate nothing and only index
-    arrays their callers own, and numba's atomic increments and decrements of every array at
-    each call boundary took over half of the engine's time (BENCHMARKS.md, issue 35)."""
-    from numba.core.cpu import CPUTargetOptions
-
-    return {"_nrt": False} if isinstance(getattr(CPUTargetOptions, "_nrt", None),
-                                         CPUTargetOptions.Mapping) else {}
-
-
-_KERNEL = {"cache": True, **_no_refcounts()}
 
 
 class CoreState(NamedTuple):
@@ -184,14 +171,16 @@ def _swap_out(ri, mi, m, v, h):
 
 
 @njit(**_KERNEL)
-def _swap_in(ri, mi, gi, m, need):
+def _swap_in(ri, mi, gi, m, need, tok, sum_q, sum_q2):
     """Swap requests back in (oldest preemption first) while the batch has room and ``need``
-    plus their blocks with the next token fit above the watermark; they join the batch's end
-    and decode in this iteration. Returns ``need`` with theirs."""
+    plus their blocks with the next token fit above the watermark; they join the batch's end.
+    Chunked prefill: while ``tok`` is left, a decode takes one token, a partial prefill a chunk
+    (``CHUNK``, ``Σq``, ``Σq²``). Returns ``(need, tok, Σq, Σq²)`` (the reference's)."""
     b = gi[BLOCK]
+    chunked = gi[CHUNKED] != 0
     nr = mi[N_RUN, m]
     v = mi[SHEAD, m]
-    while v >= 0 and nr < gi[MAX_BATCH]:
+    while v >= 0 and nr < gi[MAX_BATCH] and (not chunked or tok > 0):
         full = ri[P, v] + ri[GEN, v]
         nb = (full + b) // b
         if need + nb > gi[CAP_BLK]:
@@ -209,11 +198,21 @@ def _swap_in(ri, mi, gi, m, need):
         mi[MOVED, m] += h
         mi[BATCH0 + nr, m] = v
         nr += 1
-        mi[KV_USED, m] += full
+        lv = ri[LEFT, v]
+        mi[KV_USED, m] += full - lv
         need += nb
+        if chunked:
+            c = min(lv, tok) if lv > 0 else 1
+            tok -= c
+            ri[CHUNK, v] = c if lv > 0 else 0
+            if lv > 0:
+                x = float(c)
+                o = float(full - lv)
+                sum_q += x
+                sum_q2 += x * x + 2.0 * x * o
         v = w
     mi[N_RUN, m] = nr
-    return need
+    return need, tok, sum_q, sum_q2
 
 
 # -- one instance --------------------------------------------------------------------------------
@@ -289,6 +288,7 @@ def _begin(mi, gf, m, t, need, na, sum_q, sum_q2, n_decode, context, gi_block):
 @njit(**_KERNEL)
 def _start_chunked(ri, rf, mi, gi, gf, m, t):
     """:func:`_start` with chunked prefill (the reference's ``_start_chunked``)."""
+    mi[MOVED, m] = 0
     need, preempted = _preempt(ri, mi, gi, m)
     nr = mi[N_RUN, m]
     n_dec = 0
@@ -313,9 +313,19 @@ def _start_chunked(ri, rf, mi, gi, gf, m, t):
             o = float(ri[P, v] + ri[GEN, v] - ri[LEFT, v])
             sum_q += x
             sum_q2 += x * x + 2.0 * x * o
+    if mi[SHEAD, m] >= 0 and not preempted:  # swap preemption: running first, then swapped in
+        k = nr
+        need, tok, sum_q, sum_q2 = _swap_in(ri, mi, gi, m, need, tok, sum_q, sum_q2)
+        nr = mi[N_RUN, m]
+        for i in range(k, nr):
+            v = mi[BATCH0 + i, m]
+            if ri[LEFT, v] == 0:
+                n_dec += 1
+            else:
+                partial_kv += ri[P, v] + ri[GEN, v] - ri[LEFT, v]
     na = 0
     b = gi[BLOCK]
-    if not preempted or nr == 0:
+    if (not preempted or nr == 0) and mi[SHEAD, m] < 0:
         u = mi[WHEAD, m]  # the next candidate (bin packing skips what does not fit)
         while u >= 0 and nr + na < gi[MAX_BATCH] and tok > 0:
             nv = ri[P, u] + ri[GEN, u]
@@ -400,7 +410,7 @@ def _start(ri, rf, mi, gi, gf, m, t):
         if grown > gi[TOTAL_BLK]:  # else _preempt would find ``grown`` and preempt nothing
             grown, preempted = _preempt(ri, mi, gi, m)
         if mi[SHEAD, m] >= 0 and not preempted:
-            grown = _swap_in(ri, mi, gi, m, grown)
+            grown = _swap_in(ri, mi, gi, m, grown, 0, 0.0, 0.0)[0]
         _begin(mi, gf, m, t, grown, 0, 0.0, 0.0, mi[N_RUN, m], mi[KV_USED, m], b)
         return
     need, preempted = _preempt(ri, mi, gi, m)

@@ -51,6 +51,14 @@ asks one block more per sequence; the first that does not fit ends it); they joi
 the batch and decode in it. Moving ``n`` blocks either way adds ``n · swap_block_s`` to the
 iteration (:func:`~._swap.swap_seconds`). Swapped requests count as waiting in the view; their
 KV is in neither ``kv_used`` nor the prefill tokens.
+With chunked prefill (vLLM v0's ``_schedule_chunked_prefill``): the running requests first
+(decodes, then chunks, preempting as above), then, if nothing was preempted, swapped requests
+back in while a token of the budget is left (a decode takes one, a partial prefill a chunk),
+then admissions. [R] A partial prefill preempted by swapping keeps its computed chunks and
+moves all its ``ceil((p + g) / block_tokens)`` blocks (vLLM allocates a prompt's blocks at
+admission and swaps the block table); back in, it goes on where it stopped (recomputed, it
+starts over). [R] No prompt is admitted while a request is swapped out or after a preemption
+(vLLM's chunked scheduler admits prompts after both, in the blocks left).
 
 The router acts at decision epochs ``t_k = k · epoch_s`` (one minimum decode iteration): arrivals
 up to ``t_k`` join the router queue (FCFS), and the router (the one contract of
@@ -255,22 +263,34 @@ class ClusterSim:
             ins.waiting = deque(self._admission_order(ins))
         return need, preempted
 
-    def _swap_in(self, ins: _Instance, need: int) -> int:
+    def _swap_in(self, ins: _Instance, need: int, tok: int = 0,
+                 chunks: dict[int, int] | None = None, sum_q: float = 0.0,
+                 sum_q2: float = 0.0) -> tuple[int, int, float, float]:
         """Swap requests back in (oldest preemption first) while the batch has room and
-        ``need`` plus their blocks with the next token fit above the watermark; they decode in
-        this iteration. Returns ``need`` with theirs."""
-        cfg, p, gen, sw = self.cfg, self.p, self.gen, ins.swapped
-        while sw and len(ins.running) < cfg.max_batch:
-            full = p[sw[0]] + gen[sw[0]]
+        ``need`` plus their blocks with the next token fit above the watermark; chunked prefill
+        (``chunks`` given): while ``tok`` is left, a decode takes one, a partial prefill a chunk
+        (in ``chunks``, ``Σq``, ``Σq²``). Returns ``(need, tok, Σq, Σq²)``."""
+        cfg, p, gen, left, sw = self.cfg, self.p, self.gen, self.left, ins.swapped
+        while sw and len(ins.running) < cfg.max_batch and (chunks is None or tok > 0):
+            v = sw[0]
+            full = p[v] + gen[v]
             nb = cfg.blocks(full + 1)
             if need + nb > cfg.total_blocks - cfg.watermark_blocks:
                 break
             ins.running.append(sw.popleft())
             ins.cpu_used -= cfg.blocks(full)
             ins.moved += cfg.blocks(full)
-            ins.kv_used += full
+            ins.kv_used += full - left[v]
             need += nb
-        return need
+            if chunks is not None:
+                c = min(left[v], tok) if left[v] > 0 else 1
+                tok -= c
+                if left[v] > 0:
+                    chunks[v] = c
+                    x, o = float(c), float(full - left[v])
+                    sum_q += x
+                    sum_q2 += x * x + 2.0 * x * o
+        return need, tok, sum_q, sum_q2
 
     def _admit_one(self, ins: _Instance, t: float, nv: int) -> int:
         """Move the head waiting request (``nv`` tokens to prefill) into the batch."""
@@ -346,7 +366,7 @@ class ClusterSim:
                     return
             need, preempted = self._preempt(ins)
             if ins.swapped and not preempted:
-                need = self._swap_in(ins, need)
+                need = self._swap_in(ins, need)[0]
             self._begin(m, t, need, 0.0, 0.0, len(ins.running), ins.kv_used)
             return
         need, preempted = self._preempt(ins)
@@ -358,6 +378,7 @@ class ClusterSim:
     def _start_chunked(self, m: int, t: float) -> None:
         """:meth:`_start` with chunked prefill (module docstring)."""
         ins, cfg, p, gen, left = self.inst[m], self.cfg, self.p, self.gen, self.left
+        ins.moved = 0
         need, preempted = self._preempt(ins)
         run, wait = ins.running, ins.waiting
         n_dec = 0
@@ -378,10 +399,18 @@ class ClusterSim:
                 x, o = float(c), float(p[v] + gen[v] - left[v])
                 sum_q += x
                 sum_q2 += x * x + 2.0 * x * o
+        if ins.swapped and not preempted:  # swap preemption: running first, then swapped in
+            k = len(run)
+            need, tok, sum_q, sum_q2 = self._swap_in(ins, need, tok, chunks, sum_q, sum_q2)
+            for v in run[k:]:
+                if left[v] == 0:
+                    n_dec += 1
+                else:
+                    partial_kv += p[v] + gen[v] - left[v]
         ins.admitted = []
         cap = cfg.total_blocks - cfg.watermark_blocks
         skipped: list[int] = []
-        if not preempted or not run:
+        if (not preempted or not run) and not ins.swapped:
             while wait and len(run) + len(ins.admitted) < cfg.max_batch and tok > 0:
                 nv = p[wait[0]] + gen[wait[0]]
                 nb = cfg.blocks(nv + 1)

@@ -46,8 +46,9 @@ from ._rkernels import capacity, mixing_loads
 
 #: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
 #: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
-#: changes (2: chunked prefill; 3: shared preemption and iteration start; 4: swap preemption).
-CORE_REVISION = 4
+#: changes (2: chunked prefill; 3: shared preemption and iteration start; 4: swap preemption;
+#: 5: swap preemption with chunked prefill).
+CORE_REVISION = 5
 
 __all__ = ["OBS_HIGH", "fill_observation", "observe_state", "env_step", "MAX_WAIT_TOL",
            "guidance_h", "charge_interval", "capacity_feature", "all_full", "is_full",

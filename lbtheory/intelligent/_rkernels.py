@@ -50,8 +50,9 @@ from ._timing import iteration_seconds
 
 #: numba caches a compiled kernel together with the :mod:`._core` functions it calls, but checks
 #: only *this* file when deciding whether the cache is stale: bump this whenever ``_core.py``
-#: changes (2: chunked prefill; 3: shared preemption and iteration start; 4: swap preemption).
-CORE_REVISION = 4
+#: changes (2: chunked prefill; 3: shared preemption and iteration start; 4: swap preemption;
+#: 5: swap preemption with chunked prefill).
+CORE_REVISION = 5
 
 __all__ = ["CODES", "route_builtin", "run_builtin", "routing_loop", "mixing_loads",
            "completion_estimate_s", "completion_estimates_s", "capacity", "maxcap_pick",

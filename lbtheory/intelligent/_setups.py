@@ -20,7 +20,7 @@ workload (task mix, rate, requests) and the operating point (one calibrated scal
   first without chunked prefill, recompute preemption. ``vllm_cluster(..., preemption="swap")``
   swaps instead (:mod:`._swap`): 4 GiB of CPU swap space per GPU (vLLM's default) — 512 blocks
   of Llama-2-7B's 8 MiB, 2,048 of Llama-3.1-8B's 2 MiB — moved at PCIe's effective 12 GB/s
-  (V100, PCIe 3.0 × 16) or 25 GB/s (A100, PCIe 4.0 × 16) [R].
+  (V100, PCIe 3.0 × 16) or 25 GB/s (A100, PCIe 4.0 × 16) [R], with or without chunked prefill.
 
 **Calibration rule** (written before any calibration ran). Each setup has one scalar, the
 **output-length scale** ``s``: every task's output median is multiplied by ``s`` (lengths still

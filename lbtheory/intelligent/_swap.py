@@ -2,7 +2,8 @@
 the option, its [R] parameters and the one formula of its cost, shared by both instance engines.
 
 Semantics (the reference :mod:`._engine` states them in full; vLLM v0's
-``Scheduler._schedule_default``): a request preempted by swapping moves its KV blocks to the
+``Scheduler._schedule_default`` and, with chunked prefill, ``_schedule_chunked_prefill``): a
+request preempted by swapping moves its KV blocks to the
 instance's CPU swap space and joins the instance's *swapped* queue, keeping its progress (no
 recomputed tokens); while that queue is non-empty no prompt is admitted; an iteration without
 a preemption swaps requests back in, oldest preemption first, while their blocks (with the next
