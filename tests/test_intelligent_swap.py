@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_intelligent_engines import _Probe as _EngineProbe
 
 from lbtheory.errors import ParameterError
 from lbtheory.intelligent import ClusterConfig, IterationTimeModel, simulate
@@ -284,19 +285,8 @@ def test_blocks_are_conserved_and_the_engines_agree_bit_for_bit(scheduler, case,
     assert rec.recomputed_tokens.sum() > ref.recomputed_tokens.sum()
 
 
-class _Probe:
-    """A Python router recording every view it sees (waits, routes batches)."""
-
-    name = "probe"
-
-    def __init__(self) -> None:
-        self.views: list = []
-
-    def init(self, seed: int = 0):
-        return 0
-
-    def observe(self, state, view):
-        return state + 1
+class _Probe(_EngineProbe):
+    """The engine tests' recording router, routing batches of two to the least loaded."""
 
     def route(self, state, view, rng):
         self.views.append(view)

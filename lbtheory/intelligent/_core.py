@@ -89,46 +89,47 @@ class CoreState(NamedTuple):
 
 
 # -- the waiting queues (doubly linked lists) ---------------------------------------------------
+# (``head`` / ``tail``: the rows of the list's ends, the waiting queue's or the swapped queue's)
 @njit(**_KERNEL)
-def _push_front(ri, mi, m, v):
-    h = mi[WHEAD, m]
+def _push_front(ri, mi, m, v, head=WHEAD, tail=WTAIL):
+    h = mi[head, m]
     ri[NXT, v] = h
     ri[PRV, v] = -1
     if h < 0:
-        mi[WTAIL, m] = v
+        mi[tail, m] = v
     else:
         ri[PRV, h] = v
-    mi[WHEAD, m] = v
+    mi[head, m] = v
     mi[N_WAIT, m] += 1
 
 
 @njit(**_KERNEL)
-def _insert_after(ri, mi, m, u, v):
+def _insert_after(ri, mi, m, u, v, head=WHEAD, tail=WTAIL):
     """Link ``v`` after ``u`` in instance ``m``'s waiting queue (``u = -1``: at the front)."""
     if u < 0:
-        _push_front(ri, mi, m, v)
+        _push_front(ri, mi, m, v, head, tail)
         return
     w = ri[NXT, u]
     ri[PRV, v] = u
     ri[NXT, v] = w
     ri[NXT, u] = v
     if w < 0:
-        mi[WTAIL, m] = v
+        mi[tail, m] = v
     else:
         ri[PRV, w] = v
     mi[N_WAIT, m] += 1
 
 
 @njit(**_KERNEL)
-def _unlink(ri, mi, m, v):
+def _unlink(ri, mi, m, v, head=WHEAD, tail=WTAIL):
     """Take ``v`` out of instance ``m``'s waiting queue (the head, or any under bin packing)."""
     u, w = ri[PRV, v], ri[NXT, v]
     if u < 0:
-        mi[WHEAD, m] = w
+        mi[head, m] = w
     else:
         ri[NXT, u] = w
     if w < 0:
-        mi[WTAIL, m] = u
+        mi[tail, m] = u
     else:
         ri[PRV, w] = u
     ri[NXT, v] = -1
@@ -156,15 +157,7 @@ def _after(ri, adm, u, v):
 @njit(**_KERNEL)
 def _swap_out(ri, mi, m, v, h):
     """Request ``v`` (``h`` blocks) to the tail of instance ``m``'s swapped queue."""
-    u = mi[STAIL, m]
-    ri[PRV, v] = u
-    ri[NXT, v] = -1
-    if u < 0:
-        mi[SHEAD, m] = v
-    else:
-        ri[NXT, u] = v
-    mi[STAIL, m] = v
-    mi[N_WAIT, m] += 1
+    _insert_after(ri, mi, m, mi[STAIL, m], v, SHEAD, STAIL)
     mi[CPU_USED, m] += h
     mi[MOVED, m] += h
     ri[SWAPS, v] += 1
@@ -186,13 +179,7 @@ def _swap_in(ri, mi, gi, m, need, tok, sum_q, sum_q2):
         if need + nb > gi[CAP_BLK]:
             break
         w = ri[NXT, v]
-        mi[SHEAD, m] = w
-        if w < 0:
-            mi[STAIL, m] = -1
-        else:
-            ri[PRV, w] = -1
-        ri[NXT, v] = -1
-        mi[N_WAIT, m] -= 1
+        _unlink(ri, mi, m, v, SHEAD, STAIL)
         h = (full + b - 1) // b
         mi[CPU_USED, m] -= h
         mi[MOVED, m] += h

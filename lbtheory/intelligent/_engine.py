@@ -249,10 +249,11 @@ class ClusterSim:
             self.preempted[v] += 1
             self.preemptions += 1
             preempted = True
-            if cfg.swap and ins.cpu_used + blk(full) <= cfg.swap_blocks:  # KV to the CPU
+            h = blk(full)
+            if cfg.swap and ins.cpu_used + h <= cfg.swap_blocks:  # KV to the CPU
                 ins.swapped.append(v)
-                ins.cpu_used += blk(full)
-                ins.moved += blk(full)
+                ins.cpu_used += h
+                ins.moved += h
                 self.swaps[v] += 1
                 continue
             self.recomputed[v] += full - left[v]
@@ -278,8 +279,9 @@ class ClusterSim:
             if need + nb > cfg.total_blocks - cfg.watermark_blocks:
                 break
             ins.running.append(sw.popleft())
-            ins.cpu_used -= cfg.blocks(full)
-            ins.moved += cfg.blocks(full)
+            h = cfg.blocks(full)
+            ins.cpu_used -= h
+            ins.moved += h
             ins.kv_used += full - left[v]
             need += nb
             if chunks is not None:
