@@ -20,6 +20,37 @@ k4,k5 --seeds 10 --policies clairvoyant --preemption recompute|swap --out
 experiments/results/intelligent-headroom/preemption-MODE``, and, once swap worked with chunked
 prefill, ``--setups k5-chunked`` with swap (``preemption-swap-chunked``; its recompute figures
 are the k5-chunked table's).
+
+Knowl 7 and 8 at the same ten seeds (written 2026-12-05, before either ran; their first
+measurement had two seeds): ``--setups k7,k8 --seeds 10 --policies clairvoyant --out
+experiments/results/intelligent-headroom/k7-k8-10seeds``; and, because Knowl 8's 500-request
+prefix is only 12.5 s of its arrivals (its episodes are 4,000), Knowl 8 with the clairvoyant on
+2,000 requests, the first three seeds: ``--setups k8 --seeds 3 --requests 2000 --policies
+clairvoyant --out experiments/results/intelligent-headroom/k8-2000``.
+
+Knowl 7 on a *public* production trace (written 2026-12-05, before any of it ran). The seed's
+trace is not public; the Azure LLM inference traces of 2023 (bundled, ``examples/traces/``) are
+one-hour production traces of the same kind. ``--trace FILE`` (repeatable) replaces the setup's
+synthetic mix by the trace(s): each episode is ``mix_traces(traces, n_requests=<the setup's>,
+seed, rate_rps=<the setup's>)`` — requests drawn without replacement, Poisson arrivals at the
+setup's rate (the seed's "sampled at λ req/s") —, and the headroom routers run on its first
+``--requests`` requests. Cluster and operating point are Knowl 7's (4 × A100, chunk 1,024,
+2,600 KV blocks: its uncalibrated closest point; 80 req/s, 4,000 requests). Runs: the code trace
+(prompt-dominated, 2,048 / 27.9 tokens on average — the closest public analogue of the seed's
+5,526.64 / 112.69), the conversation trace (1,155 / 211), and both mixed (task = trace):
+``--setups k7 --seeds 10 --policies clairvoyant --trace examples/traces/AzureLLMInferenceTrace_
+{code,conv}.csv --out experiments/results/intelligent-headroom/k7-azure-{code,conv,mixed}``.
+Then (written after those three ran, before the next): the code trace had the largest
+headroom on 500 requests (−5.5 %), and the headroom shrank with the episode's length on Knowl 5
+(−12.6 % on 500, −2.4 % on 2,000), so the clairvoyant on whole 4,000-request episodes, where it
+is cheap enough: the code trace at ten seeds (``--requests 4000 --out …/k7-azure-code-4000``)
+and the synthetic Knowl 7 at three (``--seeds 3 --requests 4000 --out …/k7-4000``); with
+``jsq-tokens`` (JSQ on committed tokens, the decode balancer) beside JSQ, an exploratory
+reference (``--baselines rr,jsq,jsq-tokens``), since JSQ counts requests and the code trace's
+prompts vary 1–7,437 tokens.
+And (written when Knowl 8's clairvoyant had gained −7.8 % and −8.8 % on 2,000 requests, against
+−1.7 % on 500): Knowl 8 on whole 4,000-request episodes, two seeds (≈ 10 min each):
+``--setups k8 --seeds 2 --requests 4000 --baselines rr,jsq,jsq-tokens --out …/k8-4000``.
 """
 
 from __future__ import annotations
@@ -36,6 +67,8 @@ from lbtheory.intelligent._headroom import simulate_headroom
 from lbtheory.intelligent._setups import SETUPS, setup_workload
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.registry import make_router
+from lbtheory.stats import mean_ci
+from lbtheory.workloads import mix_traces, read_trace
 
 EVAL_SEED0 = 20_000
 KEYS = ("rr", "jsq", "clairvoyant", "oracle-defer")
@@ -59,8 +92,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default="clairvoyant,oracle-defer")
     ap.add_argument("--out", default="experiments/results/intelligent-headroom")
     ap.add_argument("--preemption", default="recompute", choices=("recompute", "swap"))
+    ap.add_argument("--baselines", default="rr,jsq",
+                    help="routers run at the full and the reduced length (rr first)")
+    ap.add_argument("--trace", action="append", default=[],
+                    help="a trace file replacing the setups' synthetic mix (repeatable: mixed)")
     a = ap.parse_args(argv)
     out = Path(a.out)
+    traces = [read_trace(p) for p in a.trace]
+    base = a.baselines.split(",")
+    if base[0] != "rr":
+        ap.error("--baselines must start with rr (the reference of every Δ)")
+
+    def episode(st, seed: int):
+        if not traces:
+            return setup_workload(st, seed)
+        return mix_traces(traces, n_requests=st.requests, seed=seed, rate_rps=st.rate_rps)
+
+    def prefix(st, seed: int, full):
+        if not traces:
+            return setup_workload(st, seed, a.requests)
+        return full.select(np.arange(len(full)) < a.requests)
+
     rows: dict = {}
     for name in a.setups.split(","):
         st = SETUPS[name]
@@ -68,14 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         rows[name] = {"setup": {"hardware": st.hardware, "instances": st.instances,
                                 "rate_rps": st.rate_rps, "requests": st.requests,
                                 "output_scale": st.output_scale, "kv_blocks": st.kv_blocks,
-                                "paper_rr_s": st.paper_rr_s}, "full": {}, "reduced": {}}
+                                "paper_rr_s": st.paper_rr_s,
+                                "traces": [{"path": t.path, "requests": len(t),
+                                            "mean_prompt_tokens": float(t.prompt_tokens.mean()),
+                                            "mean_output_tokens": float(t.output_tokens.mean())}
+                                           for t in traces]},
+                        "full": {}, "reduced": {}}
         for k in range(a.seeds):
             seed = EVAL_SEED0 + k
-            full = setup_workload(st, seed)
+            full = episode(st, seed)
             rows[name]["full"][seed] = {r: _row(simulate(full, make_router(r, "instances"), cfg))
-                                        for r in ("rr", "jsq")}
-            wl = setup_workload(st, seed, a.requests)
-            red = {r: _row(simulate(wl, make_router(r, "instances"), cfg)) for r in ("rr", "jsq")}
+                                        for r in base}
+            wl = prefix(st, seed, full)
+            red = {r: _row(simulate(wl, make_router(r, "instances"), cfg)) for r in base}
             for p in a.policies.split(","):
                 t = time.time()
                 red[p] = _row(simulate_headroom(wl, cfg, p)) | {"seconds": time.time() - t}
@@ -87,17 +144,25 @@ def main(argv: list[str] | None = None) -> int:
                 "requests_reduced": a.requests, "preemption": a.preemption, "setups": rows,
                 "manifest": run_manifest(vars(a), seed=EVAL_SEED0)})
     lines = [f"# Headroom before training: vLLM-faithful model, {a.seeds} workload "
-             f"seeds, {a.preemption} preemption", "",
+             f"seeds, {a.preemption} preemption"
+             + (f", requests from {', '.join(Path(p).name for p in a.trace)}" if a.trace
+                else ""), "",
              f"Headroom routers on the first {a.requests} requests of each episode (reduced); "
-             f"round robin and JSQ also at the setup's full count. Δ = mean over seeds of "
-             f"100 (E2E / E2E of round robin − 1) %.", "",
-             "| setup | RR full (s) | paper RR (s) | JSQ full Δ | RR reduced (s) | JSQ Δ | "
-             "clairvoyant Δ | oracle-defer Δ | RR preempt./req |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"the baselines ({', '.join(base)}) also at the setup's full count. "
+             f"Δ = mean over seeds of 100 (E2E / E2E of round robin − 1) %; brackets: 95 % "
+             f"t-interval over the seeds (3 seeds or more).", "",
+             "| setup | RR full (s) | paper RR (s) | "
+             + "".join(f"{b.upper()} full Δ | " for b in base[1:]) + "RR reduced (s) | "
+             + "".join(f"{b.upper()} Δ | " for b in base[1:])
+             + "clairvoyant Δ | oracle-defer Δ | RR preempt./req |",
+             "|---" * (7 + 2 * len(base[1:])) + "|"]
 
     def delta(d: dict, p: str) -> str:
         v = [100 * (r[p]["e2e_s"] / r["rr"]["e2e_s"] - 1) for r in d.values() if p in r]
-        return f"{np.mean(v):+.1f} %" if v else "—"
+        if not v:
+            return "—"
+        m, lo, hi = mean_ci(v)  # 95 % t-interval over the seeds (from 3 seeds on)
+        return f"{m:+.1f} %" + (f" [{lo:+.1f}, {hi:+.1f}]" if len(v) >= 3 else "")
 
     for name, r in rows.items():
         full, red = r["full"], r["reduced"]
@@ -106,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         pre = np.mean([x["rr"]["preemptions_per_request"] for x in full.values()])
         paper = r["setup"]["paper_rr_s"]
         lines.append(f"| {name} | {rr_full:.1f} | {paper if paper else '—'} | "
-                     f"{delta(full, 'jsq')} | {rr_red:.1f} | {delta(red, 'jsq')} | "
-                     f"{delta(red, 'clairvoyant')} | {delta(red, 'oracle-defer')} | {pre:.2f} |")
+                     + "".join(f"{delta(full, b)} | " for b in base[1:]) + f"{rr_red:.1f} | "
+                     + "".join(f"{delta(red, b)} | " for b in base[1:])
+                     + f"{delta(red, 'clairvoyant')} | {delta(red, 'oracle-defer')} | "
+                     f"{pre:.2f} |")
     text = "\n".join(lines) + "\n"
     tmp = out / "summary.md.tmp"
     tmp.write_text(text)

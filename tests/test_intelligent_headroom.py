@@ -81,5 +81,27 @@ def test_cli_setup_and_headroom_policies(capsys):
         assert {"var_p50", "var_p99"} <= set(r["tbt"]) and "preemptions_per_request" in r
     assert out["clairvoyant"]["latency"]["mean"] <= out["jsq"]["latency"]["mean"] + 1e-9
     assert cli_main(["intelligent", "evaluate", "--requests", "5"]) == 2
-    assert cli_main(["intelligent", "evaluate", "--setup", "k4", "--requests", "5",
-                     "examples/traces/AzureLLMInferenceTrace_code.csv"]) == 2
+
+
+def test_cli_setup_with_a_trace_serves_the_trace_on_the_setups_cluster(capsys):
+    """``--setup k7 TRACE``: the setup's cluster (chunked prefill, KV blocks) and rate, the
+    trace's requests — the same figures as simulating the mixed trace on ``SETUPS['k7']``'s
+    cluster directly."""
+    from lbtheory.workloads import mix_traces, read_trace
+
+    trace = "examples/traces/AzureLLMInferenceTrace_code.csv"
+    rc = cli_main(["intelligent", "evaluate", "--setup", "k7", trace, "--requests", "50",
+                   "--seed", "3", "--policy", "rr,jsq", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    wl = mix_traces([read_trace(trace)], n_requests=50, seed=3, rate_rps=SETUPS["k7"].rate_rps)
+    assert out["offered_load"]["mean_prompt_tokens"] == pytest.approx(wl.prompt_tokens.mean())
+    for r in ("rr", "jsq"):
+        s = simulate(wl, make_router(r, "instances"), SETUPS["k7"].cluster()).summary()
+        assert out["routers"][r]["latency"]["mean"] == pytest.approx(s["latency"]["mean"],
+                                                                     rel=1e-12)
+        assert out["routers"][r]["completed"] == 50
+    # more requests than the trace holds: a clear error, exit 2
+    assert cli_main(["intelligent", "evaluate", "--setup", "k7", trace, "--requests",
+                     "9000", "--policy", "rr"]) == 2
+    assert "exceeds the 8819 request(s)" in capsys.readouterr().err

@@ -35,8 +35,9 @@ ADMISSIONS = ("fcfs", "spf", "lwl", "bin-packing")
 
 def _common(p: argparse.ArgumentParser, requests: int) -> None:
     p.add_argument("trace", nargs="*",
-                   help="trace file(s) lbtheory.workloads reads; several are mixed, task = file "
-                        "(none with --setup)")
+                   help="trace file(s) lbtheory.workloads reads; several are mixed, task = file; "
+                        "with --setup they replace the setup's synthetic task mix (requests "
+                        "drawn from the traces at the setup's rate)")
     p.add_argument("--setup", default=None, choices=SETUP_NAMES,
                    help="a Knowl setup of the Intelligent Router paper on the vLLM-faithful "
                         "instance model: its cluster, task mix, rate, requests and operating "
@@ -215,8 +216,6 @@ def _knowl(args: argparse.Namespace) -> Any:
     st = SETUPS[args.setup] if args.setup else None
     if st is None and not args.trace:
         raise ParameterError("give trace file(s) or --setup NAME")
-    if st is not None and args.trace:
-        raise ParameterError("--setup NAME draws its own task mix: give no trace files")
     if args.instance_model is None:
         args.instance_model = "vllm" if st else "legacy"
     if st is not None:  # the setup's values unless the option was given
@@ -286,12 +285,12 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
     window = (0.0, 1.0) if args.predictor == "oracle" else (0.5, 1.0)
     st = getattr(args, "_knowl", None)
     total = sum(len(t) for t in traces)
-    if st is None and args.predictor == "oracle" and args.requests > total:
+    if traces and args.predictor == "oracle" and args.requests > total:
         raise ParameterError(f"--requests {args.requests} exceeds the {total} request(s) the "
                              f"trace(s) hold")
 
     def workload_fn(seed: int):
-        if st is not None:
+        if st is not None and not traces:
             from ..intelligent._setups import setup_workload
 
             return setup_workload(st, seed, args.requests)
@@ -302,7 +301,7 @@ def _episodes(args: argparse.Namespace, traces: list, rate: float | None, cfg: A
         return workload_fn, None
     from ..intelligent import bucket_spec_for, fit_length_predictor
 
-    if st is not None:  # the classifier fitted on a separate sample of the setup's mix
+    if st is not None and not traces:  # fitted on a separate sample of the setup's mix
         from ..intelligent._setups import setup_workload
 
         fit = setup_workload(st, 10_000, 20_000)
