@@ -101,6 +101,9 @@ def test_cli_setup_with_a_trace_serves_the_trace_on_the_setups_cluster(capsys):
         assert out["routers"][r]["latency"]["mean"] == pytest.approx(s["latency"]["mean"],
                                                                      rel=1e-12)
         assert out["routers"][r]["completed"] == 50
+    assert cli_main(["intelligent", "evaluate", "--setup", "k7", trace, "--requests", "20",
+                     "--policy", "rr"]) == 0
+    assert "20 requests (AzureLLMInferenceTrace_code on setup k7)" in capsys.readouterr().out
     # more requests than the trace holds: a clear error, exit 2
     assert cli_main(["intelligent", "evaluate", "--setup", "k7", trace, "--requests",
                      "9000", "--policy", "rr"]) == 2

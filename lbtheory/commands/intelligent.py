@@ -415,7 +415,9 @@ def _evaluate(args: argparse.Namespace) -> int:
                                       for n, r in results.items()},
                           "offered_load": load.as_dict()}))
         return 0
-    tasks = ", ".join(f"{Path(t.path).stem}" for t in traces) or f"setup {args.setup}"
+    tasks = ", ".join(f"{Path(t.path).stem}" for t in traces)
+    tasks = (f"{tasks} on setup {args.setup}" if tasks else f"setup {args.setup}") \
+        if args.setup else tasks
     print(f"{len(wl)} requests ({tasks}), {args.instances} instances, seed {args.seed}")
     print(load.describe())
     print(f"{'router':<10} {'done':>5} {'E2E mean':>9} {'p50':>8} {'p99':>8} {'TTFT':>8} "
