@@ -9,7 +9,10 @@ loading it):  PYTHONPATH=. python experiments/_intelligent_headroom.py [--reques
 Protocol (fixed before the run): evaluation workload seeds 20,000, 20,001, … (never the
 calibration seeds 9,000/9,001); the headroom routers cost decisions × candidates × one episode,
 so they run on the first ``--requests`` requests of each episode (reduced; round robin and JSQ
-are reported both there and at the setup's full request count). Headroom = 100 (E2E of the
+are reported both there and at the setup's full request count; noted 2026-12-05: for a
+synthetic set-up the reduced episode is ``setup_workload(setup, seed, --requests)``, a separate
+draw of the same seed, not a prefix of the full one — with ``--trace`` it is the prefix).
+Headroom = 100 (E2E of the
 clairvoyant / E2E of round robin − 1) % on the same episode; a setup with a headroom above −3 %
 has no room for any router (the issue's rule). Writes ``headroom.json`` (with the run's config
 and package versions) and ``summary.md`` atomically.
@@ -47,7 +50,7 @@ is cheap enough: the code trace at ten seeds (``--requests 4000 --out …/k7-azu
 and the synthetic Knowl 7 at three (``--seeds 3 --requests 4000 --out …/k7-4000``); with
 ``jsq-tokens`` (JSQ on committed tokens, the decode balancer) beside JSQ, an exploratory
 reference (``--baselines rr,jsq,jsq-tokens``), since JSQ counts requests and the code trace's
-prompts vary 1–7,437 tokens.
+prompts vary 3–7,437 tokens.
 And (written when Knowl 8's clairvoyant had gained −7.8 % and −8.8 % on 2,000 requests, against
 −1.7 % on 500): Knowl 8 on whole 4,000-request episodes, two seeds (≈ 10 min each):
 ``--setups k8 --seeds 2 --requests 4000 --baselines rr,jsq,jsq-tokens --out …/k8-4000``.
@@ -147,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
              f"seeds, {a.preemption} preemption"
              + (f", requests from {', '.join(Path(p).name for p in a.trace)}" if a.trace
                 else ""), "",
-             f"Headroom routers on the first {a.requests} requests of each episode (reduced); "
+             f"Headroom routers on {a.requests}-request episodes of the same seeds (reduced); "
              f"the baselines ({', '.join(base)}) also at the setup's full count. "
              f"Δ = mean over seeds of 100 (E2E / E2E of round robin − 1) %; brackets: 95 % "
              f"t-interval over the seeds (3 seeds or more).", "",

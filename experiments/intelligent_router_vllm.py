@@ -324,7 +324,8 @@ def markdown(s: dict, profile: str) -> list[str]:
     full = "" if not s.get("full_headroom_episodes") else (
         f"; at full length, on {s['full_headroom_episodes']} episodes, **{cf[0]:+.1f} %** "
         f"[{cf[1]:+.1f}, {cf[2]:+.1f}]")
-    cal = "calibrated" if s["setup"] in ("k4", "k8") else "not calibrated (closest point)"
+    cal = {"k4": "calibrated", "k8": "Knowl 4's output scale (no published round robin)"}.get(
+        s["setup"], "not calibrated (closest point)")
     lines = [f"# Knowl {s['setup'][1:]} on the vLLM-faithful model ({profile} profile)", "",
              f"{st.instances} × {st.hardware.upper()}, λ = {st.rate_rps:g} req/s, "
              f"{s['requests'] or st.requests} requests/episode, {cal}; {s['episodes']} "

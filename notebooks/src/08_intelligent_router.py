@@ -145,8 +145,8 @@ KV blocks, a watermark, prompts-first steps, preemption of the newest request wi
 recomputation), each Knowl set-up calibrated by one scalar on **round robin only** (rule in
 `lbtheory/intelligent/_setups.py`), a *clairvoyant* rollout router (true lengths and future
 arrivals; tries every instance, finishes with JSQ, keeps the best) bounds what a router could
-gain. Knowl 4 has ≈ 8 % and Knowl 5 ≈ 11 % of headroom that JSQ does not find; Knowl 7 and 8 have
-under 3 %. Knowl 5 and 7 could not be calibrated to the paper's round-robin latencies (marked in
+gain. Knowl 4 has ≈ 8 % and Knowl 5 ≈ 11 % of headroom that JSQ does not find; Knowl 7 has
+under 3 %, and Knowl 8's 500-request figure hid its room (below). Knowl 5 and 7 could not be calibrated to the paper's round-robin latencies (marked in
 the table's source, `experiments/results/intelligent-headroom/`).
 """),
 ("code", """
@@ -157,8 +157,8 @@ display(Markdown(hd.read_text() if hd.exists() else "no headroom results committ
 ("md", """
 ### Knowl 7 and 8 again: ten seeds, whole episodes, a public production trace
 The first table had two seeds and 500-request episodes. At ten seeds Knowl 7 keeps under 3 %
-(−1.6 %; −1.0 % on whole 4,000-request episodes). Knowl 8's 500 requests are only the first
-12.5 s of its arrivals: on 2,000 requests its clairvoyant gains −7.5 % [−11.1, −3.8], on whole
+(−1.6 %; −1.0 % on whole 4,000-request episodes). Knowl 8's 500-request episodes cover only
+12.5 s of arrivals: on 2,000 requests its clairvoyant gains −7.5 % [−11.1, −3.8], on whole
 episodes −5.8 % (two seeds), JSQ at most −1.5 % — so Knowl 8 does have room, and gets an RL table
 (`intelligent-router-vllm-k8`). Knowl 7's cluster serving the public Azure 2023 traces
 (`--setup k7 TRACE`): the prompt-dominated code trace leaves −3.0 % on whole episodes, under
