@@ -24,6 +24,14 @@ gain (most negative full-length Δ) in the table — the ablation asks where a g
 ``intelligent-router-vllm-k5-chunked`` had finished — the WG-RL and the WA-RL seed with the most
 negative full-length Δ (they turned out to be WG-RL seed 3 and WA-RL seed 1); the two trainings
 ran as two processes (``--out`` to two folders, merged into ``deferral.json``).
+``--setup k8``: the rule written 2026-12-05, 15:20 UTC, when WG-RL's five cells and WA-RL's seed
+0 of ``intelligent-router-vllm-k8`` had finished (their full-length figures known, the table not
+written): retrain the WG-RL seed with the largest full-length router wait (seed 1, 7.2 s) — where
+deferral weighs most — started 15:34 beside the sweep's last cells; then, if the session
+leaves time, the WG-RL seed with the most negative full-length Δ (seed 3: started 16:26,
+stopped at 16:35 to leave both cores to the table's last cells when the sweep had to restart;
+not run). The short episodes
+are Knowl 8's headroom episodes (2,000 requests, ``HEADROOM_REQUESTS``), as in its table.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from intelligent_router_vllm import BUDGET, EVAL_SEED0, evaluate, train
+from intelligent_router_vllm import BUDGET, EVAL_SEED0, HEADROOM_REQUESTS, evaluate, train
 
 from lbtheory.io import run_manifest, write_json_atomic
 
@@ -50,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--router", default="wg-rl")
     ap.add_argument("--reading", default="hurl")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
-    ap.add_argument("--setup", default="k4", choices=["k4", "k5", "k5-chunked"],
+    ap.add_argument("--setup", default="k4", choices=["k4", "k5", "k5-chunked", "k8"],
                     help="the experiment intelligent-router-vllm-SETUP whose cells are retrained")
     ap.add_argument("--out", default=None,
                     help="folder of deferral.json (default: the experiment's results folder)")
@@ -62,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in a.seeds:
         config = {"part": "rl", "router": a.router, "reading": a.reading, "train_seed": seed,
                   "episodes": b["episodes"], "setup": a.setup, "requests": b["requests"],
-                  "fit_requests": b["fit_requests"], "headroom_requests": b["headroom_requests"],
+                  "fit_requests": b["fit_requests"],
+                  "headroom_requests": HEADROOM_REQUESTS.get(a.setup, b["headroom_requests"]),
                   "eval_seeds": [EVAL_SEED0 + k for k in range(b["eval_episodes"])]}
         res, st, train_s = train(config)
         runs = {"defer": evaluate(res, st, config), "no_defer": evaluate(res, st, config,

@@ -272,7 +272,11 @@ def summarise(rows: list, name: str) -> dict:
         q["completed_min"] = int(min(x["completed"] for r in runs for x in r["full"].values()))
         return q
 
-    out: dict = {"setup": name, "requests": rows[0][0]["requests"], "episodes": len(seeds),
+    from lbtheory.intelligent._setups import SETUPS
+
+    out: dict = {"setup": name, "requests": rows[0][0]["requests"],
+                 "episode_requests": rows[0][0]["requests"] or SETUPS[name].requests,
+                 "headroom_requests": rows[0][0]["headroom_requests"], "episodes": len(seeds),
                  "headroom_episodes": len(hseeds),
                  "clairvoyant_delta_pct": mean_ci(d_clair),
                  "full_headroom_episodes": len(fseeds),

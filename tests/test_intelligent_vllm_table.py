@@ -67,6 +67,8 @@ def test_share_of_headroom_intervals_and_collapse_by_hand(vllm):
     clair = np.mean([100 * (9 / 10 - 1), 100 * (17 / 20 - 1)])
     assert clair == pytest.approx(-12.5)
     assert s["clairvoyant_delta_pct"][0] == pytest.approx(clair, rel=1e-12)
+    # the episode lengths the panels' axes name (Knowl 8's headroom episodes are not 500)
+    assert (s["episode_requests"], s["headroom_requests"]) == (20, 10)
     r = s["routers"]["wg-rl-hurl"]
     per_full = [np.mean([100 * (a / 100 - 1), 100 * (b / 200 - 1)]) for a, b in full]
     np.testing.assert_allclose(r["per_seed_delta_pct"], per_full, rtol=1e-12)

@@ -222,6 +222,9 @@ def test_serial_and_local_dask_give_identical_results(exp_dir, tmp_path, monkeyp
     exp = _toy(exp_dir)
     serial = run_sweep(exp, "full", out_dir=tmp_path / "serial")
     with dask_client("local", 2) as client:
+        # no worker time-to-live: a cell holding the GIL for minutes must not get its worker
+        # removed (the default 5-minute TTL cancelled every pending cell of a sweep)
+        assert client.cluster.scheduler.worker_ttl is None
         dask = run_sweep(exp, "full", out_dir=tmp_path / "dask", client=client,
                          batch=3)  # 3 + 3 + 2 cells per Dask task
         with pytest.raises(SweepError, match=r"'toy-broken': 1 of 4 cells failed.*'x': 1.*"
@@ -229,21 +232,33 @@ def test_serial_and_local_dask_give_identical_results(exp_dir, tmp_path, monkeyp
             run_sweep(_toy(exp_dir, "toy-broken"), "quick", out_dir=tmp_path / "dask",
                       client=client, batch=2)
         # a task the scheduler drops (cancelled, as when a worker is stopped past its
-        # heartbeat) fails its batch with one error, not a traceback; the other batch is saved
+        # heartbeat and the scattered cell goes with it) is resubmitted once: every cell saved
         import distributed
 
         real = distributed.as_completed
 
-        def cancel_first(futs):
-            futs = list(futs)
-            futs[0].cancel()
-            return real(futs)
+        class CancelFirst(real):
+            def __init__(self, futs):
+                futs = list(futs)
+                futs[0].cancel()
+                super().__init__(futs)
+
+        class CancelRetriesToo(CancelFirst):
+            def add(self, future):
+                future.cancel()
+                super().add(future)
 
         monkeypatch.setenv("SWEEP_SLEEP", "0.3")
-        monkeypatch.setattr(distributed, "as_completed", cancel_first)
+        monkeypatch.setattr(distributed, "as_completed", CancelFirst)
+        retried = run_sweep(exp, "quick", out_dir=tmp_path / "retry", client=client, batch=2)
+        assert (retried.computed, retried.status.value) == (4, "completed")
+        # dropped twice: its batch fails with one error, not a traceback; the other is saved
+        monkeypatch.setattr(distributed, "as_completed", CancelRetriesToo)
         with pytest.raises(SweepError, match=r"'toy': 2 of 4 cells failed.*'x': 0.*Cancelled"):
             run_sweep(exp, "quick", out_dir=tmp_path / "cancel", client=client, batch=2)
         monkeypatch.setattr(distributed, "as_completed", real)
+    assert retried.rows == run_sweep(exp, "quick", out_dir=tmp_path / "serial-quick").rows
+    assert len(list((tmp_path / "retry" / "toy" / "cells").glob("*.json"))) == 4
     assert len(list((tmp_path / "cancel" / "toy" / "cells").glob("*.json"))) == 2
     assert len(list((tmp_path / "dask" / "toy-broken" / "cells").glob("*.json"))) == 3
     assert (dask.computed, dask.cached) == (8, 0)

@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,7 +246,14 @@ def dask_client(backend: str, workers: int | None = None) -> Iterator[Any]:
             # the worker processes start with Ctrl-C ignored (a terminal sends it to the whole
             # process group): this process stops the sweep and closes them, without their
             # tracebacks
-            with _sigint_ignored():
+            # no worker time-to-live: a cell that runs one compiled (numba) kernel for minutes
+            # holds its worker's GIL, so the worker sends no heartbeat; past the default 5
+            # minutes the scheduler removed both workers and every pending cell was cancelled
+            # ("already forgotten": Knowl 8's whole-episode clairvoyant cells, ≈ 11 min each).
+            # The workers are this machine's own processes: a dead one is seen by its nanny.
+            import dask
+
+            with _sigint_ignored(), dask.config.set({"distributed.scheduler.worker-ttl": None}):
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = Client(cluster)
@@ -310,7 +318,8 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
         throw: raise :class:`~lbtheory.errors.SweepError` when cells raise (after every other
             cell ran and was saved); ``False`` returns a result with status ``FAILED`` listing
             them instead (``collect`` does not run on a partial grid, so no summary and no
-            ``sweep_<profile>.json`` is written).
+            ``sweep_<profile>.json`` is written). A Dask task the scheduler drops (cancelled,
+            e.g. workers removed after missed heartbeats) is resubmitted once before it counts.
 
     Returns:
         A :class:`SweepResult` with the rows given to ``collect``, computed/cached counts and
@@ -392,13 +401,34 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                                 pure=False)
                 futs = dict(zip(fl, range(len(chunks)), strict=True))
                 del fl
-                for fut in as_completed(futs):
-                    ch = chunks[futs[fut]]
+                retried: set[int] = set()
+                scattered = [cell]
+                pending = as_completed(futs)
+                for fut in pending:
+                    k = futs.pop(fut)
+                    ch = chunks[k]
                     try:
                         outs = fut.result()
-                    except Exception as exc:  # noqa: BLE001 - a worker died (error) or the
-                        # scheduler dropped the task (cancelled: e.g. a worker stopped past
-                        # its heartbeat): the whole batch failed, the other batches go on
+                    except CancelledError as exc:
+                        # the scheduler dropped the task, not the cell: e.g. the workers were
+                        # removed after missed heartbeats (a paused machine) and the scattered
+                        # cell went with them. Scatter it again and resubmit the batch, once.
+                        fut.release()
+                        if k in retried:
+                            failures.extend((i, exc) for i in ch)
+                            bar.update(len(ch))
+                            continue
+                        retried.add(k)
+                        [cell] = client.scatter([experiment.cell], broadcast=True, hash=False)
+                        scattered.append(cell)
+                        new = client.submit(_timed_batch, cell, [configs[i] for i in ch],
+                                            key=f"{name}-{keys[ch[0]]}-{len(ch)}-retry",
+                                            pure=False)
+                        futs[new] = k
+                        pending.add(new)
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - a worker died (error): the
+                        # whole batch failed, the other batches go on
                         failures.extend((i, exc) for i in ch)
                     else:
                         for i, (ok, out, wall) in zip(ch, outs, strict=True):
@@ -408,7 +438,8 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                                 failures.append((i, out))
                     bar.update(len(ch))
                     fut.release()
-                cell.release()
+                for c in scattered:
+                    c.release()
     except KeyboardInterrupt:  # Ctrl-C: every stored cell is on disk; say so, and resume
         raise SweepInterrupted(sum(r is not None for r in results), root / name / "cells") \
             from None
