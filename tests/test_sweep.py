@@ -252,6 +252,24 @@ def test_serial_and_local_dask_give_identical_results(exp_dir, tmp_path, monkeyp
         monkeypatch.setattr(distributed, "as_completed", CancelFirst)
         retried = run_sweep(exp, "quick", out_dir=tmp_path / "retry", client=client, batch=2)
         assert (retried.computed, retried.status.value) == (4, "completed")
+        # the scattered cell lost (every batch depends on it, so all are dropped): it is
+        # scattered again once, not once per dropped batch, and every cell is saved
+        class CancelCell(real):
+            def __init__(self, futs):
+                futs = list(futs)
+                c = futs[0].client
+                [data] = [distributed.Future(k, c) for k in list(c.futures)
+                          if not str(k).startswith("toy-")]
+                data.cancel()
+                super().__init__(futs)
+
+        scatters = []
+        scatter = client.scatter
+        monkeypatch.setattr(client, "scatter", lambda *a, **kw: scatters.append(1) or
+                            scatter(*a, **kw))
+        monkeypatch.setattr(distributed, "as_completed", CancelCell)
+        lost = run_sweep(exp, "quick", out_dir=tmp_path / "lost", client=client, batch=2)
+        assert (lost.computed, lost.status.value, len(scatters)) == (4, "completed", 2)
         # dropped twice: its batch fails with one error, not a traceback; the other is saved
         monkeypatch.setattr(distributed, "as_completed", CancelRetriesToo)
         with pytest.raises(SweepError, match=r"'toy': 2 of 4 cells failed.*'x': 0.*Cancelled"):
@@ -259,6 +277,7 @@ def test_serial_and_local_dask_give_identical_results(exp_dir, tmp_path, monkeyp
         monkeypatch.setattr(distributed, "as_completed", real)
     assert retried.rows == run_sweep(exp, "quick", out_dir=tmp_path / "serial-quick").rows
     assert len(list((tmp_path / "retry" / "toy" / "cells").glob("*.json"))) == 4
+    assert lost.rows == retried.rows
     assert len(list((tmp_path / "cancel" / "toy" / "cells").glob("*.json"))) == 2
     assert len(list((tmp_path / "dask" / "toy-broken" / "cells").glob("*.json"))) == 3
     assert (dask.computed, dask.cached) == (8, 0)

@@ -243,16 +243,15 @@ def dask_client(backend: str, workers: int | None = None) -> Iterator[Any]:
     with _quiet_distributed():
         if backend == "local":
             n = workers or os.cpu_count() or 1
-            # the worker processes start with Ctrl-C ignored (a terminal sends it to the whole
-            # process group): this process stops the sweep and closes them, without their
-            # tracebacks
-            # no worker time-to-live: a cell that runs one compiled (numba) kernel for minutes
-            # holds its worker's GIL, so the worker sends no heartbeat; past the default 5
-            # minutes the scheduler removed both workers and every pending cell was cancelled
-            # ("already forgotten": Knowl 8's whole-episode clairvoyant cells, ≈ 11 min each).
-            # The workers are this machine's own processes: a dead one is seen by its nanny.
             import dask
 
+            # the worker processes start with Ctrl-C ignored (a terminal sends it to the whole
+            # process group): this process stops the sweep and closes them, without their
+            # tracebacks. No worker time-to-live: a cell that runs one compiled (numba) kernel
+            # for minutes holds its worker's GIL, so the worker sends no heartbeat; past the
+            # default 5 minutes the scheduler removed both workers and every pending cell was
+            # cancelled ("already forgotten": Knowl 8's whole-episode clairvoyant cells, ≈ 11
+            # min each). The workers are this machine's processes: their nannies see deaths.
             with _sigint_ignored(), dask.config.set({"distributed.scheduler.worker-ttl": None}):
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=logging.CRITICAL)
@@ -411,16 +410,19 @@ def run_sweep(experiment: Experiment, profile: str | None = None, backend: str =
                         outs = fut.result()
                     except CancelledError as exc:
                         # the scheduler dropped the task, not the cell: e.g. the workers were
-                        # removed after missed heartbeats (a paused machine) and the scattered
-                        # cell went with them. Scatter it again and resubmit the batch, once.
+                        # removed after missed heartbeats (a paused machine), perhaps with the
+                        # scattered cell. Resubmit the batch, once; scatter the cell again only
+                        # if it was lost (once per loss, not once per dropped batch).
                         fut.release()
                         if k in retried:
                             failures.extend((i, exc) for i in ch)
                             bar.update(len(ch))
                             continue
                         retried.add(k)
-                        [cell] = client.scatter([experiment.cell], broadcast=True, hash=False)
-                        scattered.append(cell)
+                        if cell.status != "finished":
+                            [cell] = client.scatter([experiment.cell], broadcast=True,
+                                                    hash=False)
+                            scattered.append(cell)
                         new = client.submit(_timed_batch, cell, [configs[i] for i in ch],
                                             key=f"{name}-{keys[ch[0]]}-{len(ch)}-retry",
                                             pure=False)

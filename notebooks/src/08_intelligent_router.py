@@ -146,8 +146,9 @@ recomputation), each Knowl set-up calibrated by one scalar on **round robin only
 `lbtheory/intelligent/_setups.py`), a *clairvoyant* rollout router (true lengths and future
 arrivals; tries every instance, finishes with JSQ, keeps the best) bounds what a router could
 gain. Knowl 4 has ≈ 8 % and Knowl 5 ≈ 11 % of headroom that JSQ does not find; Knowl 7 has
-under 3 %, and Knowl 8's 500-request figure hid its room (below). Knowl 5 and 7 could not be calibrated to the paper's round-robin latencies (marked in
-the table's source, `experiments/results/intelligent-headroom/`).
+under 3 %, and Knowl 8's 500-request figure hid its room (below). Knowl 5 and 7 could not be
+calibrated to the paper's round-robin latencies (marked in the table's source,
+`experiments/results/intelligent-headroom/`).
 """),
 ("code", """
 from IPython.display import Markdown, display
