@@ -31,7 +31,7 @@ and Knowl 7's own ``f`` is bisected for comparison. Agreement within 10 % on bot
 say the seed's A100 numbers are consistent with one slower instance; disagreement, that no
 single time scale explains them. Writes ``…/a100-time-factor.json``.
 
-``--proposal`` (written 2026-12-05, 18:07 UTC, after ``--time-factor`` gave K5 f ≈ 10.8 and
+``--proposal`` (written 2026-12-05 after ``--time-factor`` gave K5 f ≈ 10.8 and
 K7 f ≈ 2.95, i.e. no single time scale, and before any run of this part; **a proposal for the
 issue's owner, not adopted by any table**, since it comes after two failed rules): one scalar per
 A100 setup, each fixed by the only free quantity there. Knowl 7's lengths are the trace's

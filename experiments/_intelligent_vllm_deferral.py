@@ -30,7 +30,7 @@ written): retrain the WG-RL seed with the largest full-length router wait (seed 
 deferral weighs most — started 15:34 beside the sweep's last cells; then, if the session
 leaves time, the WG-RL seed with the most negative full-length Δ (seed 3: started 16:26,
 stopped at 16:35 to leave both cores to the table's last cells when the sweep had to restart;
-run in the next session, 2026-12-05 18:03–18:24 UTC, alone). The short episodes are Knowl 8's
+run in the next session, 2026-12-05 18:03–18:17 UTC). The short episodes are Knowl 8's
 headroom episodes (2,000 requests, ``HEADROOM_REQUESTS``), as in its table.
 """
 

@@ -160,7 +160,7 @@ display(Markdown(hd.read_text() if hd.exists() else "no headroom results committ
 Three round-robin-only measurements (`experiments/_intelligent_k5_bound.py`, each purpose written
 before it ran; none changes a table). With **every** output set to one length, Knowl 5's round
 robin reaches the paper's 248 s only near 3,000 tokens — about 5× the mean output of Knowl 4's
-calibrated mix; our mix cannot get there by scaling its medians because three of its five
+calibrated mix (593 tokens); our mix cannot get there by scaling its medians because three of its five
 tasks have outputs of 8–60 tokens. A slower A100 (one factor on every iteration-time
 coefficient) does not explain the seed either: Knowl 5 needs ≈ 11×, Knowl 7 ≈ 3×. And taking
 Knowl 7's factor and then scaling Knowl 5's outputs also fails (the bracket's top gives 205 s).
