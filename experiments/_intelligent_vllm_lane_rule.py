@@ -85,7 +85,9 @@ def lane_size(st: dict, fit_requests: int) -> tuple[int, float]:
     heavy = prompt > np.floor(pred)
     share = float((prompt[heavy] + pred[heavy]).sum() / (prompt + pred).sum())
     m = st["setup"].instances
-    return max(1, round(m * share)), share
+    if m < 2:
+        raise ValueError(f"a lane needs at least 2 instances, the set-up has {m}")
+    return min(max(1, round(m * share)), m - 1), share  # both classes keep an instance
 
 
 def clairvoyant_delta(folder: Path) -> dict:

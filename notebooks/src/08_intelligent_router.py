@@ -350,9 +350,10 @@ The mechanism the two Knowl 8 seeds found, written as a rule **after** seeing it
 `experiments/_intelligent_vllm_lane_rule.py`): requests whose prompt is longer than their
 predicted output go to one instance (k = the rounded share of their token work on the fitting
 workload, 1 of 4 or 8 here), the others to the rest; round robin or least token load within a
-class. At the tables' episode lengths it gains 8 % (Knowl 4) and 17–18 % (Knowl 5, 8) —
-more than the clairvoyant rollout, whose JSQ continuation cannot value a lane, and more than
-the paper's RL on Knowl 5 and 8. On the shallower headroom episodes it gains little or loses.
+class. At the tables' episode lengths it gains 8 % (Knowl 4) and 17–18 % (Knowl 5, 8) vs
+round robin — more than the full-length clairvoyant rollout, whose JSQ continuation cannot
+value a lane. On the shallower headroom episodes it gains little or loses (Knowl 4: +29 %), and
+there the clairvoyant stays ahead.
 """),
 ("code", """
 rows = ["| set-up | round robin (s) | lane-rr Δ | lane-jsq-tokens Δ | clairvoyant Δ | paper's WG-RL |",
