@@ -26,6 +26,13 @@ Extension (written 2026-12-05, 19:01 UTC, after the Knowl 8 run — lane-jsq-tok
 full length against the clairvoyant's −5.9 % — and before any other set-up ran): the same rule,
 unchanged, on Knowl 5 and Knowl 5 with chunked prefill as well (``--setups k8,k4,k5,k5-chunked``;
 uncalibrated set-ups, as their tables).
+
+Extension 2 (written 2026-12-05, 19:18 UTC, after the four set-ups above and before this ran):
+Knowl 7 (``--setups k7``; the production-like mix, uncalibrated, where the clairvoyant found
+under 3 % and no table was made), the rule unchanged except that k is at most m − 1 (both
+classes keep an instance); its reference is the whole-episode clairvoyant of
+``intelligent-headroom/k7-4000`` (3 of the same evaluation seeds). Written to
+``intelligent-headroom/k7-lane-rule.json``.
 """
 
 from __future__ import annotations
@@ -92,7 +99,14 @@ def lane_size(st: dict, fit_requests: int) -> tuple[int, float]:
 
 def clairvoyant_delta(folder: Path) -> dict:
     """The clairvoyant's mean Δ (%) vs round robin at full and headroom length: the table's
-    headroom figures (``summary.json``, computed from its headroom cells)."""
+    headroom figures (``summary.json``, computed from its headroom cells); for Knowl 7 (no table)
+    the whole-episode figure of ``intelligent-headroom/k7-4000`` (Extension 2)."""
+    if not (folder / "summary.json").exists():
+        h = json.loads((RESULTS / "intelligent-headroom" / "k7-4000" / "headroom.json")
+                       .read_text())["setups"]["k7"]["reduced"]  # 4,000 = whole episodes
+        d = [100 * (v["clairvoyant"]["e2e_s"] / v["rr"]["e2e_s"] - 1) for v in h.values()
+             if "clairvoyant" in v]
+        return {"full": float(np.mean(d)) if d else None, "short": None}
     sm = json.loads((folder / "summary.json").read_text())
     return {"full": float(sm["clairvoyant_full_delta_pct"][0]),
             "short": float(sm["clairvoyant_delta_pct"][0])}
@@ -124,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                     res = simulate(wl, router, st["cluster"], predicted_output=pred)
                     rows[r][part][str(s)] = _row(res, m)
         folder = RESULTS / f"intelligent-router-vllm-{name}"
+        out = folder / "lane-rule.json"
+        if not folder.is_dir():  # Knowl 7: no table (Extension 2)
+            out = RESULTS / "intelligent-headroom" / f"{name}-lane-rule.json"
         rr = {p: {s: v["e2e_s"] for s, v in rows["rr"][p].items()} for p in ("full", "short")}
         clair = clairvoyant_delta(folder)
         summary = {}
@@ -134,13 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                 mu, lo, hi = mean_ci(np.asarray(d))
                 summary[r][part] = {
                     "delta_pct": [float(mu), float(lo), float(hi)],
-                    "share_of_clairvoyant": None if not clair[part] else float(mu / clair[part]),
+                    "share_of_clairvoyant": (None if not clair[part]
+                                             else float(mu / clair[part])),
                     "max_share": float(np.median([v["max_share"]
                                                   for v in rows[r][part].values()]))}
                 cl = "—" if clair[part] is None else f"{clair[part]:+.2f} %"
                 print(f"{name} {r:16s} {part:5s}: Δ {mu:+.2f} % [{lo:+.2f}, {hi:+.2f}] vs rr; "
                       f"clairvoyant {cl}", file=sys.stderr)
-        write_json_atomic(folder / "lane-rule.json", {
+        write_json_atomic(out, {
             "rule": next(p for p in __doc__.split("\n\n") if p.startswith("The rule")),
             "config": config, "lane_instances": k, "prompt_heavy_work_share": share,
             "clairvoyant_delta_pct": clair, "summary": summary, "episodes": rows,
