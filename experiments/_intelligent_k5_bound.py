@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 import time
 from pathlib import Path
@@ -54,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from lbtheory.intelligent import ITERATION_FEATURES
-from lbtheory.intelligent._setups import CALIBRATION_SEEDS, SETUPS, setup_workload
+from lbtheory.intelligent._setups import CALIBRATION_SEEDS, SETUPS, bisect_log, setup_workload
 from lbtheory.intelligent._simulate import simulate
 from lbtheory.io import run_manifest, write_json_atomic
 from lbtheory.registry import make_router
@@ -94,15 +93,7 @@ def bisect_factor(setup, low: float = 1.0, high: float = 32.0, steps: int = 14) 
               f"(paper {target} s)", file=sys.stderr)
         return r["e2e_s"]
 
-    lo, hi = math.log(low), math.log(high)
-    if g(low) > 1.1 * target or g(high) < 0.9 * target:
-        steps = 0
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        v = g(math.exp(mid))
-        if abs(v / target - 1.0) <= 0.10:
-            break
-        lo, hi = (mid, hi) if v < target else (lo, mid)
+    bisect_log(g, low, high, target, steps=steps)
     f, v, pre = min(probes, key=lambda p: abs(p[1] - target))
     return {"factor": f, "rr_e2e_s": v, "preemptions_per_request": pre, "target_s": target,
             "within_10pct": bool(abs(v / target - 1.0) <= 0.10), "probes": probes}
@@ -130,14 +121,7 @@ def proposal(out: Path) -> None:
         return v
 
     target = k5.paper_rr_s
-    lo, hi = math.log(0.25), math.log(16.0)
-    if not (h(16.0) < 0.9 * target or h(0.25) > 1.1 * target):
-        for _ in range(14):
-            mid = 0.5 * (lo + hi)
-            v = h(math.exp(mid))
-            if abs(v / target - 1.0) <= 0.10:
-                break
-            lo, hi = (mid, hi) if v < target else (lo, mid)
+    bisect_log(h, 0.25, 16.0, target, steps=14)
     s, v, pre = min(probes, key=lambda p: abs(p[1] - target))
     check_setup = dataclasses.replace(derived["k5-chunked"], output_scale=s)
     check = rr_at_factor(check_setup, f)

@@ -13,7 +13,7 @@ import pytest
 from lbtheory.cli import main as cli_main
 from lbtheory.intelligent import ClusterConfig, _setups, simulate
 from lbtheory.intelligent._headroom import simulate_headroom
-from lbtheory.intelligent._setups import SETUPS, calibrate_output_scale, rr_mean_e2e
+from lbtheory.intelligent._setups import SETUPS, bisect_log, calibrate_output_scale, rr_mean_e2e
 from lbtheory.registry import make_router
 from lbtheory.workloads import workload_from_arrays
 
@@ -108,3 +108,26 @@ def test_cli_setup_with_a_trace_serves_the_trace_on_the_setups_cluster(capsys):
     assert cli_main(["intelligent", "evaluate", "--setup", "k7", trace, "--requests",
                      "9000", "--policy", "rr"]) == 2
     assert "exceeds the 8819 request(s)" in capsys.readouterr().err
+
+
+def test_bisect_log_finds_closed_form_targets_and_stops_outside_the_range():
+    probes = []
+
+    def rising(x):  # 10 x: the target 50 lies at x = 5
+        probes.append(x)
+        return 10.0 * x
+    bisect_log(rising, 0.25, 16.0, 50.0, within=0.01)
+    assert probes[:2] == [16.0, 0.25] and abs(probes[-1] / 5.0 - 1) <= 0.01
+    probes.clear()
+
+    def falling(x):  # 100 / x: the target 20 lies at x = 5, the larger value at the low end
+        probes.append(x)
+        return 100.0 / x
+    bisect_log(falling, 1.0, 32.0, 20.0, rising=False, within=0.01)
+    assert probes[:2] == [1.0, 32.0] and abs(probes[-1] / 5.0 - 1) <= 0.01
+    probes.clear()
+    bisect_log(rising, 0.25, 16.0, 1000.0)  # 160 at most: out of reach, both ends only
+    assert probes == [16.0, 0.25]
+    probes.clear()
+    bisect_log(rising, 0.25, 16.0, 50.0, steps=3)  # 3 halvings, then it stops
+    assert len(probes) == 5

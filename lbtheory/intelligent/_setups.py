@@ -73,7 +73,7 @@ from ._timing import A100_KV_BUDGET_TOKENS, A100_LLAMA31_8B, IterationTimeModel
 
 __all__ = ["KnowlSetup", "SETUPS", "V100_LLAMA2_7B_VLLM", "A100_LLAMA31_8B_VLLM",
            "V100_KV_TOKENS", "vllm_cluster", "setup_workload", "calibrate_output_scale",
-           "CALIBRATION_SEEDS"]
+           "bisect_log", "CALIBRATION_SEEDS"]
 
 #: Llama-2-7B / V100-32GB under vLLM [R] (module docstring).
 V100_LLAMA2_7B_VLLM = dataclasses.replace(IterationTimeModel(), base_s=0.020)
@@ -191,6 +191,25 @@ def rr_mean_e2e(setup: KnowlSetup, output_scale: float | None = None,
     return float(np.mean(vals))
 
 
+def bisect_log(f: Callable[[float], float], low: float, high: float, target: float, *,
+               rising: bool = True, steps: int = 12, within: float = 0.10) -> None:
+    """The calibration's search (module docstring): ``f`` (monotone: ``rising`` or falling in
+    x) at both ends of [``low``, ``high``] — the end with the larger value first — then, if
+    ``target`` lies within ``within`` (relative) of that range, bisection on ``log x`` until
+    ``f`` is within ``within`` of ``target`` or after ``steps`` halvings. ``f`` records its
+    own probes (the caller keeps the one closest to ``target``)."""
+    top, bottom = (f(high), f(low)) if rising else (f(low), f(high))
+    if top < target * (1 - within) or bottom > target * (1 + within):
+        return
+    lo, hi = math.log(low), math.log(high)
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        v = f(math.exp(mid))
+        if abs(v / target - 1.0) <= within:
+            return
+        lo, hi = (mid, hi) if (v < target) == rising else (lo, mid)
+
+
 def calibrate_output_scale(setup: KnowlSetup, *, scalar: str = "output_scale",
                            low: float = 0.25, high: float = 16.0, steps: int = 12,
                            n_requests: int | None = None,
@@ -220,18 +239,7 @@ def calibrate_output_scale(setup: KnowlSetup, *, scalar: str = "output_scale",
             progress(s, v)
         return v
 
-    lo, hi = math.log(low), math.log(high)
-    top, bottom = (f(high), f(low)) if rising else (f(low), f(high))
-    if top < target * 0.9 or bottom > target * 1.1:
-        s, v = min(probes, key=lambda p: abs(p[1] - target))
-        return {"scale": s, "rr_e2e_s": v, "target_s": target, "within_10pct": False,
-                "probes": probes}
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        v = f(math.exp(mid))
-        if abs(v / target - 1.0) <= 0.10:
-            break
-        lo, hi = (mid, hi) if (v < target) == rising else (lo, mid)
+    bisect_log(f, low, high, target, rising=rising, steps=steps)
     s, v = min(probes, key=lambda p: abs(p[1] - target))
     return {"scale": s, "rr_e2e_s": v, "target_s": target,
             "within_10pct": bool(abs(v / target - 1.0) <= 0.10), "probes": probes}
