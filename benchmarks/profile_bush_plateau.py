@@ -15,12 +15,18 @@ On a synthetic network (default Chicago-Sketch size, seed 1, whose system optimu
 3. **The gap's jumps.** In the ω = 1 run, every pass after which the gap rose above 1.5× its
    value: how many origins' TSTT − SPTT rose, and the share of the rise the largest five carry.
 
+``--shifts``: instead, one equilibration pass's shifts on the bushes of the solve to ``--start``,
+replayed in Python from the same labels (all at the pass's starting costs): how many are
+limited by the max segment's flow (a drain) and how many are whole Newton steps, with their
+first-order gains (cost difference × flow moved) — whether paths with tiny flows throttle the
+passes.
+
 ``--landing``: instead, where the certified gap lands — tol / gap, iterations and CPU seconds of
 cold solves (defaults of :func:`bush_assignment`) on the synthetic sizes of ``--sizes``, seeds
 0–2, both objectives, tol 1e-4 / 1e-6 / 1e-8 / 1e-10 (the issue asks for ≤ 2).
 
 Run: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/profile_bush_plateau.py [--size S]
-[--seed N] [--objective wardrop|system_optimum ...] [--landing]`` (a minute or two).
+[--seed N] [--objective wardrop|system_optimum ...] [--shifts | --landing]`` (a minute or two).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from lbtheory.games import _bushkernels as bk
+from lbtheory.games import _gpkernels as kern
 from lbtheory.games import bush_assignment
 from lbtheory.games._bush import _excess, setup
 from lbtheory.games.synthetic import synthetic_network
@@ -87,6 +94,61 @@ def frozen(game, so: bool, state, passes: int, relax: float, repeat: int,
     return gaps
 
 
+def shifts(game, so: bool, state) -> None:
+    """Replay one pass's segment shifts per origin (see the docstring) and print the counts."""
+    enc, _, net, args, _ = setup(game)
+    n, K = game.n_nodes, len(game.origins)
+    F, inb = state.origin_flow, state.bush
+    x = F.sum(axis=0)
+    cost = kern.arc_costs(*enc, x, so, False)
+    der = kern.arc_costs(*enc, x, so, True)
+    cache = bk.new_cache(K, n, game.n_arcs, net.od_start, net.od_dest)
+    _fill(net.origins, n, *args[:6], inb, cache)
+    orders, _, bstart, barcs, rel, rcnt = cache[:6]
+    tails = game.tails
+    count = {"drain": 0, "newton": 0}
+    gain = {"drain": 0.0, "newton": 0.0}
+    for k in range(K):
+        Fk, order, at, bs, ba = F[k], orders[k], rel[k][: rcnt[k]], bstart[k], barcs[k]
+        o = order[0]
+        L, U, minp, maxp = {o: 0.0}, {o: 0.0}, {o: -1}, {o: -1}
+        pos = {order[i]: i for i in at}
+        for idx in at[1:]:  # the labels of _bushkernels._labels (used_only), in Python
+            lv, uv, mp, xp = np.inf, -np.inf, -1, -1
+            for a in ba[bs[idx]: bs[idx + 1]]:
+                t = tails[a]
+                if L[t] + cost[a] < lv:
+                    lv, mp = L[t] + cost[a], a
+                if Fk[a] > 0 and U[t] > -np.inf and U[t] + cost[a] > uv:
+                    uv, xp = U[t] + cost[a], a
+            v = order[idx]
+            L[v], U[v], minp[v], maxp[v] = lv, uv, mp, xp
+        for idx in at[1:]:
+            j = order[idx]
+            if maxp[j] < 0 or maxp[j] == minp[j]:
+                continue
+            smin, smax = [minp[j]], [maxp[j]]
+            u, w = tails[minp[j]], tails[maxp[j]]
+            while u != w:  # back to the last common node, as _equilibrate does
+                if pos[u] > pos[w]:
+                    smin.append(minp[u])
+                    u = tails[minp[u]]
+                else:
+                    smax.append(maxp[w])
+                    w = tails[maxp[w]]
+            g0 = cost[smax].sum() - cost[smin].sum()
+            dg = der[smax].sum() + der[smin].sum()
+            fmin = Fk[smax].min()
+            if not (g0 > 0 and fmin > 0):
+                continue
+            step = g0 / dg if dg > 0 else np.inf
+            kind = "drain" if fmin <= step else "newton"
+            count[kind] += 1
+            gain[kind] += g0 * min(fmin, step)
+    print(f"  one pass's shifts: {count['drain']} drain-limited (first-order gain "
+          f"{gain['drain']:.3g}), {count['newton']} Newton steps ({gain['newton']:.3g})")
+
+
 def landing(sizes: list[str]) -> None:
     """Print tol / certified gap, iterations and CPU s of each cold solve (see the docstring)."""
     for size in sizes:
@@ -112,6 +174,7 @@ def main() -> None:
     ap.add_argument("--start", type=float, default=1e-6)
     ap.add_argument("--passes", type=int, default=30)
     ap.add_argument("--landing", action="store_true")
+    ap.add_argument("--shifts", action="store_true")
     ap.add_argument("--sizes", nargs="+",
                     default=["sioux_falls", "anaheim", "barcelona", "winnipeg", "chicago_sketch"])
     a = ap.parse_args()
@@ -122,6 +185,9 @@ def main() -> None:
     for obj in a.objective:
         so = obj == "system_optimum"
         print(f"{a.size} seed {a.seed}, {obj}")
+        if a.shifts:
+            shifts(game, so, bush_assignment(game, tol=a.start, objective=obj, throw=False).state)
+            continue
         for tol in a.tols:
             r = bush_assignment(game, tol=tol, objective=obj, throw=False)
             st = r.state
