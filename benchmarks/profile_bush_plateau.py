@@ -9,24 +9,30 @@ On a synthetic network (default Chicago-Sketch size, seed 1, whose system optimu
    minus the network's): an external part means the bush updates lag, an internal one that the
    equilibration passes do.
 2. **Frozen bushes.** From the solve to ``--start`` (default 1e-6), ``--passes`` equilibration
-   passes without bush updates (a random origin order each pass, seeded), the gap before each:
-   with the step factor ω = 1 (the solver's), 0.8 and 0.5, and with 3 equilibrations per origin
-   per pass. (ω < 1 is passed to the kernel directly; the public ``relax=`` allows [1, 2).)
+   passes without bush updates (a random origin order each pass, seeded), the gap before each
+   and after the last, and the internal / external split at both ends: with the step factor
+   ω = 1 (the solver's), 0.8 and 0.5, and with 3 equilibrations per origin per pass. (ω < 1 is
+   passed to the kernel directly; the public ``relax=`` allows [1, 2). ω acts only where every
+   cost is BPR-safe for the Newton shift — the synthetic networks are; checked.)
 3. **The gap's jumps.** In the ω = 1 run, every pass after which the gap rose above 1.5× its
    value: how many origins' TSTT − SPTT rose, and the share of the rise the largest five carry.
 
-``--shifts``: instead, one equilibration pass's shifts on the bushes of the solve to ``--start``,
-replayed in Python from the same labels (all at the pass's starting costs): how many are
-limited by the max segment's flow (a drain) and how many are whole Newton steps, with their
-first-order gains (cost difference × flow moved) — whether paths with tiny flows throttle the
-passes.
+``--shifts``: instead, the segment shifts of one equilibration pass on the bushes of the solve to
+``--start``, replayed in Python as a *static snapshot*: every origin's labels and every shift at
+the pass's starting costs and flows (the kernel relabels each origin at the costs the earlier
+origins left and updates costs and flows after each shift, so later shifts on a max path see
+less flow: the snapshot under-counts drains), the kernel's snap of tiny leftovers ignored. How
+many shifts are limited by the max segment's flow (a drain) and how many are whole Newton
+steps, with their first-order gains (cost difference × flow moved, as shares), and the drained
+flows as shares of their origin's demand (quantiles).
 
 ``--landing``: instead, where the certified gap lands — tol / gap, iterations and CPU seconds of
 cold solves (defaults of :func:`bush_assignment`) on the synthetic sizes of ``--sizes``, seeds
 0–2, both objectives, tol 1e-4 / 1e-6 / 1e-8 / 1e-10 (the issue asks for ≤ 2).
 
 Run: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/profile_bush_plateau.py [--size S]
-[--seed N] [--objective wardrop|system_optimum ...] [--shifts | --landing]`` (a minute or two).
+[--seed N] [--objective wardrop|system_optimum ...] [--tols T ...] [--start G] [--passes P]
+[--shifts | --landing [--sizes S ...]]`` (a minute or two).
 """
 
 from __future__ import annotations
@@ -55,7 +61,9 @@ def split(game, F, inb, cost, dist) -> tuple[float, float]:
     internal = external = 0.0
     for k, o in enumerate(game.origins):
         use = inb[k]
-        # a zero-cost arc must stay an arc of the sparse matrix: 1e-300 is below every sum here
+        # a zero-cost arc must stay an arc of the sparse matrix: 1e-300 is below every sum here;
+        # csr_matrix would add up parallel arcs (same tail and head): the synthetic networks
+        # have none, a real network with them needs the minimum instead
         A = csr_matrix((cost[use] + 1e-300, (game.tails[use], game.heads[use])), shape=(n, n))
         inside = dijkstra(A, indices=int(o))
         dem = game.demand[k]
@@ -67,19 +75,25 @@ def split(game, F, inb, cost, dist) -> tuple[float, float]:
 
 def frozen(game, so: bool, state, passes: int, relax: float, repeat: int,
            jumps: bool = False) -> list[float]:
-    """Gap before each of ``passes`` equilibration passes on the frozen bushes of ``state``."""
+    """Gap before each of ``passes`` equilibration passes on the frozen bushes of ``state``,
+    and after the last."""
     enc, safe, net, args, tiny = setup(game)
+    if not safe:
+        raise SystemExit("frozen(): the step factor acts only on BPR-safe costs (see above)")
     n, K = game.n_nodes, len(game.origins)
     F, inb = state.origin_flow.copy(), state.bush.copy()
     x = F.sum(axis=0)
     cache = bk.new_cache(K, n, game.n_arcs, net.od_start, net.od_dest)
     _fill(net.origins, n, *args[:6], inb, cache)
     rng = np.random.default_rng(0)
+    ends = []
     gaps: list[float] = []
     prev = None
-    for p in range(passes):
+    for p in range(passes + 1):  # the gap before each pass and after the last
         gap, cost, dist = certificate_parts(game, net, enc, x, so, "profile", "bush", 1)
         e = _excess(game, F, cost, dist)
+        if p in (0, passes):
+            ends.append(split(game, F, inb, cost, dist))
         if jumps and prev is not None and gap > 1.5 * gaps[-1]:
             rise = e - prev
             top = np.sort(rise)[::-1][:5]
@@ -88,15 +102,20 @@ def frozen(game, so: bool, state, passes: int, relax: float, repeat: int,
                   "of the rise")
         gaps.append(gap)
         prev = e
+        if p == passes:
+            break
         bk.bush_pass(*enc, so, safe, net.origins, n, *args, x, F, inb, False, repeat, tiny,
                      cache, relax, 1, rng.permutation(K))
         x = F.sum(axis=0)
+    print("    internal + external: " + " -> ".join(f"{i:.2e} + {e:.2e}" for i, e in ends))
     return gaps
 
 
 def shifts(game, so: bool, state) -> None:
     """Replay one pass's segment shifts per origin (see the docstring) and print the counts."""
-    enc, _, net, args, _ = setup(game)
+    enc, safe, net, args, _ = setup(game)
+    if not safe:
+        raise SystemExit("shifts(): the replay follows the BPR-safe Newton shift only")
     n, K = game.n_nodes, len(game.origins)
     F, inb = state.origin_flow, state.bush
     x = F.sum(axis=0)
@@ -108,6 +127,7 @@ def shifts(game, so: bool, state) -> None:
     tails = game.tails
     count = {"drain": 0, "newton": 0}
     gain = {"drain": 0.0, "newton": 0.0}
+    drained = []  # a drain's flow / its origin's demand
     for k in range(K):
         Fk, order, at, bs, ba = F[k], orders[k], rel[k][: rcnt[k]], bstart[k], barcs[k]
         o = order[0]
@@ -145,8 +165,14 @@ def shifts(game, so: bool, state) -> None:
             kind = "drain" if fmin <= step else "newton"
             count[kind] += 1
             gain[kind] += g0 * min(fmin, step)
-    print(f"  one pass's shifts: {count['drain']} drain-limited (first-order gain "
-          f"{gain['drain']:.3g}), {count['newton']} Newton steps ({gain['newton']:.3g})")
+            if kind == "drain":
+                drained.append(fmin / game.demand[k].sum())
+    total = gain["drain"] + gain["newton"]
+    q = np.quantile(drained, [0.1, 0.5, 0.9]) if drained else [np.nan] * 3
+    print(f"  one pass's shifts (static snapshot): {count['drain']} drain-limited "
+          f"({gain['drain'] / total:.0%} of the first-order gain), {count['newton']} Newton steps "
+          f"({gain['newton'] / total:.0%}); drained flow / origin demand, 10/50/90 %: "
+          + " / ".join(f"{v:.1e}" for v in q))
 
 
 def landing(sizes: list[str]) -> None:
@@ -160,7 +186,10 @@ def landing(sizes: list[str]) -> None:
                 for tol in (1e-4, 1e-6, 1e-8, 1e-10):
                     t = time.process_time()
                     r = bush_assignment(game, tol=tol, objective=obj, throw=False)
-                    row.append(f"{obj[0].upper()} {tol:.0e}: {tol / r.relative_gap:.2f}x "
+                    land = (f"{tol / r.relative_gap:.2f}x" if r.relative_gap > 0 else "gap 0")
+                    if r.relative_gap > tol:
+                        land += " (NOT REACHED)"
+                    row.append(f"{obj[0].upper()} {tol:.0e}: {land} "
                                f"{r.iterations} it {time.process_time() - t:.3f} s")
             print(f"{size} seed {seed}: " + "; ".join(row), flush=True)
 
@@ -202,7 +231,8 @@ def main() -> None:
             print(f"  frozen bushes from {a.start:g}, omega {relax}, {repeat} equilibration(s) "
                   "per origin per pass:")
             gaps = frozen(game, so, st, a.passes, relax, repeat, jumps=relax == 1.0 and repeat == 1)
-            print("    gap before each pass: " + " ".join(f"{g:.1e}" for g in gaps))
+            print("    gap before each pass and after the last: "
+                  + " ".join(f"{g:.1e}" for g in gaps))
 
 
 if __name__ == "__main__":
