@@ -217,10 +217,10 @@ def main() -> None:
         if a.shifts:
             shifts(game, so, bush_assignment(game, tol=a.start, objective=obj, throw=False).state)
             continue
+        enc, _, net, _, _ = setup(game)
         for tol in a.tols:
             r = bush_assignment(game, tol=tol, objective=obj, throw=False)
             st = r.state
-            enc, _, net, _, _ = setup(game)
             gap, cost, dist = certificate_parts(game, net, enc, st.origin_flow.sum(axis=0), so,
                                                 "profile", "bush", 1)
             i, e = split(game, st.origin_flow, st.bush, cost, dist)

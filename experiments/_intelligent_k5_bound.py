@@ -68,17 +68,34 @@ def _paragraph(start: str) -> str:
     return next(p for p in __doc__.split("\n\n") if p.startswith(start))
 
 
-def rr_at_factor(setup, f: float) -> dict:
-    """Round robin's mean E2E (s; mean over the calibration seeds) and preemptions per request
-    with every iteration-time coefficient of ``setup``'s cluster × ``f``."""
-    cfg = setup.cluster()
-    coef = {n: getattr(cfg.timing, n) * f for n in ITERATION_FEATURES}
-    cfg = setup.cluster(timing=dataclasses.replace(cfg.timing, **coef))
-    runs = [simulate(setup_workload(setup, seed), make_router("rr", "instances"),
-                     cfg).summary() for seed in CALIBRATION_SEEDS]
+def within_10pct(v: float, target: float) -> bool:
+    """The calibration's criterion: ``v`` within 10 % of ``target``."""
+    return bool(abs(v / target - 1.0) <= 0.10)
+
+
+def scaled_timing(setup, f: float):
+    """``setup``'s iteration-time model with every coefficient × ``f``."""
+    t = setup.cluster().timing
+    return dataclasses.replace(t, **{n: getattr(t, n) * f for n in ITERATION_FEATURES})
+
+
+def rr_over_seeds(setup, timing=None, output_scale: float | None = None) -> dict:
+    """Round robin's mean E2E (s) and preemptions per request, means over the calibration
+    seeds, on ``setup``'s cluster (with ``timing``, default its own) at ``output_scale``
+    (default the setup's) — :func:`lbtheory.intelligent._setups.rr_mean_e2e` plus the
+    preemptions and a timing model."""
+    cfg = setup.cluster() if timing is None else setup.cluster(timing=timing)
+    runs = [simulate(setup_workload(setup, seed, output_scale=output_scale),
+                     make_router("rr", "instances"), cfg).summary()
+            for seed in CALIBRATION_SEEDS]
     return {"e2e_s": float(np.mean([r["latency"]["mean"] for r in runs])),
             "preemptions_per_request": float(np.mean([r["preemptions_per_request"]
                                                       for r in runs]))}
+
+
+def rr_at_factor(setup, f: float) -> dict:
+    """Round robin (:func:`rr_over_seeds`) with every iteration-time coefficient × ``f``."""
+    return rr_over_seeds(setup, scaled_timing(setup, f))
 
 
 def bisect_factor(setup, low: float = 1.0, high: float = 32.0, steps: int = 14) -> dict:
@@ -96,7 +113,7 @@ def bisect_factor(setup, low: float = 1.0, high: float = 32.0, steps: int = 14) 
     bisect_log(g, low, high, target, steps=steps)
     f, v, pre = min(probes, key=lambda p: abs(p[1] - target))
     return {"factor": f, "rr_e2e_s": v, "preemptions_per_request": pre, "target_s": target,
-            "within_10pct": bool(abs(v / target - 1.0) <= 0.10), "probes": probes}
+            "within_10pct": within_10pct(v, target), "probes": probes}
 
 
 def proposal(out: Path) -> None:
@@ -106,16 +123,13 @@ def proposal(out: Path) -> None:
     k7 = bisect_factor(derived["k7"])
     f = k7["factor"]
     k5 = dataclasses.replace(derived["k5"], output_scale=1.0)
-    coef = {n: getattr(k5.cluster().timing, n) * f for n in ITERATION_FEATURES}
-    timing = dataclasses.replace(k5.cluster().timing, **coef)
+    timing = scaled_timing(k5, f)
     probes = []
 
     def h(scale: float) -> float:
-        runs = [simulate(setup_workload(k5, seed, output_scale=scale),
-                         make_router("rr", "instances"), k5.cluster(timing=timing)).summary()
-                for seed in CALIBRATION_SEEDS]
-        v = float(np.mean([r["latency"]["mean"] for r in runs]))
-        probes.append([scale, v, float(np.mean([r["preemptions_per_request"] for r in runs]))])
+        r = rr_over_seeds(k5, timing, output_scale=scale)
+        v = r["e2e_s"]
+        probes.append([scale, v, r["preemptions_per_request"]])
         print(f"k5 at f = {f:.3f}, output scale {scale:7.3f}: round robin {v:8.1f} s",
               file=sys.stderr)
         return v
@@ -133,10 +147,10 @@ def proposal(out: Path) -> None:
         "seeds": list(CALIBRATION_SEEDS), "k7_time_factor": k7,
         "k5_output_scale": {"scale": s, "rr_e2e_s": v, "preemptions_per_request": pre,
                             "target_s": target,
-                            "within_10pct": bool(abs(v / target - 1.0) <= 0.10),
+                            "within_10pct": within_10pct(v, target),
                             "probes": probes},
         "k5_chunked_check": check | {"target_s": ct, "ratio": check["e2e_s"] / ct,
-                                     "within_10pct": bool(abs(check["e2e_s"] / ct - 1) <= 0.1)},
+                                     "within_10pct": within_10pct(check["e2e_s"], ct)},
         "manifest": run_manifest({"out": str(out)})})
 
 
@@ -150,7 +164,7 @@ def time_factor(out: Path) -> None:
         r = rr_at_factor(derived[n], k5["factor"])
         target = derived[n].paper_rr_s
         checks[n] = r | {"target_s": target, "ratio": r["e2e_s"] / target,
-                         "within_10pct": bool(abs(r["e2e_s"] / target - 1.0) <= 0.10)}
+                         "within_10pct": within_10pct(r["e2e_s"], target)}
         print(f"{n:11s} at K5's f = {k5['factor']:.3f}: round robin {r['e2e_s']:.1f} s "
               f"(paper {target} s)", file=sys.stderr)
     k7 = bisect_factor(derived["k7"])
